@@ -1,0 +1,57 @@
+package dag
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// LoadDir loads every *.yaml and *.yml file of dir (not its subfolders, not dot files), in file
+// name order. A
+// broken file does not stop the others; a dag_id already defined by an earlier file is an
+// error of the later one, which is not loaded. The DAGs come back sorted by id.
+func LoadDir(dir string, opts LoadOptions) ([]*DAG, []*ImportError) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, []*ImportError{{File: dir, Msg: fmt.Sprintf("read dags folder: %v", err)}}
+	}
+	var (
+		dags []*DAG
+		errs []*ImportError
+		from = map[string]string{} // dag id -> file that defined it
+	)
+	for _, e := range entries {
+		ext := strings.ToLower(filepath.Ext(e.Name()))
+		// Dot files are editors' backups and lock files, not DAGs.
+		if e.IsDir() || strings.HasPrefix(e.Name(), ".") || (ext != ".yaml" && ext != ".yml") {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		data, err := os.ReadFile(path)
+		if err != nil {
+			errs = append(errs, &ImportError{File: path, Msg: fmt.Sprintf("read file: %v", err)})
+			continue
+		}
+		d, ferrs := Parse(path, data, opts)
+		errs = append(errs, ferrs...)
+		if d == nil {
+			continue
+		}
+		if other, dup := from[d.ID]; dup {
+			p := d.src.at(srcDAG, "dag_id")
+			errs = append(errs, &ImportError{
+				File: path, Line: p.line, Column: p.col, DAGID: d.ID, Field: "dag_id", Value: d.ID,
+				Msg: fmt.Sprintf("dag %s is already defined in %s", d.ID, other),
+			})
+			continue
+		}
+		from[d.ID] = path
+		dags = append(dags, d)
+	}
+	slices.SortFunc(dags, func(a, b *DAG) int { return cmp.Compare(a.ID, b.ID) })
+	sortErrors(errs)
+	return dags, errs
+}

@@ -1,0 +1,155 @@
+package dag
+
+import (
+	"context"
+	"time"
+)
+
+// Kind says what an attempt of a task runs.
+type Kind string
+
+const (
+	KindCommand  Kind = "command"  // argv, no shell
+	KindBash     Kind = "bash"     // bash -c SCRIPT
+	KindGo       Kind = "go"       // a registered Go function
+	KindSensor   Kind = "sensor"   // pokes a check until it is met (§5.1)
+	KindApproval Kind = "approval" // waits for a person (§5.2); no queue entry, no pool
+)
+
+// Concurrency policies of a scheduled DAG (§3.5).
+const (
+	PolicyAllow   = "allow"
+	PolicyForbid  = "forbid"
+	PolicyReplace = "replace"
+)
+
+// Weight rules (§4.4), as in Airflow.
+const (
+	WeightDownstream = "downstream"
+	WeightUpstream   = "upstream"
+	WeightAbsolute   = "absolute"
+)
+
+// Defaults of §2.1.
+const (
+	DefaultRetryDelay     = 300 * time.Second
+	DefaultPriorityWeight = 1
+	DefaultMaxActiveRuns  = 16
+	DefaultMaxActiveTasks = 16
+	DefaultPokeInterval   = 60 * time.Second
+	DefaultSensorTimeout  = 7 * 24 * time.Hour
+)
+
+// TaskFunc is a Go-authored task. A returned error or a panic fails the attempt.
+type TaskFunc func(ctx context.Context, ti *TaskContext) error
+
+// TaskContext is what a Go task sees of its attempt.
+type TaskContext struct {
+	DAGID       string
+	RunID       string
+	TaskID      string
+	TryNumber   int
+	LogicalDate time.Time
+	Params      map[string]any
+	// Log receives the attempt's log lines (the attempt log file).
+	Log func(format string, args ...any)
+}
+
+// DAG is one loaded DAG, from YAML or Go. A job is a one-task DAG whose task id is the DAG id.
+type DAG struct {
+	ID          string
+	File        string // source file; "" for Go DAGs
+	Description string
+	// Schedule is the raw schedule ("" = manual only): 5-field cron, @hourly…, @every D, @reboot.
+	Schedule          string
+	StartDate         time.Time
+	Catchup           bool
+	MaxActiveRuns     int
+	MaxActiveTasks    int
+	ConcurrencyPolicy string
+	Tags              []string
+	Owner             string
+	Params            map[string]any
+	IsJob             bool
+	// Tasks in file (or registration) order; queue IDs follow this order (§4.4).
+	Tasks []*Task
+
+	// src locates the YAML tokens of the fields, for errors found after parsing; nil for Go DAGs.
+	src *sourceMap
+}
+
+// Task is one node of a DAG with every default already applied.
+type Task struct {
+	ID        string
+	DependsOn []string
+	Kind      Kind
+	Command   []string // KindCommand
+	Bash      string   // KindBash
+	Func      TaskFunc // KindGo
+	Sensor    *Sensor  // KindSensor
+	Approval  *Approval
+
+	Env     map[string]string
+	Workdir string
+
+	TriggerRule             TriggerRule
+	Retries                 int
+	RetryDelay              time.Duration
+	RetryExponentialBackoff bool
+	MaxRetryDelay           time.Duration // 0 = no cap
+	ExecutionTimeout        time.Duration // 0 = none
+	QueueTimeout            time.Duration // 0 = none
+
+	// PoolRequirements is the named-pool requirement map: from pool_requirements, or from the
+	// legacy pool + pool_slots (exactly {pool: pool_slots}); nil when the task declares none
+	// (then rules, then {default: 1} apply at enqueue time).
+	PoolRequirements map[string]int
+
+	PriorityWeight        int
+	WeightRule            string
+	MaxActiveTIsPerDAG    int // 0 = no limit
+	MaxActiveTIsPerDAGRun int // 0 = no limit
+
+	// explicit marks zero values that were set on purpose, so ApplyDefaults keeps them.
+	explicit explicitFields
+}
+
+// Sensor is a poking task (§5.1).
+type Sensor struct {
+	Command            []string // exit 0 = met, 1 = not yet, other = error
+	FileExists         string
+	HTTP               *HTTPCheck
+	Mode               string // poke | reschedule
+	PokeInterval       time.Duration
+	Timeout            time.Duration
+	SoftFail           bool
+	ExponentialBackoff bool
+	MaxWait            time.Duration // cap of the backed-off interval; 0 = none
+}
+
+// HTTPCheck is met when GET URL answers Status (default 200).
+type HTTPCheck struct {
+	URL    string
+	Status int
+}
+
+// Sensor modes.
+const (
+	ModePoke       = "poke"
+	ModeReschedule = "reschedule"
+)
+
+// Approval is a gate waiting for a person (§5.2).
+type Approval struct {
+	Timeout time.Duration // 0 = none
+}
+
+// Task returns the task with the given id, or nil.
+func (d *DAG) Task(id string) *Task {
+	for _, t := range d.Tasks {
+		if t.ID == id {
+			return t
+		}
+	}
+	return nil
+}
