@@ -1,0 +1,185 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sort"
+	"time"
+)
+
+// Reads the HTTP API needs beyond those of read.go. Like them, they use the reader pool.
+
+// EntryByID reads one queue entry with its requirements.
+func (s *Store) EntryByID(ctx context.Context, id int64) (Entry, error) {
+	es, err := entries(ctx, s.r, nil, id)
+	if err != nil {
+		return Entry{}, err
+	}
+	if len(es) == 0 {
+		return Entry{}, ErrNotFound
+	}
+	return es[0], nil
+}
+
+// LatestEntries returns the newest queue entry of each task instance of a run, by task id.
+func (s *Store) LatestEntries(ctx context.Context, run int64) (map[string]Entry, error) {
+	es, err := entriesWhere(ctx, s.r, `e.id IN (SELECT MAX(id) FROM queue_entries WHERE run = ? GROUP BY task_id)`, run)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Entry, len(es))
+	for _, e := range es {
+		out[e.TaskID] = e
+	}
+	return out, nil
+}
+
+// RecentEntries returns, per named pool, the last perPool entries that ended (done, expired,
+// cancelled, rejected, retired), newest first (§4.6: recent terminal entries stay visible).
+func (s *Store) RecentEntries(ctx context.Context, perPool int) (map[string][]Entry, error) {
+	// The union of every pool's newest perPool contains each pool's newest perPool, so sorting
+	// and trimming per pool afterwards gives exactly them.
+	es, err := entriesWhere(ctx, s.r, `e.id IN (SELECT entry FROM (
+			SELECT q.entry, ROW_NUMBER() OVER (PARTITION BY q.pool ORDER BY x.ended_at DESC, x.id DESC) AS n
+			FROM entry_requirements q JOIN queue_entries x ON x.id = q.entry
+			WHERE q.implicit = 0 AND x.state NOT IN ('waiting', 'admitted')) WHERE n <= ?)`, perPool)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]Entry{}
+	for _, e := range es {
+		for _, n := range e.Needs {
+			if !n.Implicit {
+				out[n.Pool] = append(out[n.Pool], e)
+			}
+		}
+	}
+	for pool, list := range out {
+		sort.SliceStable(list, func(i, j int) bool {
+			if !list[i].EndedAt.Equal(list[j].EndedAt) {
+				return list[i].EndedAt.After(list[j].EndedAt)
+			}
+			return list[i].ID > list[j].ID
+		})
+		if len(list) > perPool {
+			list = list[:perPool]
+		}
+		out[pool] = list
+	}
+	return out, nil
+}
+
+// entriesWhere reads the entries matching a condition on queue_entries e, with their
+// requirement rows, ordered by queue ID.
+func entriesWhere(ctx context.Context, q querier, where string, args ...any) ([]Entry, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+entryCols+` FROM queue_entries e JOIN dag_runs r ON r.id = e.run
+		WHERE `+where+` ORDER BY e.id`, args...)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	var out []Entry
+	index := map[int64]int{}
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			rows.Close()
+			return nil, unavailable(err)
+		}
+		index[e.ID] = len(out)
+		out = append(out, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, unavailable(err)
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	rows, err = q.QueryContext(ctx, `SELECT q.entry, q.pool, q.slots, q.implicit, COALESCE(q.capacity, 0)
+		FROM entry_requirements q JOIN queue_entries e ON e.id = q.entry WHERE `+where+` ORDER BY q.entry, q.pool`, args...)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var entry int64
+		var n Requirement
+		if err := rows.Scan(&entry, &n.Pool, &n.Slots, &n.Implicit, &n.Capacity); err != nil {
+			return nil, unavailable(err)
+		}
+		if i, ok := index[entry]; ok {
+			out[i].Needs = append(out[i].Needs, n)
+		}
+	}
+	return out, unavailable(rows.Err())
+}
+
+// DAGRow is a DAG as the store knows it, loaded now or not.
+type DAGRow struct {
+	DAGID     string
+	Paused    bool
+	File      string
+	Schedule  string
+	UpdatedAt time.Time
+}
+
+// ListDAGRows lists every DAG the store has seen, by id.
+func (s *Store) ListDAGRows(ctx context.Context) ([]DAGRow, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT dag_id, paused, file, schedule, updated_at FROM dags ORDER BY dag_id`)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	defer rows.Close()
+	var out []DAGRow
+	for rows.Next() {
+		var d DAGRow
+		var updated int64
+		if err := rows.Scan(&d.DAGID, &d.Paused, &d.File, &d.Schedule, &updated); err != nil {
+			return nil, unavailable(err)
+		}
+		d.UpdatedAt = FromMicros(updated)
+		out = append(out, d)
+	}
+	return out, unavailable(rows.Err())
+}
+
+// ImportErrorRow is one stored import error.
+type ImportErrorRow struct {
+	File      string
+	Message   string
+	UpdatedAt time.Time
+}
+
+// ListImportErrors lists the stored import errors by file, with when they were recorded.
+func (s *Store) ListImportErrors(ctx context.Context) ([]ImportErrorRow, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT file, message, updated_at FROM import_errors ORDER BY file`)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	defer rows.Close()
+	var out []ImportErrorRow
+	for rows.Next() {
+		var e ImportErrorRow
+		var updated int64
+		if err := rows.Scan(&e.File, &e.Message, &updated); err != nil {
+			return nil, unavailable(err)
+		}
+		e.UpdatedAt = FromMicros(updated)
+		out = append(out, e)
+	}
+	return out, unavailable(rows.Err())
+}
+
+// DaemonHeartbeat is the last heartbeat a daemon recorded; ErrNotFound for a daemon never seen.
+func (s *Store) DaemonHeartbeat(ctx context.Context, id string) (time.Time, error) {
+	var hb int64
+	err := s.r.QueryRowContext(ctx, `SELECT heartbeat FROM daemons WHERE id = ?`, id).Scan(&hb)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, ErrNotFound
+	}
+	if err != nil {
+		return time.Time{}, unavailable(err)
+	}
+	return FromMicros(hb), nil
+}

@@ -1,0 +1,88 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"time"
+)
+
+const poolCols = `name, slots, COALESCE(target_slots, -2), ordering, max_queued, starvation_after, include_deferred,
+	on_resize, description, source`
+
+func scanPool(sc interface{ Scan(...any) error }) (Pool, error) {
+	var p Pool
+	var starve int64
+	err := sc.Scan(&p.Name, &p.Slots, &p.TargetSlots, &p.Ordering, &p.MaxQueued, &starve, &p.IncludeDeferred,
+		&p.OnResize, &p.Description, &p.Source)
+	p.StarvationAfter = time.Duration(starve) * time.Microsecond
+	return p, err
+}
+
+// Pools lists every pool, file-defined and stored, by name.
+func (t *Tx) Pools() ([]Pool, error) {
+	rows, err := t.query(`SELECT ` + poolCols + ` FROM pools ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	return scanPools(rows)
+}
+
+func scanPools(rows *sql.Rows) ([]Pool, error) {
+	defer rows.Close()
+	var out []Pool
+	for rows.Next() {
+		p, err := scanPool(rows)
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		out = append(out, p)
+	}
+	return out, unavailable(rows.Err())
+}
+
+// PoolByName reads one pool.
+func (t *Tx) PoolByName(name string) (Pool, error) {
+	p, err := scanPool(t.tx.QueryRowContext(t.ctx, `SELECT `+poolCols+` FROM pools WHERE name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, ErrNotFound
+	}
+	return p, unavailable(err)
+}
+
+// PutPool inserts or replaces a pool row as given.
+func (t *Tx) PutPool(p *Pool, now time.Time) error {
+	var target any
+	if p.TargetSlots != NoTarget {
+		target = p.TargetSlots
+	}
+	_, err := t.exec(`INSERT INTO pools (name, slots, target_slots, ordering, max_queued, starvation_after, include_deferred,
+		on_resize, description, source, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET slots = excluded.slots, target_slots = excluded.target_slots,
+		ordering = excluded.ordering, max_queued = excluded.max_queued, starvation_after = excluded.starvation_after,
+		include_deferred = excluded.include_deferred, on_resize = excluded.on_resize, description = excluded.description,
+		source = excluded.source, updated_at = excluded.updated_at`,
+		p.Name, p.Slots, target, p.Ordering, p.MaxQueued, p.StarvationAfter.Microseconds(), p.IncludeDeferred,
+		p.OnResize, p.Description, p.Source, Micros(now))
+	return err
+}
+
+// DeletePool removes a pool row.
+func (t *Tx) DeletePool(name string) error {
+	res, err := t.exec(`DELETE FROM pools WHERE name = ?`, name)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// PoolHeld sums the slots held in a pool and counts the entries that wait for it.
+func (t *Tx) PoolHeld(name string) (held, waiting int, err error) {
+	if err = t.tx.QueryRowContext(t.ctx, `SELECT COALESCE(SUM(slots), 0) FROM claims WHERE pool = ?`, name).Scan(&held); err != nil {
+		return 0, 0, unavailable(err)
+	}
+	waiting, err = t.QueuedCount(name)
+	return held, waiting, err
+}

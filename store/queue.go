@@ -1,0 +1,195 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// InsertEntry queues an entry with its requirement rows; the queue ID is assigned by SQLite in
+// insertion order, so callers insert in (due time, run_id, task order) order (§4.4).
+func (t *Tx) InsertEntry(e *Entry) error {
+	res, err := t.exec(`INSERT INTO queue_entries (run, task_id, try_number, label, priority, due, deadline, state,
+		force, rule, replay, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		e.Run, e.TaskID, e.TryNumber, e.Label, e.Priority, Micros(e.Due), nullMicros(e.Deadline), e.State,
+		e.Force, nullString(e.Rule), e.Replay, Micros(e.CreatedAt))
+	if err != nil {
+		return err
+	}
+	if e.ID, err = res.LastInsertId(); err != nil {
+		return err
+	}
+	for _, n := range e.Needs {
+		var capacity any
+		if n.Implicit {
+			capacity = n.Capacity
+		}
+		if _, err := t.exec(`INSERT INTO entry_requirements (entry, pool, slots, implicit, capacity) VALUES (?, ?, ?, ?, ?)`,
+			e.ID, n.Pool, n.Slots, n.Implicit, capacity); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const entryCols = `e.id, e.run, e.task_id, e.try_number, e.label, e.priority, e.due, e.deadline, e.state, e.force,
+	COALESCE(e.reason_code, ''), COALESCE(e.reason, ''), COALESCE(e.rule, ''), e.replay, e.created_at, e.admitted_at,
+	e.ended_at, COALESCE(r.owner, ''), r.dag_id, r.run_id`
+
+func scanEntry(sc interface{ Scan(...any) error }) (Entry, error) {
+	var e Entry
+	var due, created int64
+	var deadline, admitted, ended sql.NullInt64
+	err := sc.Scan(&e.ID, &e.Run, &e.TaskID, &e.TryNumber, &e.Label, &e.Priority, &due, &deadline, &e.State, &e.Force,
+		&e.ReasonCode, &e.Reason, &e.Rule, &e.Replay, &created, &admitted, &ended, &e.Owner, &e.DAGID, &e.RunID)
+	e.Due, e.CreatedAt = FromMicros(due), FromMicros(created)
+	e.Deadline, e.AdmittedAt, e.EndedAt = timeOf(deadline), timeOf(admitted), timeOf(ended)
+	return e, err
+}
+
+// Entries lists entries in the given states (all waiting and admitted entries of every daemon,
+// for instance) with their requirement rows, ordered by queue ID.
+func (t *Tx) Entries(states ...string) ([]Entry, error) {
+	return entries(t.ctx, t.tx, states, 0)
+}
+
+// EntryByID reads one entry with its requirements.
+func (t *Tx) EntryByID(id int64) (Entry, error) {
+	es, err := entries(t.ctx, t.tx, nil, id)
+	if err != nil {
+		return Entry{}, err
+	}
+	if len(es) == 0 {
+		return Entry{}, ErrNotFound
+	}
+	return es[0], nil
+}
+
+// ReleaseClaims deletes every claim of an entry and sets its final or waiting state.
+// state "waiting" puts it back in the queue (same try number); replay marks that its attempt
+// log gets a replay line when it runs again.
+func (t *Tx) ReleaseClaims(id int64, state string, replay bool, now time.Time) error {
+	if _, err := t.exec(`DELETE FROM claims WHERE entry = ?`, id); err != nil {
+		return err
+	}
+	if state == "waiting" {
+		_, err := t.exec(`UPDATE queue_entries SET state = 'waiting', replay = ?, admitted_at = NULL WHERE id = ?`, replay, id)
+		return err
+	}
+	_, err := t.exec(`UPDATE queue_entries SET state = ?, ended_at = ? WHERE id = ?`, state, Micros(now), id)
+	return err
+}
+
+// EndEntry gives a waiting entry a terminal state (expired, cancelled, rejected, retired) with a reason.
+func (t *Tx) EndEntry(id int64, state, code, reason string, now time.Time) error {
+	if _, err := t.exec(`DELETE FROM claims WHERE entry = ?`, id); err != nil {
+		return err
+	}
+	_, err := t.exec(`UPDATE queue_entries SET state = ?, reason_code = ?, reason = ?, ended_at = ? WHERE id = ?`,
+		state, nullString(code), nullString(reason), Micros(now), id)
+	return err
+}
+
+// SetReason records a waiting entry's current wait reason.
+func (t *Tx) SetReason(id int64, code, reason string) error {
+	_, err := t.exec(`UPDATE queue_entries SET reason_code = ?, reason = ? WHERE id = ?`, nullString(code), nullString(reason), id)
+	return err
+}
+
+// SetForce marks an entry for a force start (§4.4).
+func (t *Tx) SetForce(id int64) error {
+	_, err := t.exec(`UPDATE queue_entries SET force = 1 WHERE id = ?`, id)
+	return err
+}
+
+// Admit debits every requirement of an entry in claims rows and marks it admitted. Together
+// with the other admissions of a pass it commits or rolls back as one (§4.3).
+func (t *Tx) Admit(e *Entry, daemon string, epoch int64, now, leaseUntil time.Time) error {
+	for _, n := range e.Needs {
+		if t.failAfter != nil {
+			*t.failAfter--
+			if *t.failAfter == 0 {
+				return fmt.Errorf("insert claim %s for entry %d: %w", n.Pool, e.ID, errInjected)
+			}
+		}
+		if _, err := t.exec(`INSERT INTO claims (entry, pool, slots, daemon, epoch, lease_until) VALUES (?, ?, ?, ?, ?, ?)`,
+			e.ID, n.Pool, n.Slots, daemon, epoch, Micros(leaseUntil)); err != nil {
+			return err
+		}
+	}
+	_, err := t.exec(`UPDATE queue_entries SET state = 'admitted', admitted_at = ?, reason_code = NULL, reason = NULL
+		WHERE id = ? AND state = 'waiting'`, Micros(now), e.ID)
+	return err
+}
+
+var errInjected = errors.New("injected failure")
+
+// FailClaimAfter makes the n-th claim insert of this transaction fail (tests only).
+func (t *Tx) FailClaimAfter(n int) { t.failAfter = &n }
+
+// SetPGID records the process group of an admitted entry's attempt on its claims.
+func (t *Tx) SetPGID(entry int64, pgid int, daemon string, epoch int64) (bool, error) {
+	res, err := t.exec(`UPDATE claims SET pgid = ? WHERE entry = ? AND daemon = ? AND epoch = ?`, pgid, entry, daemon, epoch)
+	if err != nil {
+		return false, err
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+// HoldsClaim reports whether daemon still holds entry's claims under epoch (the fencing check
+// before a completion is written, §4.8).
+func (t *Tx) HoldsClaim(entry int64, daemon string, epoch int64) (bool, error) {
+	var n int
+	err := t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM claims WHERE entry = ? AND daemon = ? AND epoch = ?`,
+		entry, daemon, epoch).Scan(&n)
+	return n > 0, unavailable(err)
+}
+
+// Claims lists every held claim with its entry's label.
+func (t *Tx) Claims() ([]Claim, error) {
+	rows, err := t.query(`SELECT c.entry, c.pool, c.slots, c.daemon, c.epoch, COALESCE(c.pgid, 0), c.lease_until, e.label
+		FROM claims c JOIN queue_entries e ON e.id = c.entry ORDER BY c.entry, c.pool`)
+	if err != nil {
+		return nil, err
+	}
+	return scanClaims(rows)
+}
+
+func scanClaims(rows *sql.Rows) ([]Claim, error) {
+	defer rows.Close()
+	var out []Claim
+	for rows.Next() {
+		var c Claim
+		var lease int64
+		if err := rows.Scan(&c.Entry, &c.Pool, &c.Slots, &c.Daemon, &c.Epoch, &c.PGID, &lease, &c.Label); err != nil {
+			return nil, unavailable(err)
+		}
+		c.LeaseUntil = FromMicros(lease)
+		out = append(out, c)
+	}
+	return out, unavailable(rows.Err())
+}
+
+// QueuedCount counts entries that hold a backlog place in a pool: waiting ones, and ended ones
+// the task scheduler has not observed yet (§4.6).
+func (t *Tx) QueuedCount(pool string) (int, error) {
+	var n int
+	err := t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM entry_requirements q JOIN queue_entries e ON e.id = q.entry
+		WHERE q.pool = ? AND e.state = 'waiting'`, pool).Scan(&n)
+	return n, unavailable(err)
+}
+
+
+// RequeueEntry releases an admitted entry's claims at once and puts it back in the queue with the
+// same try number, its task instance back to scheduled (recovery, lost leases, shutdown, §4.8).
+// The entry's next run appends to the same attempt log after a replay line.
+func (t *Tx) RequeueEntry(id int64) error {
+	if err := t.ReleaseClaims(id, "waiting", true, time.Time{}); err != nil {
+		return err
+	}
+	_, err := t.exec(`UPDATE task_instances SET state = 'scheduled'
+		WHERE (run, task_id) = (SELECT run, task_id FROM queue_entries WHERE id = ?) AND state = 'running'`, id)
+	return err
+}

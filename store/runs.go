@@ -1,0 +1,249 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"strings"
+	"time"
+)
+
+const runCols = `id, dag_id, run_id, run_type, logical_date, state, conf, note, no_queue, COALESCE(owner, ''),
+	queued_at, start_date, end_date, COALESCE(reason, '')`
+
+func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
+	var r Run
+	var logical, queued int64
+	var start, end sql.NullInt64
+	err := sc.Scan(&r.PK, &r.DAGID, &r.RunID, &r.RunType, &logical, &r.State, &r.Conf, &r.Note, &r.NoQueue, &r.Owner,
+		&queued, &start, &end, &r.Reason)
+	r.LogicalDate, r.QueuedAt, r.StartDate, r.EndDate = FromMicros(logical), FromMicros(queued), timeOf(start), timeOf(end)
+	return r, err
+}
+
+// InsertRun creates a run; a scheduled fire that another daemon created already is ErrConflict.
+func (t *Tx) InsertRun(r *Run) error {
+	res, err := t.exec(`INSERT INTO dag_runs (dag_id, run_id, run_type, logical_date, state, conf, note, no_queue, owner,
+		queued_at, start_date, end_date, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.DAGID, r.RunID, r.RunType, Micros(r.LogicalDate), r.State, orJSON(r.Conf), r.Note, r.NoQueue, nullString(r.Owner),
+		Micros(r.QueuedAt), nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(r.Reason))
+	if err != nil {
+		if strings.Contains(err.Error(), "UNIQUE") {
+			return ErrConflict
+		}
+		return err
+	}
+	r.PK, err = res.LastInsertId()
+	return err
+}
+
+func orJSON(s string) string {
+	if s == "" {
+		return "{}"
+	}
+	return s
+}
+
+// UpdateRun writes a run's state, dates and reason.
+func (t *Tx) UpdateRun(r *Run) error {
+	_, err := t.exec(`UPDATE dag_runs SET state = ?, start_date = ?, end_date = ?, reason = ?, owner = ? WHERE id = ?`,
+		r.State, nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(r.Reason), nullString(r.Owner), r.PK)
+	return err
+}
+
+// OpenRuns lists queued and running runs that daemon owns or that nobody owns yet.
+func (t *Tx) OpenRuns(daemon string) ([]Run, error) {
+	rows, err := t.query(`SELECT `+runCols+` FROM dag_runs
+		WHERE state IN ('queued', 'running') AND (owner IS NULL OR owner = ?) ORDER BY id`, daemon)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		out = append(out, r)
+	}
+	return out, unavailable(rows.Err())
+}
+
+// RunByPK reads one run.
+func (t *Tx) RunByPK(pk int64) (Run, error) {
+	r, err := scanRun(t.tx.QueryRowContext(t.ctx, `SELECT `+runCols+` FROM dag_runs WHERE id = ?`, pk))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, ErrNotFound
+	}
+	return r, unavailable(err)
+}
+
+// LastFireRun returns the newest scheduled or catch-up run of a DAG that is still open.
+func (t *Tx) CountOpenRuns(dagID string, types ...string) (int, error) {
+	q := `SELECT COUNT(*) FROM dag_runs WHERE dag_id = ? AND state IN ('queued', 'running')`
+	args := []any{dagID}
+	if len(types) > 0 {
+		q += ` AND run_type IN (?` + strings.Repeat(", ?", len(types)-1) + `)`
+		for _, ty := range types {
+			args = append(args, ty)
+		}
+	}
+	var n int
+	err := t.tx.QueryRowContext(t.ctx, q, args...).Scan(&n)
+	return n, unavailable(err)
+}
+
+// InsertTI creates a task instance.
+func (t *Tx) InsertTI(ti *TaskInstance) error {
+	_, err := t.exec(`INSERT INTO task_instances (run, task_id, state, try_number, start_date, end_date, next_at, reason)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, ti.Run, ti.TaskID, ti.State, ti.TryNumber,
+		nullMicros(ti.StartDate), nullMicros(ti.EndDate), nullMicros(ti.NextAt), nullString(ti.Reason))
+	return err
+}
+
+// UpdateTI writes a task instance.
+func (t *Tx) UpdateTI(ti *TaskInstance) error {
+	_, err := t.exec(`UPDATE task_instances SET state = ?, try_number = ?, start_date = ?, end_date = ?, next_at = ?, reason = ?
+		WHERE run = ? AND task_id = ?`, ti.State, ti.TryNumber, nullMicros(ti.StartDate), nullMicros(ti.EndDate),
+		nullMicros(ti.NextAt), nullString(ti.Reason), ti.Run, ti.TaskID)
+	return err
+}
+
+// TaskInstances lists a run's task instances.
+func (t *Tx) TaskInstances(run int64) ([]TaskInstance, error) {
+	rows, err := t.query(`SELECT run, task_id, state, try_number, start_date, end_date, next_at, COALESCE(reason, '')
+		FROM task_instances WHERE run = ?`, run)
+	if err != nil {
+		return nil, err
+	}
+	return scanTIs(rows)
+}
+
+func scanTIs(rows *sql.Rows) ([]TaskInstance, error) {
+	defer rows.Close()
+	var out []TaskInstance
+	for rows.Next() {
+		var ti TaskInstance
+		var start, end, next sql.NullInt64
+		if err := rows.Scan(&ti.Run, &ti.TaskID, &ti.State, &ti.TryNumber, &start, &end, &next, &ti.Reason); err != nil {
+			return nil, unavailable(err)
+		}
+		ti.StartDate, ti.EndDate, ti.NextAt = timeOf(start), timeOf(end), timeOf(next)
+		out = append(out, ti)
+	}
+	return out, unavailable(rows.Err())
+}
+
+// InsertAttempt records an ended attempt (replacing a row of the same try after a replay).
+func (t *Tx) InsertAttempt(a *Attempt) error {
+	_, err := t.exec(`INSERT OR REPLACE INTO attempts (run, task_id, try_number, state, start_date, end_date, reason)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, a.Run, a.TaskID, a.TryNumber, a.State, nullMicros(a.StartDate),
+		nullMicros(a.EndDate), nullString(a.Reason))
+	return err
+}
+
+// UpsertDAG records a loaded DAG, keeping its paused flag and checkpoint. New DAGs start unpaused.
+func (t *Tx) UpsertDAG(dagID, file, schedule string, now time.Time) error {
+	_, err := t.exec(`INSERT INTO dags (dag_id, file, schedule, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (dag_id) DO UPDATE SET file = excluded.file, schedule = excluded.schedule, updated_at = excluded.updated_at`,
+		dagID, file, schedule, Micros(now))
+	return err
+}
+
+// DAGState is the stored part of a DAG: pause flag and scheduling checkpoint.
+type DAGState struct {
+	DAGID      string
+	Paused     bool
+	Checkpoint time.Time
+}
+
+// DAGStates reads every stored DAG's flags.
+func (t *Tx) DAGStates() (map[string]DAGState, error) {
+	rows, err := t.query(`SELECT dag_id, paused, checkpoint FROM dags`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]DAGState{}
+	for rows.Next() {
+		var d DAGState
+		var cp sql.NullInt64
+		if err := rows.Scan(&d.DAGID, &d.Paused, &cp); err != nil {
+			return nil, unavailable(err)
+		}
+		d.Checkpoint = timeOf(cp)
+		out[d.DAGID] = d
+	}
+	return out, unavailable(rows.Err())
+}
+
+// SetCheckpoint advances a DAG's scheduling checkpoint.
+func (t *Tx) SetCheckpoint(dagID string, at time.Time) error {
+	_, err := t.exec(`UPDATE dags SET checkpoint = ? WHERE dag_id = ?`, Micros(at), dagID)
+	return err
+}
+
+// SetPaused pauses or unpauses a DAG; an unknown DAG is ErrNotFound.
+func (t *Tx) SetPaused(dagID string, paused bool, now time.Time) error {
+	res, err := t.exec(`UPDATE dags SET paused = ?, updated_at = ? WHERE dag_id = ?`, paused, Micros(now), dagID)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// SetImportErrors replaces the stored import errors.
+func (t *Tx) SetImportErrors(errs map[string]string, now time.Time) error {
+	if _, err := t.exec(`DELETE FROM import_errors`); err != nil {
+		return err
+	}
+	for file, msg := range errs {
+		if _, err := t.exec(`INSERT INTO import_errors (file, message, updated_at) VALUES (?, ?, ?)`, file, msg, Micros(now)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// InsertCommand queues a command for the daemon that owns run.
+func (t *Tx) InsertCommand(c *Command, now time.Time) error {
+	res, err := t.exec(`INSERT INTO commands (kind, run, task_id, who, note, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		c.Kind, c.Run, c.TaskID, c.Who, c.Note, Micros(now))
+	if err != nil {
+		return err
+	}
+	c.ID, err = res.LastInsertId()
+	return err
+}
+
+// PendingCommands lists undone commands for runs owned by daemon.
+func (t *Tx) PendingCommands(daemon string) ([]Command, error) {
+	rows, err := t.query(`SELECT c.id, c.kind, c.run, c.task_id, c.who, c.note FROM commands c
+		JOIN dag_runs r ON r.id = c.run WHERE c.done_at IS NULL AND r.owner = ? ORDER BY c.id`, daemon)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Command
+	for rows.Next() {
+		var c Command
+		if err := rows.Scan(&c.ID, &c.Kind, &c.Run, &c.TaskID, &c.Who, &c.Note); err != nil {
+			return nil, unavailable(err)
+		}
+		out = append(out, c)
+	}
+	return out, unavailable(rows.Err())
+}
+
+// DoneCommand marks a command as handled, with the reason it was refused if it was.
+func (t *Tx) DoneCommand(id int64, now time.Time, refused error) error {
+	var msg any
+	if refused != nil {
+		msg = refused.Error()
+	}
+	_, err := t.exec(`UPDATE commands SET done_at = ?, error = ? WHERE id = ?`, Micros(now), msg, id)
+	return err
+}

@@ -1,0 +1,227 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // the SQLite driver
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Errors the store's callers act on.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrSchemaTooNew  = errors.New("database schema is newer than this binary")
+	ErrUnavailable   = errors.New("pool state is unavailable")
+	ErrConflict      = errors.New("conflict")
+	ErrFenced        = errors.New("claim is held under another epoch")
+	ErrInvalidOption = errors.New("invalid option")
+)
+
+// OpTimeout bounds one store operation (§4.9).
+const OpTimeout = 5 * time.Second
+
+// Store is an open poolflow database.
+type Store struct {
+	path string
+	// w is the single writer connection: every state change goes through it, so data_version
+	// on it changes only when another process commits.
+	w *sql.DB
+	// r serves reads (API, UI, CLI) without waiting behind the writer.
+	r *sql.DB
+}
+
+// Options tune Open.
+type Options struct {
+	// Synchronous is SQLite's synchronous pragma; "" means FULL (§8).
+	Synchronous string
+}
+
+// Open opens (creating if needed) the database at path and migrates it to the newest schema.
+// A database whose schema is newer than this binary is refused with ErrSchemaTooNew.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	sync := opts.Synchronous
+	if sync == "" {
+		sync = "FULL"
+	}
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", sync)
+	q.Set("_foreign_keys", "on")
+	q.Set("_busy_timeout", strconv.Itoa(int(OpTimeout/time.Millisecond)))
+	q.Set("_txlock", "immediate")
+	w, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxLifetime(0)
+	q.Set("_txlock", "deferred")
+	r, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	s := &Store{path: path, w: w, r: r}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close closes both connection pools.
+func (s *Store) Close() error {
+	return errors.Join(s.w.Close(), s.r.Close())
+}
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func loadMigrations() ([]migration, error) {
+	files, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, f := range files {
+		base := strings.TrimPrefix(f, "migrations/")
+		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
+		if err != nil {
+			return nil, fmt.Errorf("migration %s: bad version prefix", base)
+		}
+		body, err := migrations.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: base, sql: string(body)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	return out, nil
+}
+
+// SchemaVersion is the newest schema this binary knows.
+func SchemaVersion() int {
+	ms, _ := loadMigrations()
+	if len(ms) == 0 {
+		return 0
+	}
+	return ms[len(ms)-1].version
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return fmt.Errorf("load migrations: %w", err)
+	}
+	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate %s: %w", s.path, err)
+	}
+	var have int
+	if err := s.w.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+		return fmt.Errorf("migrate %s: %w", s.path, err)
+	}
+	if known := ms[len(ms)-1].version; have > known {
+		return fmt.Errorf("%s: %w (database at version %d, binary knows up to %d); upgrade poolflow",
+			s.path, ErrSchemaTooNew, have, known)
+	}
+	for _, m := range ms {
+		if m.version <= have {
+			continue
+		}
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+				m.version, m.name, Micros(time.Now()))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+	}
+	return nil
+}
+
+// inTx runs fn in one BEGIN IMMEDIATE transaction on the writer, bounded by OpTimeout.
+// The rollback runs without the caller's cancellation so it still happens after ctx ends.
+func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
+	defer cancel()
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return unavailable(err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// unavailable marks I/O-level failures (locks held past the bound, disk errors, timeouts) as
+// ErrUnavailable, the condition of §4.9, keeping the cause.
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", ErrUnavailable, err)
+}
+
+// DataVersion returns SQLite's data_version on the writer connection: it changes when another
+// connection (another process, or this process's readers) commits.
+func (s *Store) DataVersion(ctx context.Context) (int64, error) {
+	var v int64
+	err := s.w.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v)
+	return v, err
+}
+
+// Micros converts a time to the stored form.
+func Micros(t time.Time) int64 { return t.UnixMicro() }
+
+// FromMicros converts the stored form to a UTC time.
+func FromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+func nullMicros(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+func timeOf(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return FromMicros(v.Int64)
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,141 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Tx is one BEGIN IMMEDIATE transaction on the writer: an admission pass, a CLI command, or a
+// daemon's recovery. Every method returns the first error; the caller rolls back on any error
+// so no partial claim is ever committed.
+type Tx struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	tx     *sql.Tx
+	stmts  map[string]*sql.Stmt
+	// failAfter, when > 0, makes the n-th claim insert fail: failure injection for tests.
+	failAfter *int
+}
+
+// Begin starts a write transaction bounded by OpTimeout.
+func (s *Store) Begin(ctx context.Context) (*Tx, error) {
+	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		cancel()
+		return nil, unavailable(err)
+	}
+	return &Tx{ctx: ctx, cancel: cancel, tx: tx, stmts: map[string]*sql.Stmt{}}, nil
+}
+
+// Commit commits; a failed commit is ErrUnavailable.
+func (t *Tx) Commit() error {
+	defer t.cancel()
+	if err := t.tx.Commit(); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// Rollback abandons the transaction; it is safe after Commit.
+func (t *Tx) Rollback() {
+	defer t.cancel()
+	_ = t.tx.Rollback()
+}
+
+// WithTx runs fn in one transaction and commits it, or rolls back on any error.
+func (s *Store) WithTx(ctx context.Context, fn func(*Tx) error) error {
+	tx, err := s.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
+	st, ok := t.stmts[query]
+	if !ok {
+		var err error
+		st, err = t.tx.PrepareContext(t.ctx, query)
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		t.stmts[query] = st
+	}
+	res, err := st.ExecContext(t.ctx, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", firstWords(query), err)
+	}
+	return res, nil
+}
+
+func (t *Tx) query(query string, args ...any) (*sql.Rows, error) {
+	rows, err := t.tx.QueryContext(t.ctx, query, args...)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	return rows, nil
+}
+
+func firstWords(q string) string {
+	f := strings.Fields(q)
+	if len(f) > 3 {
+		f = f[:3]
+	}
+	return strings.ToLower(strings.Join(f, " "))
+}
+
+// DataVersion reads data_version inside the transaction.
+func (t *Tx) DataVersion() (int64, error) {
+	var v int64
+	err := t.tx.QueryRowContext(t.ctx, `PRAGMA data_version`).Scan(&v)
+	return v, unavailable(err)
+}
+
+// RegisterDaemon records a daemon start and returns its new fencing epoch.
+func (t *Tx) RegisterDaemon(id string, pid int, now time.Time) (int64, error) {
+	var epoch int64
+	err := t.tx.QueryRowContext(t.ctx, `SELECT epoch FROM daemons WHERE id = ?`, id).Scan(&epoch)
+	if err != nil && err != sql.ErrNoRows {
+		return 0, unavailable(err)
+	}
+	epoch++
+	_, err = t.exec(`INSERT INTO daemons (id, epoch, pid, heartbeat) VALUES (?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET epoch = excluded.epoch, pid = excluded.pid, heartbeat = excluded.heartbeat`,
+		id, epoch, pid, Micros(now))
+	return epoch, err
+}
+
+// Heartbeat renews a daemon's liveness and the leases of every claim it holds under epoch.
+func (t *Tx) Heartbeat(id string, epoch int64, now, leaseUntil time.Time) error {
+	if _, err := t.exec(`UPDATE daemons SET heartbeat = ? WHERE id = ? AND epoch = ?`, Micros(now), id, epoch); err != nil {
+		return err
+	}
+	_, err := t.exec(`UPDATE claims SET lease_until = ? WHERE daemon = ? AND epoch = ?`, Micros(leaseUntil), id, epoch)
+	return err
+}
+
+// LiveDaemons returns the ids of daemons whose heartbeat is newer than since.
+func (t *Tx) LiveDaemons(since time.Time) (map[string]bool, error) {
+	rows, err := t.query(`SELECT id FROM daemons WHERE heartbeat >= ?`, Micros(since))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, unavailable(err)
+		}
+		out[id] = true
+	}
+	return out, unavailable(rows.Err())
+}
