@@ -1,0 +1,131 @@
+package rules
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Attrs are the attributes of one attempt that a rule condition can read (§6). The json tags
+// are the names conditions use, so the HTTP API can decode a request body into Attrs directly.
+type Attrs struct {
+	DAGID       string         `json:"dag_id"`
+	TaskID      string         `json:"task_id"`
+	RunID       string         `json:"run_id"`
+	Owner       string         `json:"owner"`
+	Tags        []string       `json:"tags"`
+	Trigger     string         `json:"trigger"` // schedule, manual or catchup
+	Params      map[string]any `json:"params"`
+	TryNumber   int            `json:"try_number"` // the try the attempt will run as
+	Kind        string         `json:"kind"`       // command, bash, go or sensor
+	LogicalDate time.Time      `json:"logical_date"`
+}
+
+var (
+	triggers = []string{"schedule", "manual", "catchup"}
+	kinds    = []string{"command", "bash", "go", "sensor"}
+)
+
+// ParseAttrs builds Attrs from `key=value` strings and an optional JSON object for params, as
+// given to `poolflow rules test --attr ... --params JSON`. Keys are the condition names; tags
+// are comma-separated; try_number defaults to 1 and kind to "command"; logical_date is RFC 3339.
+func ParseAttrs(attrs []string, paramsJSON string) (Attrs, error) {
+	a := Attrs{TryNumber: 1, Kind: "command", Params: map[string]any{}}
+	seen := make(map[string]bool, len(attrs))
+	for _, kv := range attrs {
+		key, value, ok := strings.Cut(kv, "=")
+		key = strings.TrimSpace(key)
+		if !ok {
+			return Attrs{}, fmt.Errorf("attr %q: want key=value", kv)
+		}
+		if seen[key] {
+			return Attrs{}, fmt.Errorf("attr %s: given more than once", key)
+		}
+		seen[key] = true
+		if err := a.set(key, value); err != nil {
+			return Attrs{}, fmt.Errorf("attr %s: %w", key, err)
+		}
+	}
+	if strings.TrimSpace(paramsJSON) != "" {
+		params, err := parseParams(paramsJSON)
+		if err != nil {
+			return Attrs{}, fmt.Errorf("params: %w", err)
+		}
+		a.Params = params
+	}
+	return a, nil
+}
+
+func (a *Attrs) set(key, value string) error {
+	switch key {
+	case "dag_id":
+		a.DAGID = value
+	case "task_id":
+		a.TaskID = value
+	case "run_id":
+		a.RunID = value
+	case "owner":
+		a.Owner = value
+	case "tags":
+		a.Tags = splitTags(value)
+	case "trigger":
+		if !slices.Contains(triggers, value) {
+			return fmt.Errorf("%q is not one of %s", value, strings.Join(triggers, ", "))
+		}
+		a.Trigger = value
+	case "kind":
+		if !slices.Contains(kinds, value) {
+			return fmt.Errorf("%q is not one of %s", value, strings.Join(kinds, ", "))
+		}
+		a.Kind = value
+	case "try_number":
+		n, err := strconv.Atoi(strings.TrimSpace(value))
+		if err != nil || n < 1 {
+			return fmt.Errorf("%q is not a whole number of at least 1", value)
+		}
+		a.TryNumber = n
+	case "logical_date":
+		t, err := time.Parse(time.RFC3339, strings.TrimSpace(value))
+		if err != nil {
+			return fmt.Errorf("%q is not an RFC 3339 time such as 2024-05-01T00:00:00Z", value)
+		}
+		a.LogicalDate = t
+	case "params":
+		return fmt.Errorf("use --params with a JSON object")
+	default:
+		return fmt.Errorf("unknown attribute (want one of dag_id, task_id, run_id, owner, tags, trigger, try_number, kind, logical_date)")
+	}
+	return nil
+}
+
+// splitTags drops empty items so that "a,,b" and "a, b" mean what they look like.
+func splitTags(s string) []string {
+	tags := []string{}
+	for t := range strings.SplitSeq(s, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			tags = append(tags, t)
+		}
+	}
+	return tags
+}
+
+func parseParams(s string) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+	var params map[string]any
+	if err := dec.Decode(&params); err != nil {
+		return nil, fmt.Errorf("want a JSON object: %w", err)
+	}
+	if params == nil {
+		return nil, fmt.Errorf("want a JSON object, got null")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("want a single JSON object, got more after it")
+	}
+	return params, nil
+}
