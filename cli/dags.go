@@ -1,0 +1,322 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/poolflow/poolflow/config"
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/store"
+)
+
+func (e *env) dagsCmd() *cobra.Command {
+	c := &cobra.Command{Use: "dags", Short: "List, validate, trigger, test, pause and unpause DAGs"}
+	c.AddCommand(e.dagsListCmd(), e.dagsValidateCmd(), e.dagsTriggerCmd(), e.dagsTestCmd(),
+		e.pauseCmd("pause", true), e.pauseCmd("unpause", false))
+	return c
+}
+
+// loadDAGs loads the DAG folder and the Go DAGs, validated against the configured and stored pools.
+func (e *env) loadDAGs(ctx context.Context, cfg *config.Config, st *store.Store) ([]*dag.DAG, []*dag.ImportError) {
+	var stored []store.Pool
+	if st != nil {
+		stored, _ = st.ListPools(ctx)
+	}
+	opts := dag.LoadOptions{Pools: poolLookup(cfg, stored)}
+	dags, errs := dag.LoadDir(e.dags(), opts)
+	for _, d := range e.goDAGs {
+		if verrs := dag.Validate(d, opts); len(verrs) > 0 {
+			errs = append(errs, verrs...)
+			continue
+		}
+		dags = append(dags, d)
+	}
+	sort.Slice(dags, func(i, j int) bool { return dags[i].ID < dags[j].ID })
+	return dags, errs
+}
+
+func (e *env) dagsListCmd() *cobra.Command {
+	var output string
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List the DAGs of the DAGs folder and the registered Go DAGs",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			cfg, err := e.settings()
+			if err != nil {
+				return err
+			}
+			st, _, err := e.openStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			dags, errs := e.loadDAGs(ctx, cfg, st)
+			flags, err := st.ListDAGStates(ctx)
+			if err != nil {
+				return err
+			}
+			type row struct {
+				DAGID    string   `json:"dag_id"`
+				Schedule string   `json:"schedule"`
+				Paused   bool     `json:"is_paused"`
+				Tasks    int      `json:"tasks"`
+				File     string   `json:"fileloc"`
+				Tags     []string `json:"tags"`
+			}
+			rows := []row{}
+			for _, d := range dags {
+				rows = append(rows, row{DAGID: d.ID, Schedule: d.Schedule, Paused: flags[d.ID].Paused, Tasks: len(d.Tasks),
+					File: d.File, Tags: append([]string{}, d.Tags...)})
+			}
+			if output == "json" {
+				return writeJSON(e.stdout, map[string]any{"dags": rows, "total_entries": len(rows), "import_errors": errorStrings(errs)})
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "DAG_ID\tSCHEDULE\tPAUSED\tTASKS\tFILE")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%s\n", r.DAGID, orDash(r.Schedule), r.Paused, r.Tasks, orDash(r.File))
+			}
+			tw.Flush()
+			for _, ie := range errs {
+				fmt.Fprintln(e.stderr, "import error:", ie.Error())
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return c
+}
+
+func errorStrings(errs []*dag.ImportError) []string {
+	out := []string{}
+	for _, e := range errs {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (e *env) dagsValidateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate [FILE...]",
+		Short: "Validate DAG files (default: the whole DAGs folder); exit 1 and print every error if any is invalid",
+		RunE: func(cmd *cobra.Command, files []string) error {
+			ctx := cmd.Context()
+			cfg, err := e.settings()
+			if err != nil {
+				return err
+			}
+			var stored []store.Pool
+			if st, _, err := e.openStore(ctx, cfg); err == nil {
+				stored, _ = st.ListPools(ctx)
+				st.Close()
+			}
+			opts := dag.LoadOptions{Pools: poolLookup(cfg, stored)}
+			var errs []*dag.ImportError
+			n := 0
+			if len(files) == 0 {
+				var dags []*dag.DAG
+				dags, errs = e.loadDAGs(ctx, cfg, nil)
+				_ = dags
+				n = len(dags)
+			}
+			for _, f := range files {
+				data, rerr := readFile(f)
+				if rerr != nil {
+					errs = append(errs, &dag.ImportError{File: f, Msg: rerr.Error()})
+					continue
+				}
+				if _, ferrs := dag.Parse(f, data, opts); len(ferrs) > 0 {
+					errs = append(errs, ferrs...)
+					continue
+				}
+				n++
+			}
+			for _, ie := range errs {
+				fmt.Fprintln(e.stderr, ie.Error())
+			}
+			if len(errs) > 0 {
+				return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d error(s)", len(errs))}
+			}
+			fmt.Fprintf(e.stdout, "%d DAG(s) valid\n", n)
+			return nil
+		},
+	}
+}
+
+func (e *env) pauseCmd(name string, paused bool) *cobra.Command {
+	return &cobra.Command{
+		Use:   name + " DAG_ID",
+		Short: strings.ToUpper(name[:1]) + name[1:] + " a DAG (pause stops new scheduled runs; waiting tasks stay waiting)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			cfg, err := e.settings()
+			if err != nil {
+				return err
+			}
+			st, _, err := e.openStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			err = st.WithTx(ctx, func(tx *store.Tx) error {
+				now := time.Now().UTC()
+				if err := tx.SetPaused(args[0], paused, now); !errors.Is(err, store.ErrNotFound) {
+					return err
+				}
+				// Not seen by a daemon yet: record it if it is a loaded DAG.
+				dags, _ := e.loadDAGs(ctx, cfg, nil)
+				for _, d := range dags {
+					if d.ID == args[0] {
+						if err := tx.UpsertDAG(d.ID, d.File, d.Schedule, now); err != nil {
+							return err
+						}
+						return tx.SetPaused(d.ID, paused, now)
+					}
+				}
+				return fmt.Errorf("dag %s not found", args[0])
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "dag %s is %sd\n", args[0], name)
+			return nil
+		},
+	}
+}
+
+func (e *env) dagsTriggerCmd() *cobra.Command {
+	var confJSON, runID string
+	var noQueue bool
+	c := &cobra.Command{
+		Use:   "trigger DAG_ID",
+		Short: "Create a manual run; a running daemon picks it up within 100 ms",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			conf, err := parseConf(confJSON)
+			if err != nil {
+				return &ExitError{Code: ExitUsage, Err: err}
+			}
+			cfg, err := e.settings()
+			if err != nil {
+				return err
+			}
+			st, _, err := e.openStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			dags, _ := e.loadDAGs(ctx, cfg, st)
+			var d *dag.DAG
+			for _, x := range dags {
+				if x.ID == args[0] {
+					d = x
+				}
+			}
+			if d == nil {
+				return fmt.Errorf("dag %s not found (or invalid: see poolflow dags validate)", args[0])
+			}
+			run, err := createManualRun(ctx, st, d, runID, conf, noQueue)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "created run %s of dag %s\n", run.RunID, run.DAGID)
+			if noQueue {
+				return e.awaitNoQueue(ctx, st, run)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&confJSON, "conf", "", "JSON object merged over the DAG's params")
+	c.Flags().StringVar(&runID, "run-id", "", "run id (default manual__<time>)")
+	c.Flags().BoolVar(&noQueue, "no-queue", false, "refuse the start unless its ready tasks are admitted at once")
+	return c
+}
+
+func parseConf(s string) (map[string]any, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var conf map[string]any
+	if err := json.Unmarshal([]byte(s), &conf); err != nil {
+		return nil, fmt.Errorf("--conf: not a JSON object: %v", err)
+	}
+	return conf, nil
+}
+
+// createManualRun inserts a queued manual run owned by no daemon; the next daemon pass takes it.
+func createManualRun(ctx context.Context, st *store.Store, d *dag.DAG, runID string, conf map[string]any, noQueue bool) (store.Run, error) {
+	now := time.Now().UTC()
+	if runID == "" {
+		runID = "manual__" + now.Format("2006-01-02T15:04:05.000Z07:00")
+	}
+	confJSON := "{}"
+	if len(conf) > 0 {
+		b, _ := json.Marshal(conf)
+		confJSON = string(b)
+	}
+	r := store.Run{DAGID: d.ID, RunID: runID, RunType: "manual", LogicalDate: now, State: "queued", Conf: confJSON, QueuedAt: now,
+		NoQueue: noQueue}
+	err := st.WithTx(ctx, func(tx *store.Tx) error {
+		if err := tx.UpsertDAG(d.ID, d.File, d.Schedule, now); err != nil {
+			return err
+		}
+		if err := tx.InsertRun(&r); err != nil {
+			if errors.Is(err, store.ErrConflict) {
+				return fmt.Errorf("dag run %s of dag %s already exists", runID, d.ID)
+			}
+			return err
+		}
+		for _, t := range d.Tasks {
+			if err := tx.InsertTI(&store.TaskInstance{Run: r.PK, TaskID: t.ID, State: string(dag.StateNone)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return r, err
+}
+
+// awaitNoQueue waits for a daemon to take a --no-queue run and reports whether its ready tasks
+// were admitted at once or the start was refused.
+func (e *env) awaitNoQueue(ctx context.Context, st *store.Store, run store.Run) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		r, err := st.GetRun(ctx, run.DAGID, run.RunID)
+		if err != nil {
+			return err
+		}
+		switch {
+		case strings.HasPrefix(r.Reason, "rejected: "):
+			return &ExitError{Code: ExitFailed, Err: errors.New(strings.TrimPrefix(r.Reason, "rejected: "))}
+		case r.State != "queued":
+			fmt.Fprintf(e.stdout, "run %s started: its ready tasks were admitted\n", r.RunID)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	fmt.Fprintln(e.stderr, "no daemon has taken the run yet; it will be refused then unless its tasks can start at once")
+	return nil
+}

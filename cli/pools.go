@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/pools"
+	"github.com/poolflow/poolflow/store"
+)
+
+// Pools defined in poolflow.yaml are read-only here and over the API: change them in the file.
+// Pools created with `pools set` are kept in the store. A name cannot be both.
+
+func (e *env) poolsCmd() *cobra.Command {
+	c := &cobra.Command{Use: "pools", Short: "List, create, change and delete pools"}
+	c.AddCommand(e.poolsListCmd(), e.poolsSetCmd(), e.poolsDeleteCmd())
+	return c
+}
+
+// PoolView is a pool with its occupancy, as `pools list -o json` prints it.
+type PoolView struct {
+	Name            string `json:"name"`
+	Slots           int    `json:"slots"`
+	OccupiedSlots   int    `json:"occupied_slots"`
+	QueuedEntries   int    `json:"queued_entries"`
+	OpenSlots       int    `json:"open_slots"`
+	Ordering        string `json:"ordering"`
+	MaxQueued       int    `json:"max_queued"`
+	StarvationAfter string `json:"starvation_after"`
+	IncludeDeferred bool   `json:"include_deferred"`
+	OnResize        string `json:"on_resize"`
+	DrainingTo      *int   `json:"draining_to"`
+	Description     string `json:"description"`
+	Source          string `json:"source"`
+}
+
+func (e *env) poolsListCmd() *cobra.Command {
+	var output string
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List pools with capacity and occupancy",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			cfg, err := e.settings()
+			if err != nil {
+				return err
+			}
+			st, _, err := e.openStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if err := st.WithTx(ctx, func(tx *store.Tx) error { return executor.SyncPools(tx, cfg, time.Now().UTC()) }); err != nil {
+				return err
+			}
+			ps, err := st.ListPools(ctx)
+			if err != nil {
+				return err
+			}
+			claims, err := st.ListClaims(ctx)
+			if err != nil {
+				return err
+			}
+			waiting, err := st.ListEntries(ctx, "waiting")
+			if err != nil {
+				return err
+			}
+			views := []PoolView{}
+			for _, p := range ps {
+				v := PoolView{Name: p.Name, Slots: p.Slots, Ordering: p.Ordering, MaxQueued: p.MaxQueued,
+					StarvationAfter: p.StarvationAfter.String(), IncludeDeferred: p.IncludeDeferred, OnResize: p.OnResize,
+					Description: p.Description, Source: p.Source}
+				if p.TargetSlots != store.NoTarget {
+					t := p.TargetSlots
+					v.DrainingTo = &t
+				}
+				for _, c := range claims {
+					if c.Pool == p.Name {
+						v.OccupiedSlots += c.Slots
+					}
+				}
+				for _, w := range waiting {
+					for _, n := range w.Needs {
+						if n.Pool == p.Name {
+							v.QueuedEntries++
+						}
+					}
+				}
+				v.OpenSlots = p.Slots - v.OccupiedSlots
+				if p.Slots == pools.Unlimited {
+					v.OpenSlots = -1
+				} else if v.OpenSlots < 0 {
+					v.OpenSlots = 0
+				}
+				views = append(views, v)
+			}
+			if output == "json" {
+				return writeJSON(e.stdout, map[string]any{"pools": views, "total_entries": len(views)})
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSLOTS\tOCCUPIED\tQUEUED\tORDERING\tSOURCE\tDESCRIPTION")
+			for _, v := range views {
+				slots := fmt.Sprint(v.Slots)
+				if v.Slots == pools.Unlimited {
+					slots = "unlimited"
+				}
+				if v.DrainingTo != nil {
+					slots += fmt.Sprintf(" (draining to %d)", *v.DrainingTo)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", v.Name, slots, v.OccupiedSlots, v.QueuedEntries, v.Ordering,
+					v.Source, v.Description)
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return c
+}
+
+func (e *env) poolsSetCmd() *cobra.Command {
+	var slots, maxQueued int
+	var ordering, onResize, description string
+	var starvation time.Duration
+	var includeDeferred, force bool
+	c := &cobra.Command{
+		Use:   "set NAME --slots N",
+		Short: "Create or change a stored pool (pools of poolflow.yaml are changed in the file)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			cfg, err := e.settings()
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("starvation-after") && ordering == "backfill" {
+				starvation = 10 * time.Minute
+			}
+			spec := pools.Spec{Name: args[0], Slots: slots, MaxQueued: maxQueued, Ordering: pools.Ordering(ordering),
+				StarvationAfter: starvation, IncludeDeferred: includeDeferred, OnResize: onResize, Description: description,
+				Source: "store"}
+			st, _, err := e.openStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			dags, _ := e.loadDAGs(ctx, cfg, st)
+			err = st.WithTx(ctx, func(tx *store.Tx) error {
+				return executor.SetPool(tx, cfg, dags, spec, force, time.Now().UTC())
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "pool %s set to %d slots\n", args[0], slots)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.IntVar(&slots, "slots", 0, "capacity in slots; -1 = unlimited")
+	f.IntVar(&maxQueued, "max-queued", 0, "backlog limit of waiting entries; 0 = none")
+	f.StringVar(&ordering, "ordering", "backfill", "strict or backfill")
+	f.DurationVar(&starvation, "starvation-after", 0, "backfill: promote entries that waited longer (default 10m; 0 = off)")
+	f.BoolVar(&includeDeferred, "include-deferred", false, "reschedule sensors keep their slots of this pool between pokes")
+	f.StringVar(&onResize, "on-resize", "immediate", "immediate or drain")
+	f.StringVar(&description, "description", "", "what the pool protects")
+	f.BoolVar(&force, "force", false, "shrink even below what a loaded DAG or a held claim needs")
+	_ = c.MarkFlagRequired("slots")
+	return c
+}
+
+func (e *env) poolsDeleteCmd() *cobra.Command {
+	var force bool
+	c := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a stored pool (refused while a loaded DAG or a claim needs it, unless --force)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			cfg, err := e.settings()
+			if err != nil {
+				return err
+			}
+			st, _, err := e.openStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			dags, _ := e.loadDAGs(ctx, cfg, st)
+			err = st.WithTx(ctx, func(tx *store.Tx) error {
+				return executor.DeletePool(tx, cfg, dags, args[0], force, time.Now().UTC())
+			})
+			if errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("pool %s not found", args[0])
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "pool %s deleted\n", args[0])
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&force, "force", false, "delete even while a loaded DAG or a held claim needs it")
+	return c
+}

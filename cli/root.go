@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/poolflow/poolflow/config"
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/store"
+)
+
+// Version is the poolflow version, set at build time with -ldflags "-X ...cli.Version=...".
+var Version = "0.1.0-dev"
+
+// ExitError carries the exit code a command wants.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// Exit codes.
+const (
+	ExitOK     = 0
+	ExitFailed = 1 // the run failed, a DAG is invalid (validate), the configuration is invalid
+	ExitUsage  = 2 // usage errors, an invalid DAG for dags test
+)
+
+// env is what every command shares: global flags and the Go-registered DAGs.
+type env struct {
+	configPath string
+	dagsDir    string
+	stateDir   string
+	goDAGs     []*dag.DAG
+	stdout     io.Writer
+	stderr     io.Writer
+}
+
+// Run runs the CLI with args (without the program name). Go-authored DAGs are registered with
+// goDAGs. The error is an *ExitError when the exit code is not 1.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer, goDAGs ...*dag.DAG) error {
+	e := &env{goDAGs: goDAGs, stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:           "poolflow",
+		Short:         "poolflow runs DAGs of tasks whose slots come from several pools at once",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%w\n%s", err, c.UsageString())}
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&e.configPath, "config", "", "poolflow.yaml (default $POOLFLOW_CONFIG, else ./poolflow.yaml if present)")
+	pf.StringVar(&e.dagsDir, "dags", "", "DAGs folder (default ./dags)")
+	pf.StringVar(&e.stateDir, "state", "", "state folder: database and logs (default state.path of the config, else ./state)")
+	root.AddCommand(e.serveCmd(), e.dagsCmd(), e.tasksCmd(), e.poolsCmd(), e.rulesCmd(), e.versionCmd())
+	err := root.ExecuteContext(ctx)
+	if err != nil && !isExit(err) && isUsage(err) {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
+	return err
+}
+
+func isExit(err error) bool {
+	var ee *ExitError
+	return errors.As(err, &ee)
+}
+
+// isUsage recognizes cobra's argument and command errors.
+func isUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "accepts ", "requires at least", "unknown flag", "unknown shorthand", "invalid argument"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *env) versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintf(e.stdout, "poolflow %s (schema %d)\n", Version, store.SchemaVersion())
+			return nil
+		},
+	}
+}
+
+// settings loads poolflow.yaml: --config, else $POOLFLOW_CONFIG, else ./poolflow.yaml if present.
+func (e *env) settings() (*config.Config, error) {
+	path := e.configPath
+	if path == "" {
+		path = os.Getenv("POOLFLOW_CONFIG")
+	}
+	if path == "" {
+		if _, err := os.Stat("poolflow.yaml"); err == nil {
+			path = "poolflow.yaml"
+		}
+	}
+	if path == "" {
+		return config.Default(), nil
+	}
+	return config.Load(path)
+}
+
+func (e *env) dags() string {
+	if e.dagsDir != "" {
+		return e.dagsDir
+	}
+	return "dags"
+}
+
+func (e *env) state(cfg *config.Config) string {
+	switch {
+	case e.stateDir != "":
+		return e.stateDir
+	case cfg != nil && cfg.StatePath != "":
+		return cfg.StatePath
+	}
+	return "state"
+}
+
+// openStore opens the database under the state folder.
+func (e *env) openStore(ctx context.Context, cfg *config.Config) (*store.Store, string, error) {
+	dir := e.state(cfg)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, dir, err
+	}
+	st, err := store.Open(ctx, filepath.Join(dir, "poolflow.db"), store.Options{})
+	return st, dir, err
+}
+
+func (e *env) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// poolLookup gives validation the configured and stored pools.
+func poolLookup(cfg *config.Config, stored []store.Pool) dag.PoolLookup {
+	caps := map[string]int{}
+	for _, p := range stored {
+		caps[p.Name] = p.Slots
+	}
+	for _, p := range cfg.Pools {
+		caps[p.Name] = p.Slots
+	}
+	return func(name string) (int, bool) {
+		c, ok := caps[name]
+		return c, ok
+	}
+}

@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/poolflow/poolflow/rules"
+)
+
+func (e *env) rulesCmd() *cobra.Command {
+	c := &cobra.Command{Use: "rules", Short: "Test the pool rules of poolflow.yaml"}
+	var attrs []string
+	var params, output string
+	test := &cobra.Command{
+		Use:   "test --attr KEY=VALUE...",
+		Short: "Say which rule and pool an attempt with these attributes gets, and why",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "json" && output != "text" {
+				return &ExitError{Code: ExitUsage, Err: fmt.Errorf("-o: want json or text, got %q", output)}
+			}
+			a, err := rules.ParseAttrs(attrs, params)
+			if err != nil {
+				return &ExitError{Code: ExitUsage, Err: err}
+			}
+			cfg, err := e.settings()
+			if err != nil {
+				return &ExitError{Code: ExitFailed, Err: err}
+			}
+			set, err := compileRules(cfg)
+			if err != nil {
+				return &ExitError{Code: ExitFailed, Err: err}
+			}
+			set.SetLogger(e.logger())
+			res := set.Assign(a)
+			if output == "json" {
+				b, err := res.JSON()
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(e.stdout, string(b))
+				return err
+			}
+			fmt.Fprint(e.stdout, res.Text())
+			return nil
+		},
+	}
+	test.Flags().StringArrayVar(&attrs, "attr", nil, "an attribute KEY=VALUE (dag_id, task_id, run_id, owner, tags, trigger, try_number, kind, logical_date)")
+	test.Flags().StringVar(&params, "params", "", "params as a JSON object")
+	test.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	c.AddCommand(test)
+	return c
+}

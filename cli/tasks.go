@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/poolflow/poolflow/store"
+)
+
+func (e *env) tasksCmd() *cobra.Command {
+	c := &cobra.Command{Use: "tasks", Short: "Explain, force-run, fail, approve or reject task instances"}
+	var force bool
+	runCmd := e.commandCmd("run", "force", "Force-start a waiting task: it jumps the line but must still fit (needs --force)")
+	runCmd.Flags().BoolVar(&force, "force", false, "move the entry to the front of the queue")
+	pre := runCmd.PreRunE
+	runCmd.PreRunE = func(cmd *cobra.Command, args []string) error {
+		if !force {
+			return &ExitError{Code: ExitUsage, Err: errors.New("tasks run needs --force (a task runs when admitted)")}
+		}
+		if pre != nil {
+			return pre(cmd, args)
+		}
+		return nil
+	}
+	c.AddCommand(e.explainCmd(), runCmd,
+		e.commandCmd("fail", "fail", "Mark a task failed: no further retry, its queued entry retired"),
+		e.commandCmd("cancel", "cancel", "Cancel a waiting task's queue entry (a failed attempt that follows the retry policy)"),
+		e.commandCmd("approve", "approve", "Approve an approval gate"),
+		e.commandCmd("reject", "reject", "Reject an approval gate (it fails with no retry)"))
+	return c
+}
+
+// commandCmd sends a command to the daemon that owns the run, through the store, and waits for
+// its outcome.
+func (e *env) commandCmd(use, kind, short string) *cobra.Command {
+	var note string
+	var wait time.Duration
+	c := &cobra.Command{
+		Use:   use + " DAG_ID RUN_ID TASK_ID",
+		Short: short,
+		Args:  cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			cfg, err := e.settings()
+			if err != nil {
+				return err
+			}
+			st, _, err := e.openStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			run, err := st.GetRun(ctx, args[0], args[1])
+			if err != nil {
+				return fmt.Errorf("run %s of dag %s: %w", args[1], args[0], err)
+			}
+			tis, err := st.ListTaskInstances(ctx, run.PK)
+			if err != nil {
+				return err
+			}
+			found := false
+			for _, ti := range tis {
+				found = found || ti.TaskID == args[2]
+			}
+			if !found {
+				return fmt.Errorf("task %s: %w in run %s", args[2], store.ErrNotFound, args[1])
+			}
+			who := os.Getenv("USER")
+			c := store.Command{Kind: kind, Run: run.PK, TaskID: args[2], Who: who, Note: note}
+			if err := st.WithTx(ctx, func(tx *store.Tx) error { return tx.InsertCommand(&c, time.Now().UTC()) }); err != nil {
+				return err
+			}
+			done, refused, err := awaitCommand(ctx, st, c.ID, wait)
+			switch {
+			case err != nil:
+				return err
+			case !done:
+				fmt.Fprintf(e.stdout, "%s of %s.%s queued; the daemon running run %s applies it when it runs\n", kind, args[0], args[2], args[1])
+			case refused != "":
+				return fmt.Errorf("%s refused: %s", kind, refused)
+			default:
+				fmt.Fprintf(e.stdout, "%s of %s.%s in run %s applied\n", kind, args[0], args[2], args[1])
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&note, "note", "", "a note recorded with the decision")
+	c.Flags().DurationVar(&wait, "wait", 5*time.Second, "how long to wait for the daemon to apply it")
+	return c
+}
+
+// awaitCommand polls the store until the daemon handled the command or wait passed. Another
+// process is the one acting here, and the store is the only thing both share.
+func awaitCommand(ctx context.Context, st *store.Store, id int64, wait time.Duration) (bool, string, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		done, refused, err := st.CommandOutcome(ctx, id)
+		if err != nil || done || time.Now().After(deadline) {
+			return done, refused, err
+		}
+		select {
+		case <-ctx.Done():
+			return false, "", ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (e *env) explainCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "explain DAG_ID RUN_ID TASK_ID",
+		Short: "Say in words what a task instance is doing and why it waits",
+		Args:  cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			cfg, err := e.settings()
+			if err != nil {
+				return err
+			}
+			st, _, err := e.openStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			text, err := Explain(ctx, st, args[0], args[1], args[2])
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(e.stdout, text)
+			return nil
+		},
+	}
+}
+
+// Explain describes a task instance: its state, try, requirements and limits, and why it waits.
+func Explain(ctx context.Context, st *store.Store, dagID, runID, taskID string) (string, error) {
+	run, err := st.GetRun(ctx, dagID, runID)
+	if err != nil {
+		return "", fmt.Errorf("run %s of dag %s: %w", runID, dagID, err)
+	}
+	tis, err := st.ListTaskInstances(ctx, run.PK)
+	if err != nil {
+		return "", err
+	}
+	var ti *store.TaskInstance
+	for i := range tis {
+		if tis[i].TaskID == taskID {
+			ti = &tis[i]
+		}
+	}
+	if ti == nil {
+		return "", fmt.Errorf("task %s: %w in run %s", taskID, store.ErrNotFound, runID)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s.%s in run %s: %s (try %d)\n", dagID, taskID, runID, ti.State, ti.TryNumber)
+	entry, err := st.LatestEntry(ctx, run.PK, taskID)
+	if err == nil {
+		var reqs, limits []string
+		for _, n := range entry.Needs {
+			if n.Implicit {
+				limits = append(limits, n.Pool)
+			} else {
+				reqs = append(reqs, fmt.Sprintf("%s=%d", n.Pool, n.Slots))
+			}
+		}
+		sort.Strings(reqs)
+		fmt.Fprintf(&b, "queue entry %d (%s), priority %d, due %s", entry.ID, entry.State, entry.Priority,
+			entry.Due.Format(time.RFC3339))
+		if !entry.Deadline.IsZero() {
+			fmt.Fprintf(&b, ", deadline %s", entry.Deadline.Format(time.RFC3339))
+		}
+		fmt.Fprintf(&b, "\nrequirements: %s\nlimits: %s\n", orDash(strings.Join(reqs, ", ")), orDash(strings.Join(limits, ", ")))
+		if entry.Rule != "" {
+			fmt.Fprintf(&b, "pool assigned by rule %s\n", entry.Rule)
+		}
+	}
+	switch {
+	case ti.State == "scheduled" && err == nil && entry.Reason != "":
+		fmt.Fprintln(&b, entry.Reason)
+	case ti.State == "scheduled":
+		fmt.Fprintln(&b, "waiting: queued for the next admission pass")
+	case ti.State == "running":
+		fmt.Fprintf(&b, "running since %s\n", fmtTime(ti.StartDate))
+	case ti.State == "up_for_retry":
+		fmt.Fprintf(&b, "waiting: retry at %s after %s\n", fmtTime(ti.NextAt), ti.Reason)
+	case ti.State == "none":
+		fmt.Fprintln(&b, "waiting: upstream tasks have not finished")
+	case ti.Reason != "":
+		fmt.Fprintln(&b, ti.Reason)
+	}
+	return b.String(), nil
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}

@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/poolflow/poolflow/executor"
+)
+
+// TestCrashRecovery kills the daemon with SIGKILL while an attempt holds a pool claim, starts it
+// again, and checks that the old process group is gone before the attempt runs again with the
+// same try number (its log gets a replay line), that no claim stays held, and that the run ends.
+func TestCrashRecovery(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	marker, pidFile := filepath.Join(tmp, "ran-once"), filepath.Join(tmp, "first.pid")
+	p := newProject(t, "pools:\n  db: 1\n", map[string]string{"crash.yaml": fmt.Sprintf(`
+dag_id: crash
+tasks:
+  - id: hold
+    pool_requirements: {db: 1}
+    bash: 'if [ -f %[1]s ]; then echo replayed; exit 0; fi; touch %[1]s; echo $$ > %[2]s.tmp; mv %[2]s.tmp %[2]s; echo first; sleep 60'
+  - id: after
+    depends_on: [hold]
+    bash: echo after
+`, marker, pidFile)})
+	serve := func() *os.Process {
+		c := p.cmd("serve", "--listen", "127.0.0.1:0", "--daemon-id", "crashy")
+		c.Stdout, c.Stderr = os.Stderr, os.Stderr
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return c.Process
+	}
+	first := serve()
+	p.run(t, "dags", "trigger", "crash", "--run-id", "r1")
+	eventually(t, 30*time.Second, "the first attempt to start", func() bool {
+		_, err := os.Stat(pidFile)
+		return err == nil
+	})
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldPID, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	st := p.open(t)
+	eventually(t, 10*time.Second, "the claim's process group to be recorded", func() bool {
+		claims, err := st.ListClaims(context.Background())
+		return err == nil && len(claims) > 0 && claims[0].PGID == oldPID
+	})
+	if err := first.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+	if err := syscall.Kill(oldPID, 0); err != nil {
+		t.Fatalf("the attempt should outlive its daemon's SIGKILL: %v", err)
+	}
+
+	second := serve()
+	defer func() {
+		second.Signal(syscall.SIGTERM)
+		second.Wait()
+	}()
+	run, err := st.GetRun(context.Background(), "crash", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the run to end", func() bool {
+		r, err := st.GetRun(context.Background(), "crash", "r1")
+		return err == nil && (r.State == "success" || r.State == "failed")
+	})
+	if err := syscall.Kill(oldPID, 0); err == nil {
+		t.Fatalf("process %d of the previous life survived the restart", oldPID)
+	}
+	run, _ = st.GetRun(context.Background(), "crash", "r1")
+	if run.State != "success" {
+		t.Fatalf("run %s", run.State)
+	}
+	tis, err := st.ListTaskInstances(context.Background(), run.PK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ti := range tis {
+		if ti.State != "success" || ti.TryNumber != 1 {
+			t.Errorf("%s: %s try %d, want success try 1", ti.TaskID, ti.State, ti.TryNumber)
+		}
+	}
+	log, err := os.ReadFile(executor.LogPath(p.state, "crash", "r1", "hold", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "first\n--- replay ---\nreplayed") {
+		t.Errorf("log = %q", log)
+	}
+	claims, err := st.ListClaims(context.Background())
+	if err != nil || len(claims) != 0 {
+		t.Fatalf("claims after the run: %v %v", claims, err)
+	}
+}

@@ -1,0 +1,104 @@
+// Package e2e holds end-to-end tests that run the real poolflow binary as separate processes:
+// crash recovery after kill -9, and several daemons sharing one database file.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/poolflow/poolflow/store"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "poolflow-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "poolflow")
+	build := exec.Command("go", "build", "-race", "-o", binary, "github.com/poolflow/poolflow/cmd/poolflow")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build poolflow:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// project is a temporary poolflow project: config, DAGs folder and state folder.
+type project struct {
+	dir, config, dags, state string
+}
+
+func newProject(t *testing.T, cfg string, dags map[string]string) *project {
+	t.Helper()
+	dir := t.TempDir()
+	p := &project{dir: dir, config: filepath.Join(dir, "poolflow.yaml"), dags: filepath.Join(dir, "dags"),
+		state: filepath.Join(dir, "state")}
+	if err := os.MkdirAll(p.dags, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.config, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range dags {
+		if err := os.WriteFile(filepath.Join(p.dags, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+// cmd builds a poolflow command for the project.
+func (p *project) cmd(args ...string) *exec.Cmd {
+	all := append([]string{"--config", p.config, "--dags", p.dags, "--state", p.state}, args...)
+	c := exec.Command(binary, all...)
+	c.Dir = p.dir
+	return c
+}
+
+// run runs a poolflow command to its end and returns stdout, failing the test on error.
+func (p *project) run(t *testing.T, args ...string) string {
+	t.Helper()
+	c := p.cmd(args...)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Run(); err != nil {
+		t.Fatalf("poolflow %v: %v\n%s", args, err, errb.String())
+	}
+	return out.String()
+}
+
+// open opens the project's database for assertions.
+func (p *project) open(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(p.state, "poolflow.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// eventually polls cond until it holds or the limit passes. The condition lives in another
+// process (a file it writes, a row it commits), so polling is the only way to observe it.
+func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

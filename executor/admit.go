@@ -1,0 +1,155 @@
+package executor
+
+import (
+	"fmt"
+
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/pools"
+	"github.com/poolflow/poolflow/store"
+)
+
+// admit runs the admission decision over the whole queue and applies it in the pass's
+// transaction: expired entries fail their attempt, admitted ones debit every pool they need,
+// and every waiting entry gets its reason (§4.3–§4.6). Occupancy is re-read from the claim rows
+// inside this transaction, so several daemons never exceed a capacity.
+func (l *loop) admit(tx *store.Tx, p *passState) error {
+	claims, err := tx.Claims()
+	if err != nil {
+		return err
+	}
+	claims, err = l.expireLeases(tx, p, claims)
+	if err != nil {
+		return err
+	}
+	snap := &pools.Snapshot{Pools: map[string]pools.Pool{}, Holders: map[string][]pools.Holder{}}
+	for _, sp := range l.pools {
+		snap.Pools[sp.Name] = pools.Pool{Name: sp.Name, Slots: sp.Slots, Ordering: pools.Ordering(sp.Ordering),
+			StarvationAfter: sp.StarvationAfter}
+	}
+	for _, c := range claims {
+		snap.Holders[c.Pool] = append(snap.Holders[c.Pool], pools.Holder{Entry: c.Entry, Label: c.Label, Slots: c.Slots})
+	}
+	snap.Entries = make([]pools.Entry, 0, len(l.entries)+len(l.foreign))
+	for _, le := range l.entries {
+		if le.State != "waiting" {
+			continue
+		}
+		block := pools.NotBlocked
+		if le.run.RunType != "test" && l.dagStates[le.run.DAGID].Paused {
+			block = pools.BlockPaused
+		}
+		snap.Entries = append(snap.Entries, poolEntry(&le.Entry, block))
+		addImplicit(snap, le.Needs)
+	}
+	snap.Entries = append(snap.Entries, l.foreign...)
+	if len(snap.Entries) == 0 {
+		return nil
+	}
+	dec := pools.Admit(snap, p.now)
+	for _, id := range dec.Expired {
+		le := l.entries[id]
+		if le == nil {
+			continue
+		}
+		reason := fmt.Sprintf("expired: queue_timeout %s passed while waiting", le.ti.task.QueueTimeout)
+		l.notify(p, Notice{Kind: NoticeExpired, DAGID: le.run.DAGID, RunID: le.run.RunID, TaskID: le.TaskID,
+			Try: le.TryNumber, Reason: reason, Pool: firstPool(le)})
+		if err := l.endWaiting(tx, p, le, "expired", reason); err != nil {
+			return err
+		}
+	}
+	lease := p.now.Add(l.cfg.Lease)
+	for _, id := range dec.Admitted {
+		le := l.entries[id]
+		if le == nil {
+			continue
+		}
+		if err := tx.Admit(&le.Entry, l.cfg.DaemonID, l.epoch, p.now, lease); err != nil {
+			return err
+		}
+		le.State, le.ReasonCode, le.Reason = "admitted", "", ""
+		ti := le.ti
+		ti.State, ti.TryNumber = string(dag.StateRunning), le.TryNumber
+		// start_date is taken when the process starts, after this commit (§3.1).
+		ti.StartDate, ti.EndDate, ti.Reason = timeZero, timeZero, ""
+		if err := tx.UpdateTI(&ti.TaskInstance); err != nil {
+			return err
+		}
+		p.admitted = append(p.admitted, le)
+		l.notify(p, Notice{Kind: NoticeAdmitted, DAGID: le.run.DAGID, RunID: le.run.RunID, TaskID: le.TaskID,
+			Try: le.TryNumber, Duration: p.now.Sub(le.CreatedAt), Pool: firstPool(le)})
+	}
+	for id, r := range dec.Reasons {
+		le := l.entries[id]
+		if le == nil {
+			continue
+		}
+		if r.Kind == pools.ReasonOverCapacity {
+			if err := l.endWaiting(tx, p, le, "rejected", "rejected: "+r.String()); err != nil {
+				return err
+			}
+			continue
+		}
+		code, text := string(r.Kind), r.String()
+		if code == le.ReasonCode && text == le.Reason {
+			continue
+		}
+		le.ReasonCode, le.Reason = code, text
+		if err := tx.SetReason(id, code, text); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addImplicit declares the implicit pools an entry needs, with the capacity stored on its rows.
+func addImplicit(snap *pools.Snapshot, needs []store.Requirement) {
+	for _, n := range needs {
+		if !n.Implicit {
+			continue
+		}
+		if _, ok := snap.Pools[n.Pool]; !ok {
+			snap.Pools[n.Pool] = pools.Pool{Name: n.Pool, Slots: n.Capacity, Ordering: pools.Backfill, Implicit: true}
+		}
+	}
+}
+
+// expireLeases releases claims whose lease lapsed (a daemon that died, or this one after it
+// could not renew): the entry goes back to the queue with its try number (§4.8).
+func (l *loop) expireLeases(tx *store.Tx, p *passState, claims []store.Claim) ([]store.Claim, error) {
+	expired := map[int64]bool{}
+	l.minLease = timeZero
+	for _, c := range claims {
+		if c.LeaseUntil.Before(p.now) {
+			expired[c.Entry] = true
+		} else if l.minLease.IsZero() || c.LeaseUntil.Before(l.minLease) {
+			l.minLease = c.LeaseUntil
+		}
+	}
+	if len(expired) == 0 {
+		return claims, nil
+	}
+	for id := range expired {
+		l.log.Warn("lease expired; entry back in the queue", keyEntry, id)
+		if err := tx.RequeueEntry(id); err != nil {
+			return nil, err
+		}
+		if le := l.entries[id]; le != nil {
+			if a := l.running[id]; a != nil {
+				a.kill("lease lost")
+				delete(l.running, id)
+			}
+			le.State, le.Replay = "waiting", true
+			le.ti.State = string(dag.StateScheduled)
+		}
+	}
+	kept := claims[:0]
+	for _, c := range claims {
+		if !expired[c.Entry] {
+			kept = append(kept, c)
+		}
+	}
+	// Entries of other daemons changed state: reload them on the next pass.
+	l.loaded = l.loaded && len(expired) == 0
+	return kept, nil
+}

@@ -1,0 +1,329 @@
+package executor
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/pools"
+	"github.com/poolflow/poolflow/store"
+)
+
+// readyTask is a task instance that becomes ready in this pass and needs a queue entry.
+type readyTask struct {
+	run *liveRun
+	ti  *liveTI
+	try int
+}
+
+// advanceAll moves every changed run forward: queued runs start when max_active_runs allows,
+// trigger rules turn finished upstream tasks into ready (or skipped, upstream_failed) ones, due
+// retries come back, and every task that became ready is queued before the pass admits (§4.4).
+func (l *loop) advanceAll(tx *store.Tx, p *passState) error {
+	if err := l.startQueuedRuns(tx, p); err != nil {
+		return err
+	}
+	var ready []readyTask
+	for _, run := range l.runs {
+		if run.State != string(dag.RunRunning) || run.dag == nil {
+			continue
+		}
+		if !run.dirty && !l.retryDue(run, p.now) && !l.gateDue(run, p.now) {
+			continue
+		}
+		r, err := l.advance(tx, p, run)
+		if err != nil {
+			return err
+		}
+		ready = append(ready, r...)
+	}
+	// Queue IDs follow (due time, run_id, task order in the DAG) (§4.4).
+	sort.Slice(ready, func(i, j int) bool {
+		a, b := ready[i], ready[j]
+		if da, db := a.run.due(), b.run.due(); !da.Equal(db) {
+			return da.Before(db)
+		}
+		if a.run.RunID != b.run.RunID {
+			return a.run.RunID < b.run.RunID
+		}
+		return a.run.index[a.ti.TaskID] < b.run.index[b.ti.TaskID]
+	})
+	queued := l.queuedPerPool()
+	for _, r := range ready {
+		if err := l.enqueue(tx, p, r, queued); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *loop) retryDue(run *liveRun, now time.Time) bool {
+	for _, ti := range run.tis {
+		if ti.State == string(dag.StateUpForRetry) && !now.Before(ti.NextAt) {
+			return true
+		}
+	}
+	return false
+}
+
+// advance walks one run in dependency order so a skip or failure propagates in one pass.
+func (l *loop) advance(tx *store.Tx, p *passState, run *liveRun) ([]readyTask, error) {
+	run.dirty = false
+	var ready []readyTask
+	for _, id := range run.topo {
+		ti := run.tis[id]
+		if ti == nil || ti.task == nil {
+			continue
+		}
+		switch dag.State(ti.State) {
+		case dag.StateNone:
+			ups := make([]dag.State, 0, len(run.ups[id]))
+			for _, u := range run.ups[id] {
+				if uti := run.tis[u]; uti != nil {
+					ups = append(ups, dag.State(uti.State))
+				}
+			}
+			switch next := dag.Trigger(ti.task.TriggerRule, ups); next {
+			case dag.StateScheduled:
+				if ti.task.Kind == dag.KindApproval {
+					if err := l.openGate(tx, p, run, ti); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				ready = append(ready, readyTask{run: run, ti: ti, try: ti.TryNumber + 1})
+			case dag.StateSkipped, dag.StateUpstreamFailed:
+				ti.State = string(next)
+				ti.Reason = fmt.Sprintf("%s: trigger rule %s", next, ti.task.TriggerRule)
+				run.dirty = true
+				if err := tx.UpdateTI(&ti.TaskInstance); err != nil {
+					return nil, err
+				}
+			}
+		case dag.StateUpForRetry:
+			if !p.now.Before(ti.NextAt) {
+				ready = append(ready, readyTask{run: run, ti: ti, try: ti.TryNumber + 1})
+			}
+		case dag.StateAwaitingApproval:
+			if err := l.checkGateTimeout(tx, p, run, ti); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return ready, nil
+}
+
+// queuedPerPool counts waiting entries per pool (every daemon's), for max_queued.
+func (l *loop) queuedPerPool() map[string]int {
+	out := map[string]int{}
+	for _, le := range l.entries {
+		if le.State == "waiting" {
+			for _, n := range le.Needs {
+				out[n.Pool]++
+			}
+		}
+	}
+	for _, e := range l.foreign {
+		for _, n := range e.Needs {
+			out[n.Pool]++
+		}
+	}
+	return out
+}
+
+// enqueue creates the queue entry of a ready task with its requirements and limits, or rejects
+// it when a pool refuses it (backlog full, draining, more slots than the pool has): a rejected
+// entry is a failed attempt (§4.6).
+func (l *loop) enqueue(tx *store.Tx, p *passState, r readyTask, queued map[string]int) error {
+	run, ti := r.run, r.ti
+	needs, rule := l.requirements(run, ti, r.try)
+	e := store.Entry{Run: run.PK, TaskID: ti.TaskID, TryNumber: r.try, Label: label(run.DAGID, ti.TaskID, r.try),
+		Priority: run.weights[ti.TaskID], Due: run.due(), State: "waiting", Rule: rule, CreatedAt: p.now,
+		Needs: needs, Owner: l.cfg.DaemonID, DAGID: run.DAGID, RunID: run.RunID}
+	if qt := ti.task.QueueTimeout; qt > 0 {
+		e.Deadline = e.Due.Add(qt)
+	}
+	refusal := l.refusal(needs, queued)
+	if refusal != "" {
+		e.State = "rejected"
+	}
+	if err := tx.InsertEntry(&e); err != nil {
+		return err
+	}
+	if refusal != "" {
+		reason := "rejected: " + refusal
+		if err := tx.EndEntry(e.ID, "rejected", "rejected", reason, p.now); err != nil {
+			return err
+		}
+		l.log.Warn("entry rejected", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, "reason", refusal)
+		ti.StartDate, ti.EndDate = time.Time{}, time.Time{}
+		l.notify(p, Notice{Kind: NoticeRejected, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: r.try,
+			Reason: refusal, Pool: firstPool(&liveEntry{Entry: e})})
+		return l.failAttempt(tx, p, run, ti, r.try, reason, p.now, false)
+	}
+	for _, n := range needs {
+		queued[n.Pool]++
+	}
+	le := &liveEntry{Entry: e, run: run, ti: ti}
+	l.entries[e.ID] = le
+	ti.entry = le
+	ti.State, ti.NextAt = string(dag.StateScheduled), time.Time{}
+	return tx.UpdateTI(&ti.TaskInstance)
+}
+
+// refusal returns a pool's own message when it refuses a new entry, or "".
+func (l *loop) refusal(needs []store.Requirement, queued map[string]int) string {
+	for _, n := range needs {
+		if n.Implicit {
+			continue
+		}
+		sp, ok := l.pools[n.Pool]
+		if !ok {
+			continue // waits with reason unknown_pool until the pool exists
+		}
+		draining := sp.OnResize == "drain" && sp.TargetSlots != store.NoTarget
+		if err := pools.CheckEnqueue(storeSpec(sp), queued[n.Pool], n.Slots, draining); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
+}
+
+// requirements are, first that applies: the task's pool_requirements (or legacy pool), the
+// first matching rule, {default: 1}; plus the implicit limits of §4.2.
+func (l *loop) requirements(run *liveRun, ti *liveTI, try int) ([]store.Requirement, string) {
+	var needs []store.Requirement
+	rule := ""
+	if reqs := ti.task.PoolRequirements; len(reqs) > 0 {
+		for pool, slots := range reqs {
+			needs = append(needs, store.Requirement{Pool: pool, Slots: slots})
+		}
+	} else {
+		pool, slots, name := l.assign(run, ti, try)
+		needs = append(needs, store.Requirement{Pool: pool, Slots: slots})
+		rule = name
+	}
+	if n := l.cfg.Settings.MaxRunning; n > 0 {
+		needs = append(needs, store.Requirement{Pool: pools.GlobalPool, Slots: 1, Implicit: true, Capacity: n})
+	}
+	needs = append(needs, store.Requirement{Pool: pools.DAGPoolPrefix + run.DAGID + "/" + run.RunID, Slots: 1,
+		Implicit: true, Capacity: run.dag.MaxActiveTasks})
+	if n := ti.task.MaxActiveTIsPerDAG; n > 0 {
+		needs = append(needs, store.Requirement{Pool: pools.TaskPrefix + run.DAGID + "/" + ti.TaskID, Slots: 1,
+			Implicit: true, Capacity: n})
+	}
+	if n := ti.task.MaxActiveTIsPerDAGRun; n > 0 {
+		needs = append(needs, store.Requirement{Pool: pools.TaskPrefix + run.DAGID + "/" + run.RunID + "/" + ti.TaskID,
+			Slots: 1, Implicit: true, Capacity: n})
+	}
+	sort.Slice(needs, func(i, j int) bool { return needs[i].Pool < needs[j].Pool })
+	return needs, rule
+}
+
+// assign picks the pool of a task that declares none: the rules (§6), else {default: 1}.
+func (l *loop) assign(run *liveRun, ti *liveTI, try int) (pool string, slots int, rule string) {
+	if l.rules != nil {
+		return l.rules(run, ti, try)
+	}
+	return "default", 1, ""
+}
+
+func storeSpec(p store.Pool) pools.Spec {
+	return pools.Spec{Name: p.Name, Slots: p.Slots, MaxQueued: p.MaxQueued, Ordering: pools.Ordering(p.Ordering),
+		StarvationAfter: p.StarvationAfter, IncludeDeferred: p.IncludeDeferred, OnResize: p.OnResize,
+		Description: p.Description, Source: p.Source}
+}
+
+// startQueuedRuns starts queued runs while their DAG's max_active_runs allows (a test run
+// always starts).
+func (l *loop) startQueuedRuns(tx *store.Tx, p *passState) error {
+	active := map[string]int{}
+	var queued []*liveRun
+	for _, run := range l.runs {
+		switch run.State {
+		case string(dag.RunRunning):
+			active[run.DAGID]++
+		case string(dag.RunQueued):
+			queued = append(queued, run)
+		}
+	}
+	sort.Slice(queued, func(i, j int) bool { return queued[i].PK < queued[j].PK })
+	for _, run := range queued {
+		if run.dag == nil {
+			continue
+		}
+		if run.RunType != "test" && active[run.DAGID] >= run.dag.MaxActiveRuns {
+			continue
+		}
+		if run.RunType != "test" && l.dagStates[run.DAGID].Paused && run.RunType != "manual" {
+			continue
+		}
+		run.State, run.StartDate = string(dag.RunRunning), p.now
+		run.dirty = true
+		p.started = append(p.started, run)
+		active[run.DAGID]++
+		if err := tx.UpdateRun(&run.Run); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// endRuns ends every run in which no task can change state (§3.1), and fails the open runs of
+// DAGs that were removed.
+func (l *loop) endRuns(tx *store.Tx, p *passState) error {
+	for pk, run := range l.runs {
+		if run.dag == nil {
+			if err := l.retireRun(tx, p, run, "dag removed"); err != nil {
+				return err
+			}
+			delete(l.runs, pk)
+			continue
+		}
+		if run.State != string(dag.RunRunning) {
+			continue
+		}
+		states := make(map[string]dag.State, len(run.tis))
+		for id, ti := range run.tis {
+			states[id] = dag.State(ti.State)
+		}
+		ended, st := dag.RunEndState(run.dag, states)
+		if !ended {
+			continue
+		}
+		run.State, run.EndDate = string(st), p.now
+		if err := tx.UpdateRun(&run.Run); err != nil {
+			return err
+		}
+		delete(l.runs, pk)
+		p.ended = append(p.ended, run)
+	}
+	return nil
+}
+
+// retireRun ends a run whose DAG is gone: waiting entries are retired (nothing runs, nothing is
+// retried), unfinished tasks fail, the run fails (§3.5). Running attempts finish on their own.
+func (l *loop) retireRun(tx *store.Tx, p *passState, run *liveRun, reason string) error {
+	for _, ti := range run.tis {
+		if le := ti.entry; le != nil && le.State == "waiting" {
+			if err := tx.EndEntry(le.ID, "retired", "retired", reason, p.now); err != nil {
+				return err
+			}
+			delete(l.entries, le.ID)
+			ti.entry = nil
+		}
+		if !dag.State(ti.State).Terminal() && ti.State != string(dag.StateRunning) {
+			ti.State, ti.Reason = string(dag.StateFailed), reason
+			if err := tx.UpdateTI(&ti.TaskInstance); err != nil {
+				return err
+			}
+		}
+	}
+	run.State, run.EndDate, run.Reason = string(dag.RunFailed), p.now, reason
+	if err := tx.UpdateRun(&run.Run); err != nil {
+		return err
+	}
+	p.ended = append(p.ended, run)
+	return nil
+}

@@ -1,0 +1,204 @@
+package executor
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/store"
+)
+
+// apply folds one pending event into the pass.
+func (l *loop) apply(tx *store.Tx, p *passState, ev event) error {
+	switch ev := ev.(type) {
+	case *evStarted:
+		le := l.entries[ev.entry]
+		if le == nil || le.ti == nil {
+			return nil
+		}
+		if _, err := tx.SetPGID(ev.entry, ev.pgid, l.cfg.DaemonID, l.epoch); err != nil {
+			return err
+		}
+		le.ti.StartDate = ev.start
+		return tx.UpdateTI(&le.ti.TaskInstance)
+	case *evFinished:
+		return l.finish(tx, p, ev)
+	case *evTrigger:
+		return l.trigger(tx, p, ev)
+	case *evCommand:
+		return l.command(tx, p, ev)
+	}
+	return nil
+}
+
+// finish writes an attempt's end: the fencing check, the release of every claim, the task's new
+// state under the retry policy (§3.3), all in this pass's transaction.
+func (l *loop) finish(tx *store.Tx, p *passState, ev *evFinished) error {
+	delete(l.running, ev.entry)
+	le := l.entries[ev.entry]
+	held, err := tx.HoldsClaim(ev.entry, l.cfg.DaemonID, l.epoch)
+	if err != nil {
+		return err
+	}
+	if !held || le == nil || le.ti == nil {
+		// The lease lapsed and the entry went back to the queue (or another life took it):
+		// a completion under an old epoch is refused (§4.8).
+		l.log.Warn("completion refused: claim no longer held", keyEntry, ev.entry)
+		return nil
+	}
+	ti, run := le.ti, le.run
+	if ev.shutdown || ev.lost {
+		delete(l.entries, ev.entry)
+		ti.entry = nil
+		return tx.RequeueEntry(ev.entry)
+	}
+	if err := tx.ReleaseClaims(ev.entry, "done", false, p.now); err != nil {
+		return err
+	}
+	delete(l.entries, ev.entry)
+	ti.entry = nil
+	ti.StartDate, ti.EndDate = ev.start, ev.end
+	ti.TryNumber = le.TryNumber
+	run.dirty = true
+	if ev.ok || ev.skip {
+		state := "success"
+		if ev.skip {
+			state = "skipped"
+		}
+		l.notify(p, Notice{Kind: NoticeAttemptEnded, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID,
+			Try: ti.TryNumber, State: state, Reason: ev.reason, Duration: ev.end.Sub(ev.start)})
+	}
+	switch {
+	case ev.ok:
+		ti.State, ti.Reason = string(dag.StateSuccess), ""
+		if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
+			State: "success", StartDate: ev.start, EndDate: ev.end}); err != nil {
+			return err
+		}
+		return tx.UpdateTI(&ti.TaskInstance)
+	case ev.skip:
+		ti.State, ti.Reason = string(dag.StateSkipped), ev.reason
+		if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
+			State: "skipped", StartDate: ev.start, EndDate: ev.end, Reason: ev.reason}); err != nil {
+			return err
+		}
+		return tx.UpdateTI(&ti.TaskInstance)
+	}
+	return l.failAttempt(tx, p, run, ti, le.TryNumber, ev.reason, ev.end, ev.noRetry)
+}
+
+// failAttempt records try `try` as failed and applies the retry policy: up_for_retry until
+// end + delay while attempts are left, else failed (§3.3).
+func (l *loop) failAttempt(tx *store.Tx, p *passState, run *liveRun, ti *liveTI, try int, reason string, at time.Time, noRetry bool) error {
+	if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: try, State: "failed",
+		StartDate: ti.StartDate, EndDate: ti.EndDate, Reason: reason}); err != nil {
+		return err
+	}
+	l.notify(p, Notice{Kind: NoticeAttemptEnded, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: try,
+		State: "failed", Reason: reason, Duration: ti.EndDate.Sub(ti.StartDate)})
+	ti.TryNumber = try
+	ti.Reason = reason
+	run.dirty = true
+	if !noRetry && ti.task != nil && try < ti.task.Retries+1 {
+		ti.State = string(dag.StateUpForRetry)
+		ti.NextAt = at.Add(dag.RetryDelay(ti.task, try))
+		l.log.Info("attempt failed; will retry", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID,
+			keyTry, try, "reason", reason, "retry_at", ti.NextAt)
+	} else {
+		ti.State = string(dag.StateFailed)
+		ti.NextAt = time.Time{}
+		l.log.Info("task failed", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, keyTry, try, "reason", reason)
+	}
+	return tx.UpdateTI(&ti.TaskInstance)
+}
+
+// command applies an operator command to a task instance of a run this daemon owns.
+func (l *loop) command(tx *store.Tx, p *passState, ev *evCommand) error {
+	c := ev.cmd
+	err := l.applyCommand(tx, p, c)
+	if ev.fromStore {
+		if derr := tx.DoneCommand(c.ID, p.now, err); derr != nil {
+			return derr
+		}
+		if err != nil {
+			l.log.Warn("command refused", "kind", c.Kind, keyTask, c.TaskID, "err", err)
+		}
+		return nil
+	}
+	if err != nil {
+		p.replies = append(p.replies, func() { ev.reply <- err })
+		return nil
+	}
+	p.replies = append(p.replies, func() { ev.reply <- nil })
+	return nil
+}
+
+func (l *loop) applyCommand(tx *store.Tx, p *passState, c store.Command) error {
+	run := l.runs[c.Run]
+	if run == nil {
+		return fmt.Errorf("%w: run is not open on this daemon", store.ErrConflict)
+	}
+	ti := run.tis[c.TaskID]
+	if ti == nil {
+		return fmt.Errorf("%w: task %s", store.ErrNotFound, c.TaskID)
+	}
+	switch c.Kind {
+	case "force":
+		if ti.entry == nil || ti.entry.State != "waiting" {
+			return fmt.Errorf("%w: task %s is not waiting for admission", store.ErrConflict, c.TaskID)
+		}
+		ti.entry.Force = true
+		return tx.SetForce(ti.entry.ID)
+	case "cancel":
+		if ti.entry == nil || ti.entry.State != "waiting" {
+			return fmt.Errorf("%w: task %s is not waiting for admission", store.ErrConflict, c.TaskID)
+		}
+		return l.endWaiting(tx, p, ti.entry, "cancelled", "cancelled by operator")
+	case "fail":
+		return l.markFailed(tx, p, run, ti, "marked failed by operator")
+	}
+	return l.applyGateCommand(tx, p, run, ti, c)
+}
+
+// endWaiting ends a waiting entry as expired, cancelled or rejected: a failed attempt that
+// follows the retry policy (§4.6).
+func (l *loop) endWaiting(tx *store.Tx, p *passState, le *liveEntry, state, reason string) error {
+	if err := tx.EndEntry(le.ID, state, state, reason, p.now); err != nil {
+		return err
+	}
+	delete(l.entries, le.ID)
+	ti := le.ti
+	if ti == nil {
+		return nil
+	}
+	ti.entry = nil
+	ti.StartDate, ti.EndDate = time.Time{}, time.Time{}
+	return l.failAttempt(tx, p, le.run, ti, le.TryNumber, reason, p.now, false)
+}
+
+// markFailed ends a task with no further retry, retiring its queued entry and stopping a
+// running attempt (poolflow tasks fail, §3.3).
+func (l *loop) markFailed(tx *store.Tx, p *passState, run *liveRun, ti *liveTI, reason string) error {
+	if dag.State(ti.State).Terminal() {
+		return fmt.Errorf("%w: task %s is already %s", store.ErrConflict, ti.TaskID, ti.State)
+	}
+	if le := ti.entry; le != nil {
+		if le.State == "admitted" {
+			if a := l.running[le.ID]; a != nil {
+				a.kill("marked failed")
+			}
+		}
+		if err := tx.EndEntry(le.ID, "retired", "failed", reason, p.now); err != nil {
+			return err
+		}
+		delete(l.entries, le.ID)
+		delete(l.running, le.ID)
+		ti.entry = nil
+	}
+	ti.State, ti.Reason, ti.NextAt = string(dag.StateFailed), reason, time.Time{}
+	if ti.EndDate.IsZero() && !ti.StartDate.IsZero() {
+		ti.EndDate = p.now
+	}
+	run.dirty = true
+	return tx.UpdateTI(&ti.TaskInstance)
+}

@@ -1,0 +1,82 @@
+package executor
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/store"
+)
+
+// Approval gates (§5.2) have no queue entry and need no pool: a ready gate waits in
+// awaiting_approval for a person, optionally until its timeout.
+
+func (l *loop) openGate(tx *store.Tx, p *passState, run *liveRun, ti *liveTI) error {
+	ti.State, ti.TryNumber, ti.StartDate = string(dag.StateAwaitingApproval), 1, p.now
+	run.dirty = true
+	return tx.UpdateTI(&ti.TaskInstance)
+}
+
+func gateDeadline(ti *liveTI) time.Time {
+	if ti.task == nil || ti.task.Approval == nil || ti.task.Approval.Timeout <= 0 {
+		return time.Time{}
+	}
+	return ti.StartDate.Add(ti.task.Approval.Timeout)
+}
+
+func (l *loop) gateDue(run *liveRun, now time.Time) bool {
+	for _, ti := range run.tis {
+		if ti.State == string(dag.StateAwaitingApproval) {
+			if dl := gateDeadline(ti); !dl.IsZero() && !now.Before(dl) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (l *loop) checkGateTimeout(tx *store.Tx, p *passState, run *liveRun, ti *liveTI) error {
+	dl := gateDeadline(ti)
+	if dl.IsZero() || p.now.Before(dl) {
+		return nil
+	}
+	return l.decideGate(tx, p, run, ti, false, fmt.Sprintf("approval timeout %s passed", ti.task.Approval.Timeout))
+}
+
+func (l *loop) applyGateCommand(tx *store.Tx, p *passState, run *liveRun, ti *liveTI, c store.Command) error {
+	if c.Kind != "approve" && c.Kind != "reject" {
+		return fmt.Errorf("unknown command %q", c.Kind)
+	}
+	if ti.State != string(dag.StateAwaitingApproval) {
+		return fmt.Errorf("%w: task %s is not awaiting approval (state %s)", store.ErrConflict, ti.TaskID, ti.State)
+	}
+	who := c.Who
+	if who == "" {
+		who = "anonymous"
+	}
+	verb := "approved"
+	if c.Kind == "reject" {
+		verb = "rejected"
+	}
+	reason := fmt.Sprintf("%s by %s at %s", verb, who, p.now.Format(time.RFC3339))
+	if c.Note != "" {
+		reason += ": " + c.Note
+	}
+	return l.decideGate(tx, p, run, ti, c.Kind == "approve", reason)
+}
+
+// decideGate ends a gate: approved is success; rejected or timed out fails with no retry.
+func (l *loop) decideGate(tx *store.Tx, p *passState, run *liveRun, ti *liveTI, approved bool, reason string) error {
+	ti.EndDate, ti.Reason = p.now, reason
+	state := "success"
+	ti.State = string(dag.StateSuccess)
+	if !approved {
+		state, ti.State = "failed", string(dag.StateFailed)
+	}
+	run.dirty = true
+	if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: 1, State: state,
+		StartDate: ti.StartDate, EndDate: ti.EndDate, Reason: reason}); err != nil {
+		return err
+	}
+	return tx.UpdateTI(&ti.TaskInstance)
+}

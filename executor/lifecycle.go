@@ -1,0 +1,304 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/config"
+	"github.com/poolflow/poolflow/store"
+)
+
+// start loads the DAGs, syncs the configured pools, registers the daemon under a new fencing
+// epoch and recovers what its previous life left: it kills those process groups and puts their
+// entries back in the queue at once with the same try number (§4.8).
+func (l *loop) start(ctx context.Context) error {
+	if err := l.compileRules(); err != nil {
+		return err
+	}
+	l.reg.reload(true)
+	l.regChanged = true
+	l.reboot = true
+	now := l.clock.Now()
+	var old []store.Claim
+	err := l.st.WithTx(ctx, func(tx *store.Tx) error {
+		if err := SyncPools(tx, l.cfg.Settings, now); err != nil {
+			return err
+		}
+		epoch, err := tx.RegisterDaemon(l.cfg.DaemonID, os.Getpid(), now)
+		if err != nil {
+			return err
+		}
+		l.epoch = epoch
+		claims, err := tx.Claims()
+		if err != nil {
+			return err
+		}
+		for _, c := range claims {
+			if c.Daemon == l.cfg.DaemonID && c.Epoch < epoch {
+				old = append(old, c)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Kill before releasing, so an entry never runs twice at once.
+	groups := map[int]bool{}
+	for _, c := range old {
+		if c.PGID > 0 {
+			groups[c.PGID] = true
+		}
+	}
+	for pgid := range findOrphans(l.cfg.DaemonID, l.epoch) {
+		groups[pgid] = true
+	}
+	for pgid := range groups {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	waitGone(groups, 5*time.Second)
+	if len(old) > 0 {
+		err = l.st.WithTx(ctx, func(tx *store.Tx) error {
+			seen := map[int64]bool{}
+			for _, c := range old {
+				if seen[c.Entry] {
+					continue
+				}
+				seen[c.Entry] = true
+				if err := tx.RequeueEntry(c.Entry); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		l.log.Info("recovered claims of a previous life", "claims", len(old), "process_groups", len(groups))
+	}
+	l.lastRenew = now
+	return nil
+}
+
+// findOrphans finds process groups started by an earlier epoch of this daemon, whose ids may
+// not have reached the store before a crash, by the variables every attempt carries.
+func findOrphans(daemonID string, epoch int64) map[int]bool {
+	out := map[int]bool{}
+	procs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	wantID := []byte(envDaemonID + "=" + daemonID + "\x00")
+	cur := []byte(envEpoch + "=" + strconv.FormatInt(epoch, 10) + "\x00")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(append(b, 0), wantID) || bytes.Contains(append(b, 0), cur) {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if pgid, err := syscall.Getpgid(pid); err == nil && pgid != syscall.Getpgrp() {
+			out[pgid] = true
+		}
+	}
+	return out
+}
+
+// waitGone waits until the killed groups have no live member, up to limit.
+func waitGone(groups map[int]bool, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for pgid := range groups {
+		for time.Now().Before(deadline) {
+			if err := syscall.Kill(-pgid, 0); err != nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond) // polling the kernel: nothing to wait on
+		}
+	}
+}
+
+// SyncPools makes the store's pools table agree with poolflow.yaml: file pools are written
+// (a capacity change of a pool with on_resize: drain keeps the stored capacity while its queue
+// drains, §4.7), file pools removed from the file are dropped once nothing holds them, and a
+// default pool with slots: remainder is recomputed from every other finite pool, file-defined or
+// stored. The daemon calls it at start; the CLI and API call it after changing a stored pool.
+func SyncPools(tx *store.Tx, cfg *config.Config, now time.Time) error {
+	inFile := map[string]bool{}
+	remainder := false
+	for _, sp := range cfg.Pools {
+		inFile[sp.Name] = true
+		remainder = remainder || (sp.Name == "default" && sp.Remainder)
+		row := store.Pool{Name: sp.Name, Slots: sp.Slots, TargetSlots: store.NoTarget, Ordering: string(sp.Ordering),
+			MaxQueued: sp.MaxQueued, StarvationAfter: sp.StarvationAfter, IncludeDeferred: sp.IncludeDeferred,
+			OnResize: orDefault(sp.OnResize, "immediate"), Description: sp.Description, Source: "file"}
+		if row.Ordering == "" {
+			row.Ordering = "backfill"
+		}
+		prev, err := tx.PoolByName(sp.Name)
+		switch {
+		case err == nil && prev.Source == "store":
+			return fmt.Errorf("pool %s is defined in %s and also stored; delete the stored one (poolflow pools delete %s)",
+				sp.Name, orDefault(cfg.File, "poolflow.yaml"), sp.Name)
+		case err == nil && row.OnResize == "drain" && prev.TargetSlots != store.NoTarget && prev.TargetSlots == sp.Slots:
+			row.Slots, row.TargetSlots = prev.Slots, prev.TargetSlots // still draining toward the same capacity
+		case err == nil && row.OnResize == "drain" && prev.Slots != sp.Slots:
+			_, waiting, err := tx.PoolHeld(sp.Name)
+			if err != nil {
+				return err
+			}
+			if waiting > 0 {
+				row.Slots, row.TargetSlots = prev.Slots, sp.Slots
+			}
+		case err != nil && !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+		if err := tx.PutPool(&row, now); err != nil {
+			return err
+		}
+	}
+	all, err := tx.Pools()
+	if err != nil {
+		return err
+	}
+	for _, p := range all {
+		if p.Source != "file" || inFile[p.Name] {
+			continue
+		}
+		if held, waiting, err := tx.PoolHeld(p.Name); err != nil {
+			return err
+		} else if held == 0 && waiting == 0 {
+			if err := tx.DeletePool(p.Name); err != nil {
+				return err
+			}
+		}
+	}
+	if !remainder {
+		return nil
+	}
+	finite := 0
+	for _, p := range all {
+		if p.Name != "default" && p.Slots >= 0 && (p.Source == "store" || inFile[p.Name]) {
+			finite += p.Slots
+		}
+	}
+	def, err := tx.PoolByName("default")
+	if err != nil {
+		return err
+	}
+	def.Slots = cfg.MaxRunning - finite
+	if def.Slots < 1 {
+		return fmt.Errorf("pool default: slots: remainder is %d (max_running %d minus %d slots of the other pools); it must be at least 1",
+			def.Slots, cfg.MaxRunning, finite)
+	}
+	return tx.PutPool(&def, now)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// shutdown stops admitting, SIGTERMs every running attempt, waits up to the shutdown grace,
+// SIGKILLs what is left, and puts the stopped attempts' entries back in the queue with the same
+// try number; attempts that ended on their own in the meantime are recorded as usual (§4.8).
+func (l *loop) shutdown() {
+	for _, a := range l.running {
+		a.terminate("shutdown")
+	}
+	done := make(chan struct{})
+	go func() {
+		l.attemptsWG.Wait()
+		close(done)
+	}()
+	grace := time.NewTimer(l.cfg.ShutdownGrace)
+	defer grace.Stop()
+	for waiting := true; waiting; {
+		select {
+		case ev := <-l.events:
+			l.pending = append(l.pending, ev)
+		case <-done:
+			waiting = false
+		case <-grace.C:
+			for _, a := range l.running {
+				a.kill("shutdown")
+			}
+		}
+	}
+	l.drainEvents()
+	kept := l.pending[:0]
+	for _, ev := range l.pending {
+		switch ev.(type) {
+		case *evFinished, *evStarted:
+			kept = append(kept, ev)
+		}
+	}
+	l.pending = kept
+	ctx, cancel := context.WithTimeout(context.Background(), store.OpTimeout)
+	defer cancel()
+	if err := l.st.WithTx(ctx, func(tx *store.Tx) error {
+		if !l.loaded {
+			if err := l.load(tx, l.clock.Now()); err != nil {
+				return err
+			}
+		}
+		p := &passState{now: l.clock.Now()}
+		for _, ev := range l.pending {
+			if err := l.apply(tx, p, ev); err != nil {
+				return err
+			}
+		}
+		return l.endRuns(tx, p)
+	}); err != nil {
+		l.log.Warn("shutdown: could not record the last completions; they replay on restart", "err", err)
+	}
+}
+
+// nextWake is the earliest moment the loop must pass again on its own: a retry, a queue
+// deadline, a starvation threshold, an approval timeout, a cron fire, a lease renewal or expiry.
+func (l *loop) nextWake(now time.Time) time.Time {
+	wake := now.Add(time.Hour)
+	at := func(t time.Time) {
+		if !t.IsZero() && t.Before(wake) {
+			wake = t
+		}
+	}
+	at(l.lastRenew.Add(l.cfg.RenewEvery))
+	at(l.minLease)
+	at(l.nextFire())
+	for _, run := range l.runs {
+		for _, ti := range run.tis {
+			switch dag.State(ti.State) {
+			case dag.StateUpForRetry:
+				at(ti.NextAt)
+			case dag.StateAwaitingApproval:
+				at(gateDeadline(ti))
+			}
+		}
+	}
+	for _, le := range l.entries {
+		if le.State != "waiting" {
+			continue
+		}
+		at(le.Deadline)
+		for _, n := range le.Needs {
+			if sp, ok := l.pools[n.Pool]; ok && sp.StarvationAfter > 0 && sp.Ordering == "backfill" {
+				if t := le.Due.Add(sp.StarvationAfter); t.After(now) {
+					at(t.Add(time.Millisecond))
+				}
+			}
+		}
+	}
+	if wake.Before(now) {
+		return now
+	}
+	return wake
+}

@@ -1,0 +1,122 @@
+package executor
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/pools"
+	"github.com/poolflow/poolflow/store"
+)
+
+// liveRun is an open run this daemon owns, kept in memory and written through to the store.
+type liveRun struct {
+	store.Run
+	dag     *dag.DAG
+	weights map[string]int
+	topo    []string       // tasks in dependency order, file order among equals
+	index   map[string]int // task → position in the file (queue ID order, §4.4)
+	ups     map[string][]string
+	tis     map[string]*liveTI
+	params  map[string]any
+	dirty   bool
+}
+
+// liveTI is one task instance of a live run.
+type liveTI struct {
+	store.TaskInstance
+	task  *dag.Task
+	entry *liveEntry // its waiting or admitted queue entry
+}
+
+// liveEntry is one of this daemon's queue entries.
+type liveEntry struct {
+	store.Entry
+	run *liveRun
+	ti  *liveTI
+}
+
+func newLiveRun(r store.Run, d *dag.DAG) *liveRun {
+	lr := &liveRun{Run: r, dag: d, weights: dag.PriorityWeights(d), index: map[string]int{},
+		ups: map[string][]string{}, tis: map[string]*liveTI{}}
+	for i, t := range d.Tasks {
+		lr.index[t.ID] = i
+		lr.ups[t.ID] = t.DependsOn
+	}
+	lr.topo = topoOrder(d)
+	lr.params = map[string]any{}
+	for k, v := range d.Params {
+		lr.params[k] = v
+	}
+	if r.Conf != "" {
+		var conf map[string]any
+		if json.Unmarshal([]byte(r.Conf), &conf) == nil {
+			for k, v := range conf {
+				lr.params[k] = v
+			}
+		}
+	}
+	return lr
+}
+
+// due is the due time of every entry of the run (§4.4): the logical date of a scheduled or
+// catch-up run, the request time of a manual or test run.
+func (r *liveRun) due() time.Time {
+	switch r.RunType {
+	case "schedule", "catchup":
+		return r.LogicalDate
+	}
+	return r.QueuedAt
+}
+
+// topoOrder lists tasks so that every task follows its upstream tasks, keeping file order
+// otherwise; validation has ruled out cycles.
+func topoOrder(d *dag.DAG) []string {
+	indeg := map[string]int{}
+	down := map[string][]string{}
+	for _, t := range d.Tasks {
+		indeg[t.ID] += 0
+		for _, u := range t.DependsOn {
+			indeg[t.ID]++
+			down[u] = append(down[u], t.ID)
+		}
+	}
+	pos := map[string]int{}
+	for i, t := range d.Tasks {
+		pos[t.ID] = i
+	}
+	var ready, out []string
+	for _, t := range d.Tasks {
+		if indeg[t.ID] == 0 {
+			ready = append(ready, t.ID)
+		}
+	}
+	for len(ready) > 0 {
+		sort.Slice(ready, func(i, j int) bool { return pos[ready[i]] < pos[ready[j]] })
+		id := ready[0]
+		ready = ready[1:]
+		out = append(out, id)
+		for _, dn := range down[id] {
+			if indeg[dn]--; indeg[dn] == 0 {
+				ready = append(ready, dn)
+			}
+		}
+	}
+	return out
+}
+
+func label(dagID, taskID string, try int) string {
+	return fmt.Sprintf("%s.%s try %d", dagID, taskID, try)
+}
+
+// poolEntry converts an entry to what pools.Admit sees.
+func poolEntry(e *store.Entry, block pools.Block) pools.Entry {
+	pe := pools.Entry{ID: e.ID, Label: e.Label, Priority: e.Priority, Due: e.Due, Deadline: e.Deadline,
+		Block: block, Force: e.Force, Needs: make([]pools.Need, len(e.Needs))}
+	for i, n := range e.Needs {
+		pe.Needs[i] = pools.Need{Pool: n.Pool, Slots: n.Slots}
+	}
+	return pe
+}

@@ -1,0 +1,308 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/pools"
+	"github.com/poolflow/poolflow/store"
+)
+
+// Log attribute keys, fixed in one place.
+const (
+	keyDAG   = "dag_id"
+	keyRun   = "run_id"
+	keyTask  = "task_id"
+	keyTry   = "try_number"
+	keyPool  = "pool"
+	keyEntry = "queue_id"
+)
+
+type event interface{}
+
+var timeZero time.Time
+
+// evFinished is an attempt's end as its runner saw it.
+type evFinished struct {
+	entry      int64
+	start, end time.Time
+	ok         bool
+	skip       bool // sensor soft_fail timeout
+	noRetry    bool // sensor timeout: fails with no retry
+	reason     string
+	shutdown   bool // killed by our own shutdown: back to the queue, same try
+	lost       bool // killed because its lease could not be renewed
+}
+
+// evStarted records an attempt's process group and start time.
+type evStarted struct {
+	entry int64
+	pgid  int
+	start time.Time
+}
+
+// loop is the scheduler loop: the daemon's only writer of state.
+type loop struct {
+	cfg   *Config
+	st    *store.Store
+	log   *slog.Logger
+	clock Clock
+	reg   *registry
+
+	events chan event
+	wakeCh chan struct{}
+
+	// Everything below belongs to the loop goroutine.
+	epoch      int64
+	dv         int64
+	loaded     bool
+	regChanged bool
+	reboot     bool // @reboot runs still to create
+	runs       map[int64]*liveRun
+	entries    map[int64]*liveEntry // this daemon's waiting and admitted entries
+	foreign    []pools.Entry        // other daemons' waiting entries
+	running    map[int64]*attempt
+	pending    []event
+	pools      map[string]store.Pool
+	dagStates  map[string]store.DAGState
+	scheds     map[*dag.DAG]*schedule
+	lastRenew  time.Time
+	minLease   time.Time // earliest lease expiry among claims seen in the last pass
+	renewFail  bool
+	attemptsWG sync.WaitGroup
+	// rules assigns the pool of a task that declares none (§6); nil = {default: 1}.
+	rules func(run *liveRun, ti *liveTI, try int) (pool string, slots int, rule string)
+
+	testPK   int64
+	testMu   sync.Mutex
+	testRun  store.Run
+	testDone bool
+}
+
+func newLoop(cfg *Config) (*loop, error) {
+	l := &loop{
+		cfg:     cfg,
+		st:      cfg.Store,
+		log:     cfg.Logger,
+		clock:   cfg.Clock,
+		events:  make(chan event, 1024),
+		wakeCh:  make(chan struct{}, 1),
+		runs:    map[int64]*liveRun{},
+		entries: map[int64]*liveEntry{},
+		running: map[int64]*attempt{},
+		scheds:  map[*dag.DAG]*schedule{},
+	}
+	l.reg = newRegistry(cfg.DAGsDir, cfg.GoDAGs, l.loadOptions)
+	return l, nil
+}
+
+func (l *loop) send(ctx context.Context, ev event) error {
+	select {
+	case l.events <- ev:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (l *loop) wake() {
+	select {
+	case l.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+func (l *loop) testResult() (store.Run, bool) {
+	l.testMu.Lock()
+	defer l.testMu.Unlock()
+	return l.testRun, l.testDone
+}
+
+// run is the loop goroutine: wait for an event, a timer or an outside change, then pass.
+func (l *loop) run(ctx context.Context) error {
+	polls := 0
+	for {
+		if l.cfg.Test != nil && l.isTestDone() {
+			l.shutdown()
+			return nil
+		}
+		now := l.clock.Now()
+		wakeAt := l.nextWake(now)
+		timer := l.clock.After(wakeAt.Sub(now))
+		poll := time.NewTimer(l.cfg.PollEvery)
+		select {
+		case <-ctx.Done():
+			poll.Stop()
+			l.shutdown()
+			return nil
+		case ev := <-l.events:
+			l.pending = append(l.pending, ev)
+		case <-l.wakeCh:
+		case <-timer:
+		case <-poll.C:
+			polls++
+			if !l.outsideChange(ctx, polls) {
+				continue
+			}
+		}
+		poll.Stop()
+		l.drainEvents()
+		if err := l.pass(ctx); err != nil {
+			l.failPass(err)
+		}
+	}
+}
+
+func (l *loop) isTestDone() bool {
+	_, done := l.testResult()
+	return done
+}
+
+// drainEvents takes every event already waiting, so one pass (one commit) covers them all.
+func (l *loop) drainEvents() {
+	for {
+		select {
+		case ev := <-l.events:
+			l.pending = append(l.pending, ev)
+		default:
+			return
+		}
+	}
+}
+
+// outsideChange reports whether another process committed to the store or a DAG file changed.
+func (l *loop) outsideChange(ctx context.Context, polls int) bool {
+	if polls%20 == 0 && l.reg.reload(false) {
+		l.regChanged = true
+		return true
+	}
+	v, err := l.st.DataVersion(ctx)
+	if err != nil {
+		return true // let the pass report the store's state
+	}
+	return v != l.dv
+}
+
+// failPass handles a pass whose transaction did not commit: memory is rebuilt from the store on
+// the next pass; completions stay pending and are rewritten then; callers waiting on a trigger or
+// a command hear the error.
+func (l *loop) failPass(err error) {
+	l.loaded = false
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	l.log.Warn("pass failed; will retry", "err", err)
+	kept := l.pending[:0]
+	for _, ev := range l.pending {
+		switch ev := ev.(type) {
+		case *evTrigger:
+			ev.reply <- triggerReply{err: err}
+		case *evCommand:
+			ev.reply <- err
+		default:
+			kept = append(kept, ev)
+		}
+	}
+	l.pending = kept
+}
+
+// pass is one decision: apply events, advance runs, admit, and commit once.
+func (l *loop) pass(ctx context.Context) error {
+	now := l.clock.Now()
+	tx, err := l.st.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			tx.Rollback()
+		}
+	}()
+	dv, err := tx.DataVersion()
+	if err != nil {
+		return err
+	}
+	if !l.loaded || dv != l.dv || l.regChanged {
+		if err := l.load(tx, now); err != nil {
+			return err
+		}
+	}
+	l.dv = dv
+	p := &passState{now: now}
+	for _, ev := range l.pending {
+		if err := l.apply(tx, p, ev); err != nil {
+			return err
+		}
+	}
+	if err := l.createRuns(tx, p); err != nil {
+		return err
+	}
+	if err := l.advanceAll(tx, p); err != nil {
+		return err
+	}
+	if err := l.admit(tx, p); err != nil {
+		return err
+	}
+	if err := l.settleTriggers(tx, p); err != nil {
+		return err
+	}
+	if err := l.endRuns(tx, p); err != nil {
+		return err
+	}
+	if now.Sub(l.lastRenew) >= l.cfg.RenewEvery {
+		if err := tx.Heartbeat(l.cfg.DaemonID, l.epoch, now, now.Add(l.cfg.Lease)); err != nil {
+			return err
+		}
+		p.renewed = true
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	committed = true
+	l.pending = l.pending[:0]
+	if p.renewed {
+		l.lastRenew = now
+		l.renewFail = false
+	}
+	l.afterCommit(p)
+	return nil
+}
+
+// passState collects what one pass decided, applied after its commit.
+type passState struct {
+	now      time.Time
+	admitted []*liveEntry
+	newRuns  []*liveRun
+	started  []*liveRun // runs that went from queued to running in this pass
+	replies  []func()
+	ended    []*liveRun
+	renewed  bool
+	triggers []*pendingTrigger
+	notices  []Notice
+}
+
+func (l *loop) afterCommit(p *passState) {
+	for _, le := range p.admitted {
+		l.spawn(le)
+	}
+	for _, r := range p.replies {
+		r()
+	}
+	for _, r := range p.ended {
+		l.log.Info("run ended", keyDAG, r.DAGID, keyRun, r.RunID, "state", r.State)
+		l.notify(p, Notice{Kind: NoticeRunEnded, DAGID: r.DAGID, RunID: r.RunID, State: r.State, Reason: r.Reason})
+		if r.PK == l.testPK && l.testPK != 0 {
+			l.testMu.Lock()
+			l.testRun, l.testDone = r.Run, true
+			l.testMu.Unlock()
+		}
+	}
+	for _, n := range p.notices {
+		l.cfg.Notify(n)
+	}
+}

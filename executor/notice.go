@@ -1,0 +1,34 @@
+package executor
+
+import "time"
+
+// Notice tells an observer (metrics, tests) what a committed pass did.
+type Notice struct {
+	Kind   NoticeKind
+	DAGID  string
+	RunID  string
+	TaskID string
+	Try    int
+	State  string // the task's or run's new state
+	Reason string
+	// Duration is an attempt's run time, or how long an admitted entry waited.
+	Duration time.Duration
+	Pool     string // admitted: the first named pool of the entry
+}
+
+// NoticeKind names what happened.
+type NoticeKind string
+
+const (
+	NoticeAttemptEnded NoticeKind = "attempt_ended"
+	NoticeRunEnded     NoticeKind = "run_ended"
+	NoticeAdmitted     NoticeKind = "admitted"
+	NoticeExpired      NoticeKind = "expired"
+	NoticeRejected     NoticeKind = "rejected"
+)
+
+func (l *loop) notify(p *passState, n Notice) {
+	if l.cfg.Notify != nil {
+		p.notices = append(p.notices, n)
+	}
+}

@@ -1,0 +1,109 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/poolflow/poolflow/dag"
+)
+
+// pokeResult is one check of a sensor.
+type pokeResult int
+
+const (
+	pokeNotYet pokeResult = iota
+	pokeMet
+	pokeError
+)
+
+// poke runs a sensor in poke mode: it holds its claims and checks every poke_interval (backed
+// off up to max_wait) until the check is met or timeout passes, measured from the first poke.
+// A timeout fails with no retry, or skips the task with soft_fail (§5.1).
+func (l *loop) poke(ctx context.Context, a *attempt, logf *os.File, ev *evFinished) {
+	s := a.task.Sensor
+	first := l.clock.Now()
+	interval := s.PokeInterval
+	for n := 1; ; n++ {
+		res, msg := l.check(ctx, a, logf)
+		fmt.Fprintf(logf, "poke %d: %s\n", n, msg)
+		switch res {
+		case pokeMet:
+			ev.ok = true
+			return
+		case pokeError:
+			ev.reason = "sensor check failed: " + msg
+			return
+		}
+		if l.clock.Now().Sub(first) >= s.Timeout {
+			timedOut(s, ev)
+			return
+		}
+		wait := interval
+		if left := s.Timeout - l.clock.Now().Sub(first); wait > left {
+			wait = left
+		}
+		select {
+		case <-ctx.Done():
+			ev.reason = "sensor stopped"
+			return
+		case <-l.clock.After(wait):
+		}
+		if s.ExponentialBackoff {
+			interval *= 2
+			if s.MaxWait > 0 && interval > s.MaxWait {
+				interval = s.MaxWait
+			}
+		}
+	}
+}
+
+func timedOut(s *dag.Sensor, ev *evFinished) {
+	ev.reason = fmt.Sprintf("sensor timeout %s passed", s.Timeout)
+	ev.noRetry = true
+	ev.skip = s.SoftFail
+}
+
+// check pokes once: a command (exit 0 met, 1 not yet, other an error), a file, or an HTTP URL.
+func (l *loop) check(ctx context.Context, a *attempt, logf *os.File) (pokeResult, string) {
+	s := a.task.Sensor
+	switch {
+	case len(s.Command) > 0:
+		ok, reason := l.runProcess(ctx, a, logf, s.Command)
+		switch {
+		case ok:
+			return pokeMet, "command exited 0"
+		case reason == "exit status 1":
+			return pokeNotYet, "command exited 1 (not yet)"
+		}
+		return pokeError, reason
+	case s.FileExists != "":
+		if _, err := os.Stat(s.FileExists); err == nil {
+			return pokeMet, s.FileExists + " exists"
+		}
+		return pokeNotYet, s.FileExists + " does not exist yet"
+	case s.HTTP != nil:
+		want := s.HTTP.Status
+		if want == 0 {
+			want = http.StatusOK
+		}
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(rctx, http.MethodGet, s.HTTP.URL, nil)
+		if err != nil {
+			return pokeError, err.Error()
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return pokeNotYet, err.Error()
+		}
+		resp.Body.Close()
+		if resp.StatusCode == want {
+			return pokeMet, fmt.Sprintf("GET %s answered %d", s.HTTP.URL, resp.StatusCode)
+		}
+		return pokeNotYet, fmt.Sprintf("GET %s answered %d, want %d", s.HTTP.URL, resp.StatusCode, want)
+	}
+	return pokeError, "sensor has no check"
+}

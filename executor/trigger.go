@@ -1,0 +1,208 @@
+package executor
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/store"
+)
+
+// TriggerRequest is a manual start (CLI, API).
+type TriggerRequest struct {
+	DAGID       string
+	RunID       string // "" = manual__<logical date>
+	Conf        map[string]any
+	LogicalDate time.Time // zero = now
+	Note        string
+	// NoQueue asks not to wait: the run is refused unless its ready tasks are admitted at once.
+	NoQueue bool
+}
+
+// TriggerResult describes a triggered run after its first pass.
+type TriggerResult struct {
+	Run store.Run
+	// Queued is set when a ready task must wait; QueueID and Pool name the first waiting entry.
+	Queued  bool
+	QueueID int64
+	Pool    string
+}
+
+// ErrRefused is a start a pool refused (HTTP 409 with the pool's message).
+var ErrRefused = errors.New("refused")
+
+type evTrigger struct {
+	req   TriggerRequest
+	reply chan triggerReply
+}
+
+type triggerReply struct {
+	res TriggerResult
+	err error
+}
+
+type evCommand struct {
+	cmd       store.Command
+	reply     chan error
+	fromStore bool // read from the commands table: mark it done, nobody waits for a reply
+}
+
+type pendingTrigger struct {
+	ev  *evTrigger
+	run *liveRun
+}
+
+// trigger creates a manual run in this pass; its reply waits for the pass's admission.
+func (l *loop) trigger(tx *store.Tx, p *passState, ev *evTrigger) error {
+	req := ev.req
+	d := l.reg.get(req.DAGID)
+	if d == nil {
+		ev.reply <- triggerReply{err: fmt.Errorf("%w: dag %s", store.ErrNotFound, req.DAGID)}
+		return nil
+	}
+	run, err := l.newRun(tx, p, d, "manual", req.LogicalDate, req.RunID, req.Conf, req.Note, req.NoQueue)
+	if errors.Is(err, store.ErrConflict) {
+		ev.reply <- triggerReply{err: fmt.Errorf("%w: dag run %s already exists", store.ErrConflict, run.RunID)}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	p.triggers = append(p.triggers, &pendingTrigger{ev: ev, run: run})
+	return nil
+}
+
+// newRun inserts a run with every task instance in state none. A zero logical date means now.
+func (l *loop) newRun(tx *store.Tx, p *passState, d *dag.DAG, runType string, logical time.Time, runID string,
+	conf map[string]any, note string, noQueue bool) (*liveRun, error) {
+	if logical.IsZero() {
+		logical = p.now
+	}
+	if runID == "" {
+		prefix := "manual"
+		switch runType {
+		case "schedule", "catchup":
+			prefix = "scheduled"
+		case "test":
+			prefix = "test"
+		}
+		runID = prefix + "__" + logical.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+		if runType == "test" {
+			// Several dags test processes may start in the same millisecond.
+			runID += fmt.Sprintf("_%06x", rand.IntN(1<<24))
+		}
+	}
+	confJSON := "{}"
+	if len(conf) > 0 {
+		b, err := json.Marshal(conf)
+		if err != nil {
+			return nil, fmt.Errorf("conf: %w", err)
+		}
+		confJSON = string(b)
+	}
+	r := store.Run{DAGID: d.ID, RunID: runID, RunType: runType, LogicalDate: logical, State: string(dag.RunQueued),
+		Conf: confJSON, Note: note, NoQueue: noQueue, Owner: l.cfg.DaemonID, QueuedAt: p.now}
+	if err := tx.InsertRun(&r); err != nil {
+		return &liveRun{Run: r}, err
+	}
+	lr := newLiveRun(r, d)
+	for _, t := range d.Tasks {
+		ti := &liveTI{TaskInstance: store.TaskInstance{Run: r.PK, TaskID: t.ID, State: string(dag.StateNone)}, task: t}
+		if err := tx.InsertTI(&ti.TaskInstance); err != nil {
+			return nil, err
+		}
+		lr.tis[t.ID] = ti
+	}
+	lr.dirty = true
+	l.runs[r.PK] = lr
+	p.newRuns = append(p.newRuns, lr)
+	l.log.Info("run created", keyDAG, d.ID, keyRun, runID, "run_type", runType)
+	return lr, nil
+}
+
+// settleTriggers refuses the runs started in this pass that asked not to wait and still have a
+// waiting entry (§4.6), then answers each manual start: admitted, queued, or refused.
+func (l *loop) settleTriggers(tx *store.Tx, p *passState) error {
+	for _, run := range p.started {
+		if !run.NoQueue {
+			continue
+		}
+		first := firstWaiting(run)
+		if first == nil {
+			continue
+		}
+		msg := fmt.Sprintf("pool %s cannot admit %s at once and the start asked not to queue", firstPool(first), first.Label)
+		if first.Reason != "" {
+			msg += " (" + first.Reason + ")"
+		}
+		run.Reason = "rejected: " + msg
+		if err := l.refuseRun(tx, p, run, run.Reason); err != nil {
+			return err
+		}
+	}
+	for _, pt := range p.triggers {
+		run, reply := pt.run, pt.ev.reply
+		if strings.HasPrefix(run.Reason, "rejected: ") {
+			msg := strings.TrimPrefix(run.Reason, "rejected: ")
+			p.replies = append(p.replies, func() { reply <- triggerReply{err: fmt.Errorf("%w: %s", ErrRefused, msg)} })
+			continue
+		}
+		res := TriggerResult{}
+		if first := firstWaiting(run); first != nil {
+			res.Queued, res.QueueID, res.Pool = true, first.ID, firstPool(first)
+		}
+		p.replies = append(p.replies, func() {
+			res.Run = run.Run
+			reply <- triggerReply{res: res}
+		})
+	}
+	return nil
+}
+
+// firstWaiting is the run's waiting entry with the lowest queue ID.
+func firstWaiting(run *liveRun) *liveEntry {
+	var first *liveEntry
+	for _, ti := range run.tis {
+		if le := ti.entry; le != nil && le.State == "waiting" && (first == nil || le.ID < first.ID) {
+			first = le
+		}
+	}
+	return first
+}
+
+// firstPool names the pool an entry waits for: the one of its reason, else its first named pool.
+func firstPool(le *liveEntry) string {
+	for _, n := range le.Needs {
+		if !n.Implicit {
+			return n.Pool
+		}
+	}
+	if len(le.Needs) > 0 {
+		return le.Needs[0].Pool
+	}
+	return ""
+}
+
+// refuseRun ends a run that may not wait: its waiting entries are rejected and it fails.
+func (l *loop) refuseRun(tx *store.Tx, p *passState, run *liveRun, reason string) error {
+	for _, id := range run.topo {
+		ti := run.tis[id]
+		if le := ti.entry; le != nil && le.State == "waiting" {
+			if err := tx.EndEntry(le.ID, "rejected", "rejected", reason, p.now); err != nil {
+				return err
+			}
+			delete(l.entries, le.ID)
+			ti.entry = nil
+			ti.State, ti.Reason = string(dag.StateFailed), reason
+			if err := tx.UpdateTI(&ti.TaskInstance); err != nil {
+				return err
+			}
+		}
+	}
+	run.dirty = true
+	return nil
+}
