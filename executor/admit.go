@@ -29,7 +29,7 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 	for _, c := range claims {
 		snap.Holders[c.Pool] = append(snap.Holders[c.Pool], pools.Holder{Entry: c.Entry, Label: c.Label, Slots: c.Slots})
 	}
-	snap.Entries = make([]pools.Entry, 0, len(l.entries)+len(l.foreign))
+	snap.Entries = l.snapBuf[:0]
 	for _, le := range l.entries {
 		if le.State != "waiting" {
 			continue
@@ -38,10 +38,11 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 		if le.run.RunType != "test" && l.dagStates[le.run.DAGID].Paused {
 			block = pools.BlockPaused
 		}
-		snap.Entries = append(snap.Entries, poolEntry(&le.Entry, block))
+		snap.Entries = append(snap.Entries, le.admission(block))
 		addImplicit(snap, le.Needs)
 	}
 	snap.Entries = append(snap.Entries, l.foreign...)
+	l.snapBuf = snap.Entries
 	if len(snap.Entries) == 0 {
 		return nil
 	}

@@ -117,6 +117,13 @@ func (l *loop) advance(tx *store.Tx, p *passState, run *liveRun) ([]readyTask, e
 // queuedPerPool counts waiting entries per pool (every daemon's), for max_queued.
 func (l *loop) queuedPerPool() map[string]int {
 	out := map[string]int{}
+	limited := false
+	for _, p := range l.pools {
+		limited = limited || p.MaxQueued > 0
+	}
+	if !limited {
+		return out
+	}
 	for _, le := range l.entries {
 		if le.State == "waiting" {
 			for _, n := range le.Needs {
@@ -284,6 +291,9 @@ func (l *loop) endRuns(tx *store.Tx, p *passState) error {
 		if run.State != string(dag.RunRunning) {
 			continue
 		}
+		if !allTerminal(run) {
+			continue
+		}
 		states := make(map[string]dag.State, len(run.tis))
 		for id, ti := range run.tis {
 			states[id] = dag.State(ti.State)
@@ -326,4 +336,14 @@ func (l *loop) retireRun(tx *store.Tx, p *passState, run *liveRun, reason string
 	}
 	p.ended = append(p.ended, run)
 	return nil
+}
+
+// allTerminal is the cheap test before RunEndState: it stops at the first open task.
+func allTerminal(run *liveRun) bool {
+	for _, ti := range run.tis {
+		if !dag.State(ti.State).Terminal() {
+			return false
+		}
+	}
+	return true
 }

@@ -36,14 +36,8 @@ func (l *loop) apply(tx *store.Tx, p *passState, ev event) error {
 func (l *loop) finish(tx *store.Tx, p *passState, ev *evFinished) error {
 	delete(l.running, ev.entry)
 	le := l.entries[ev.entry]
-	held, err := tx.HoldsClaim(ev.entry, l.cfg.DaemonID, l.epoch)
-	if err != nil {
-		return err
-	}
-	if !held || le == nil || le.ti == nil {
-		// The lease lapsed and the entry went back to the queue (or another life took it):
-		// a completion under an old epoch is refused (§4.8).
-		l.log.Warn("completion refused: claim no longer held", keyEntry, ev.entry)
+	if le == nil || le.ti == nil {
+		l.log.Warn("completion of an entry this daemon does not run", keyEntry, ev.entry)
 		return nil
 	}
 	ti, run := le.ti, le.run
@@ -52,8 +46,15 @@ func (l *loop) finish(tx *store.Tx, p *passState, ev *evFinished) error {
 		ti.entry = nil
 		return tx.RequeueEntry(ev.entry)
 	}
-	if err := tx.ReleaseClaims(ev.entry, "done", false, p.now); err != nil {
+	held, err := tx.ReleaseHeld(ev.entry, l.cfg.DaemonID, l.epoch, p.now)
+	if err != nil {
 		return err
+	}
+	if !held {
+		// The lease lapsed and the entry went back to the queue (or another life took it):
+		// a completion under an old epoch is refused (§4.8).
+		l.log.Warn("completion refused: claim no longer held", keyEntry, ev.entry)
+		return nil
 	}
 	delete(l.entries, ev.entry)
 	ti.entry = nil

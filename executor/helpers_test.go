@@ -22,7 +22,7 @@ type bundle struct {
 	notices  chan Notice
 }
 
-func setup(t *testing.T, cfgYAML string, dags map[string]string) *bundle {
+func setup(t testing.TB, cfgYAML string, dags map[string]string) *bundle {
 	t.Helper()
 	dir := t.TempDir()
 	b := &bundle{dir: dir, dagsDir: filepath.Join(dir, "dags"), stateDir: filepath.Join(dir, "state"),
@@ -57,7 +57,7 @@ func setup(t *testing.T, cfgYAML string, dags map[string]string) *bundle {
 }
 
 // daemon builds a daemon over the bundle; mod adjusts its config.
-func (b *bundle) daemon(t *testing.T, mod func(*Config)) *Daemon {
+func (b *bundle) daemon(t testing.TB, mod func(*Config)) *Daemon {
 	t.Helper()
 	cfg := Config{Store: b.st, Settings: b.cfg, DAGsDir: b.dagsDir, StateDir: b.stateDir, DaemonID: "test-daemon",
 		KillGrace: 200 * time.Millisecond, ShutdownGrace: 2 * time.Second,
@@ -78,7 +78,7 @@ func (b *bundle) daemon(t *testing.T, mod func(*Config)) *Daemon {
 }
 
 // testRun runs one DAG run in test mode (dags test) and returns the ended run.
-func (b *bundle) testRun(t *testing.T, dagID string, mod func(*Config)) store.Run {
+func (b *bundle) testRun(t testing.TB, dagID string, mod func(*Config)) store.Run {
 	t.Helper()
 	d := b.daemon(t, func(c *Config) {
 		c.Test = &TestRun{DAGID: dagID}
@@ -105,7 +105,7 @@ func (b *bundle) testRun(t *testing.T, dagID string, mod func(*Config)) store.Ru
 }
 
 // tis reads a run's task instances by task id.
-func (b *bundle) tis(t *testing.T, run int64) map[string]store.TaskInstance {
+func (b *bundle) tis(t testing.TB, run int64) map[string]store.TaskInstance {
 	t.Helper()
 	list, err := b.st.ListTaskInstances(context.Background(), run)
 	if err != nil {
@@ -119,7 +119,7 @@ func (b *bundle) tis(t *testing.T, run int64) map[string]store.TaskInstance {
 }
 
 // waitNotice waits for the first notice matching ok.
-func (b *bundle) waitNotice(t *testing.T, ok func(Notice) bool) Notice {
+func (b *bundle) waitNotice(t testing.TB, ok func(Notice) bool) Notice {
 	t.Helper()
 	timeout := time.After(30 * time.Second)
 	for {
@@ -134,7 +134,7 @@ func (b *bundle) waitNotice(t *testing.T, ok func(Notice) bool) Notice {
 	}
 }
 
-func readLog(t *testing.T, b *bundle, dagID, runID, taskID string, try int) string {
+func readLog(t testing.TB, b *bundle, dagID, runID, taskID string, try int) string {
 	t.Helper()
 	data, err := os.ReadFile(LogPath(b.stateDir, dagID, runID, taskID, try))
 	if err != nil {

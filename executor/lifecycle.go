@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/config"
+	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/store"
 )
 

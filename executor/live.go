@@ -36,6 +36,17 @@ type liveEntry struct {
 	store.Entry
 	run *liveRun
 	ti  *liveTI
+	pe  *pools.Entry // what admission sees, built once
+}
+
+// admission returns the entry as pools.Admit sees it, with its current block and force flag.
+func (le *liveEntry) admission(block pools.Block) pools.Entry {
+	if le.pe == nil {
+		pe := poolEntry(&le.Entry, block)
+		le.pe = &pe
+	}
+	le.pe.Block, le.pe.Force = block, le.Force
+	return *le.pe
 }
 
 func newLiveRun(r store.Run, d *dag.DAG) *liveRun {

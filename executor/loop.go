@@ -71,7 +71,9 @@ type loop struct {
 	dagStates  map[string]store.DAGState
 	scheds     map[*dag.DAG]*schedule
 	lastRenew  time.Time
-	minLease   time.Time // earliest lease expiry among claims seen in the last pass
+	minLease   time.Time     // earliest lease expiry among claims seen in the last pass
+	snapBuf    []pools.Entry // reused across passes
+	wakeAt     time.Time     // when the loop passes on its own next; zero = recompute
 	renewFail  bool
 	attemptsWG sync.WaitGroup
 	// rules assigns the pool of a task that declares none (§6); nil = {default: 1}.
@@ -131,8 +133,10 @@ func (l *loop) run(ctx context.Context) error {
 			return nil
 		}
 		now := l.clock.Now()
-		wakeAt := l.nextWake(now)
-		timer := l.clock.After(wakeAt.Sub(now))
+		if l.wakeAt.IsZero() {
+			l.wakeAt = l.nextWake(now)
+		}
+		timer := l.clock.After(l.wakeAt.Sub(now))
 		poll := time.NewTimer(l.cfg.PollEvery)
 		select {
 		case <-ctx.Done():
@@ -154,6 +158,8 @@ func (l *loop) run(ctx context.Context) error {
 		if err := l.pass(ctx); err != nil {
 			l.failPass(err)
 		}
+		l.wakeAt = time.Time{} // recomputed from the state this pass left
+
 	}
 }
 
@@ -234,7 +240,16 @@ func (l *loop) pass(ctx context.Context) error {
 	}
 	l.dv = dv
 	p := &passState{now: now}
+	finished := map[int64]bool{}
 	for _, ev := range l.pending {
+		if f, ok := ev.(*evFinished); ok {
+			finished[f.entry] = true
+		}
+	}
+	for _, ev := range l.pending {
+		if s, ok := ev.(*evStarted); ok && finished[s.entry] {
+			continue // its end, written below, carries its start
+		}
 		if err := l.apply(tx, p, ev); err != nil {
 			return err
 		}

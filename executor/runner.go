@@ -139,8 +139,12 @@ func (l *loop) execute(a *attempt) *evFinished {
 }
 
 func openLog(a *attempt) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(a.logPath), 0o755); err != nil {
-		return nil, err
+	// Mkdir first: on a fresh run only the task's folder is missing, and MkdirAll would stat
+	// every level before creating it.
+	if err := os.Mkdir(filepath.Dir(a.logPath), 0o755); err != nil && !os.IsExist(err) {
+		if err := os.MkdirAll(filepath.Dir(a.logPath), 0o755); err != nil {
+			return nil, err
+		}
 	}
 	f, err := os.OpenFile(a.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

@@ -3,9 +3,9 @@ package executor
 import (
 	"encoding/json"
 	"errors"
-	"strings"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/poolflow/poolflow/dag"

@@ -181,7 +181,6 @@ func (t *Tx) QueuedCount(pool string) (int, error) {
 	return n, unavailable(err)
 }
 
-
 // RequeueEntry releases an admitted entry's claims at once and puts it back in the queue with the
 // same try number, its task instance back to scheduled (recovery, lost leases, shutdown, §4.8).
 // The entry's next run appends to the same attempt log after a replay line.
@@ -192,4 +191,19 @@ func (t *Tx) RequeueEntry(id int64) error {
 	_, err := t.exec(`UPDATE task_instances SET state = 'scheduled'
 		WHERE (run, task_id) = (SELECT run, task_id FROM queue_entries WHERE id = ?) AND state = 'running'`, id)
 	return err
+}
+
+// ReleaseHeld is the release of a completion: it deletes the entry's claims only if daemon still
+// holds them under epoch (the fencing check of §4.8) and then marks the entry done. It reports
+// false, changing nothing, when the claims are gone or belong to another epoch.
+func (t *Tx) ReleaseHeld(id int64, daemon string, epoch int64, now time.Time) (bool, error) {
+	res, err := t.exec(`DELETE FROM claims WHERE entry = ? AND daemon = ? AND epoch = ?`, id, daemon, epoch)
+	if err != nil {
+		return false, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return false, nil
+	}
+	_, err = t.exec(`UPDATE queue_entries SET state = 'done', ended_at = ? WHERE id = ?`, Micros(now), id)
+	return true, err
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // the SQLite driver
@@ -40,6 +41,9 @@ type Store struct {
 	w *sql.DB
 	// r serves reads (API, UI, CLI) without waiting behind the writer.
 	r *sql.DB
+
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt
 }
 
 // Options tune Open.
@@ -87,6 +91,12 @@ func (s *Store) Path() string { return s.path }
 
 // Close closes both connection pools.
 func (s *Store) Close() error {
+	s.stmtMu.Lock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = nil
+	s.stmtMu.Unlock()
 	return errors.Join(s.w.Close(), s.r.Close())
 }
 

@@ -12,10 +12,12 @@ import (
 // daemon's recovery. Every method returns the first error; the caller rolls back on any error
 // so no partial claim is ever committed.
 type Tx struct {
+	s      *Store
 	ctx    context.Context
 	cancel context.CancelFunc
 	tx     *sql.Tx
 	stmts  map[string]*sql.Stmt
+	missing []string // statements to prepare for the store once the connection is free
 	// failAfter, when > 0, makes the n-th claim insert fail: failure injection for tests.
 	failAfter *int
 }
@@ -28,7 +30,7 @@ func (s *Store) Begin(ctx context.Context) (*Tx, error) {
 		cancel()
 		return nil, unavailable(err)
 	}
-	return &Tx{ctx: ctx, cancel: cancel, tx: tx, stmts: map[string]*sql.Stmt{}}, nil
+	return &Tx{s: s, ctx: ctx, cancel: cancel, tx: tx, stmts: map[string]*sql.Stmt{}}, nil
 }
 
 // Commit commits; a failed commit is ErrUnavailable.
@@ -37,6 +39,7 @@ func (t *Tx) Commit() error {
 	if err := t.tx.Commit(); err != nil {
 		return unavailable(err)
 	}
+	t.s.prepare(t.missing)
 	return nil
 }
 
@@ -62,10 +65,17 @@ func (s *Store) WithTx(ctx context.Context, fn func(*Tx) error) error {
 func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
 	st, ok := t.stmts[query]
 	if !ok {
-		var err error
-		st, err = t.tx.PrepareContext(t.ctx, query)
-		if err != nil {
-			return nil, unavailable(err)
+		// Statements are prepared once per store on the writer connection and bound to each
+		// transaction, so a pass does not parse its SQL again. The writer has one connection,
+		// held by this transaction, so a new statement is prepared for the store after it ends.
+		if shared := t.s.prepared(query); shared != nil {
+			st = t.tx.StmtContext(t.ctx, shared)
+		} else {
+			var err error
+			if st, err = t.tx.PrepareContext(t.ctx, query); err != nil {
+				return nil, unavailable(err)
+			}
+			t.missing = append(t.missing, query)
 		}
 		t.stmts[query] = st
 	}
@@ -138,4 +148,31 @@ func (t *Tx) LiveDaemons(since time.Time) (map[string]bool, error) {
 		out[id] = true
 	}
 	return out, unavailable(rows.Err())
+}
+
+func (s *Store) prepared(query string) *sql.Stmt {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	return s.stmts[query]
+}
+
+// prepare prepares statements on the writer for later transactions; a failure only means they
+// are prepared per transaction again.
+func (s *Store) prepare(queries []string) {
+	for _, q := range queries {
+		st, err := s.w.Prepare(q)
+		if err != nil {
+			continue
+		}
+		s.stmtMu.Lock()
+		if s.stmts == nil {
+			s.stmts = map[string]*sql.Stmt{}
+		}
+		if _, dup := s.stmts[q]; dup {
+			st.Close()
+		} else {
+			s.stmts[q] = st
+		}
+		s.stmtMu.Unlock()
+	}
 }

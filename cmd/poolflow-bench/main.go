@@ -88,7 +88,8 @@ func run(tasks, parallel, rounds int) error {
 	return nil
 }
 
-// timed runs cmd and returns its wall time and peak RSS in KiB.
+// timed runs cmd and returns its wall time and peak RSS in KiB, and logs its CPU time
+// (user+sys of it and its children) to stderr.
 func timed(cmd *exec.Cmd) (time.Duration, int64, error) {
 	start := time.Now()
 	err := cmd.Run()
@@ -98,6 +99,8 @@ func timed(cmd *exec.Cmd) (time.Duration, int64, error) {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			rss = ru.Maxrss
 		}
+		fmt.Fprintf(os.Stderr, "  %s: wall %v, user %v, sys %v\n", filepath.Base(cmd.Path), wall.Round(time.Millisecond),
+			cmd.ProcessState.UserTime().Round(time.Millisecond), cmd.ProcessState.SystemTime().Round(time.Millisecond))
 	}
 	return wall, rss, err
 }
