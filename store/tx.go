@@ -12,11 +12,11 @@ import (
 // daemon's recovery. Every method returns the first error; the caller rolls back on any error
 // so no partial claim is ever committed.
 type Tx struct {
-	s      *Store
-	ctx    context.Context
-	cancel context.CancelFunc
-	tx     *sql.Tx
-	stmts  map[string]*sql.Stmt
+	s       *Store
+	ctx     context.Context
+	cancel  context.CancelFunc
+	tx      *sql.Tx
+	stmts   map[string]*sql.Stmt
 	missing []string // statements to prepare for the store once the connection is free
 	// failAfter, when > 0, makes the n-th claim insert fail: failure injection for tests.
 	failAfter *int
