@@ -80,12 +80,15 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 		l.notify(p, Notice{Kind: NoticeAdmitted, DAGID: le.run.DAGID, RunID: le.run.RunID, TaskID: le.TaskID,
 			Try: le.TryNumber, Duration: p.now.Sub(le.CreatedAt), Pool: firstPool(le)})
 	}
+	if err := l.finishDrains(tx); err != nil {
+		return err
+	}
 	for id, r := range dec.Reasons {
 		le := l.entries[id]
 		if le == nil {
 			continue
 		}
-		if r.Kind == pools.ReasonOverCapacity {
+		if r.Kind == pools.ReasonOverCapacity && !l.drainFits(r.Pool, r.Need) {
 			if err := l.endWaiting(tx, p, le, "rejected", "rejected: "+r.String()); err != nil {
 				return err
 			}
@@ -153,4 +156,29 @@ func (l *loop) expireLeases(tx *store.Tx, p *passState, claims []store.Claim) ([
 	// Entries of other daemons changed state: reload them on the next pass.
 	l.loaded = l.loaded && len(expired) == 0
 	return kept, nil
+}
+
+// finishDrains switches draining pools whose old queue is empty to their new capacity (§4.7).
+func (l *loop) finishDrains(tx *store.Tx) error {
+	for name, sp := range l.pools {
+		if sp.TargetSlots == store.NoTarget {
+			continue
+		}
+		done, err := tx.FinishDrain(name)
+		if err != nil {
+			return err
+		}
+		if done {
+			l.log.Info("pool drained; new capacity in force", keyPool, name, "slots", sp.TargetSlots)
+			sp.Slots, sp.TargetSlots = sp.TargetSlots, store.NoTarget
+			l.pools[name] = sp
+		}
+	}
+	return nil
+}
+
+// drainFits reports whether a pool is draining toward a capacity that fits need (§4.6).
+func (l *loop) drainFits(pool string, need int) bool {
+	sp, ok := l.pools[pool]
+	return ok && sp.TargetSlots != store.NoTarget && (sp.TargetSlots == -1 || sp.TargetSlots >= need)
 }

@@ -163,7 +163,11 @@ func (l *loop) enqueue(tx *store.Tx, p *passState, r readyTask, queued map[strin
 		if err := tx.EndEntry(e.ID, "rejected", "rejected", reason, p.now); err != nil {
 			return err
 		}
-		l.log.Warn("entry rejected", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, "reason", refusal)
+		if run.dag.IsJob && (run.RunType == "schedule" || run.RunType == "catchup") {
+			l.log.Warn(fmt.Sprintf("Job %s could not enter pool %s: %s", run.DAGID, firstPool(&liveEntry{Entry: e}), refusal))
+		} else {
+			l.log.Warn("entry rejected", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, "reason", refusal)
+		}
 		ti.StartDate, ti.EndDate = time.Time{}, time.Time{}
 		l.notify(p, Notice{Kind: NoticeRejected, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: r.try,
 			Reason: refusal, Pool: firstPool(&liveEntry{Entry: e})})

@@ -42,9 +42,14 @@ func (l *loop) finish(tx *store.Tx, p *passState, ev *evFinished) error {
 	}
 	ti, run := le.ti, le.run
 	if ev.shutdown || ev.lost {
+		// Back to the queue with the same try number, unless the lease lapsed and another
+		// pass already took the entry back.
 		delete(l.entries, ev.entry)
 		ti.entry = nil
-		return tx.RequeueEntry(ev.entry)
+		ti.State = string(dag.StateScheduled)
+		_, err := tx.RequeueHeld(ev.entry, l.cfg.DaemonID, l.epoch)
+		l.loaded = false
+		return err
 	}
 	held, err := tx.ReleaseHeld(ev.entry, l.cfg.DaemonID, l.epoch, p.now)
 	if err != nil {

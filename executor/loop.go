@@ -71,9 +71,10 @@ type loop struct {
 	dagStates  map[string]store.DAGState
 	scheds     map[*dag.DAG]*schedule
 	lastRenew  time.Time
-	minLease   time.Time     // earliest lease expiry among claims seen in the last pass
-	snapBuf    []pools.Entry // reused across passes
-	wakeAt     time.Time     // when the loop passes on its own next; zero = recompute
+	minLease   time.Time            // earliest lease expiry among claims seen in the last pass
+	snapBuf    []pools.Entry        // reused across passes
+	dropped    map[string]time.Time // cron fires dropped while the store was unavailable (§4.9)
+	wakeAt     time.Time            // when the loop passes on its own next; zero = recompute
 	renewFail  bool
 	attemptsWG sync.WaitGroup
 	// rules assigns the pool of a task that declares none (§6); nil = {default: 1}.
@@ -97,6 +98,7 @@ func newLoop(cfg *Config) (*loop, error) {
 		entries: map[int64]*liveEntry{},
 		running: map[int64]*attempt{},
 		scheds:  map[*dag.DAG]*schedule{},
+		dropped: map[string]time.Time{},
 	}
 	l.reg = newRegistry(cfg.DAGsDir, cfg.GoDAGs, l.loadOptions)
 	return l, nil
@@ -206,14 +208,28 @@ func (l *loop) failPass(err error) {
 	for _, ev := range l.pending {
 		switch ev := ev.(type) {
 		case *evTrigger:
-			ev.reply <- triggerReply{err: err}
+			if ev.reply != nil {
+				ev.reply <- triggerReply{err: err}
+			}
 		case *evCommand:
-			ev.reply <- err
+			if ev.reply != nil {
+				ev.reply <- err
+			}
 		default:
 			kept = append(kept, ev)
 		}
 	}
 	l.pending = kept
+	now := l.clock.Now()
+	l.unavailable(now, err)
+	if now.Sub(l.lastRenew) > l.cfg.Lease {
+		// The leases lapsed without renewal: another daemon may admit these entries again, so
+		// their processes must stop (§4.8).
+		for id, a := range l.running {
+			l.log.Warn("lease could not be renewed; killing the attempt", keyEntry, id)
+			a.kill("lease lost")
+		}
+	}
 }
 
 // pass is one decision: apply events, advance runs, admit, and commit once.

@@ -93,6 +93,13 @@ func (l *loop) cronFires(tx *store.Tx, p *passState, d *dag.DAG, cs cron.Schedul
 	if next.After(p.now) {
 		return nil
 	}
+	if dropped, ok := l.dropped[d.ID]; ok {
+		// Fires up to this one were dropped while the store was unavailable (§4.9).
+		delete(l.dropped, d.ID)
+		if !dropped.Before(next) {
+			return l.setCheckpoint(tx, d.ID, dropped)
+		}
+	}
 	if d.Catchup {
 		if l.openScheduledRuns(d.ID) > 0 {
 			return nil

@@ -207,3 +207,26 @@ func (t *Tx) ReleaseHeld(id int64, daemon string, epoch int64, now time.Time) (b
 	_, err = t.exec(`UPDATE queue_entries SET state = 'done', ended_at = ? WHERE id = ?`, Micros(now), id)
 	return true, err
 }
+
+// RequeueHeld is RequeueEntry for the holder itself (shutdown, a lost lease): it acts only while
+// daemon still holds the entry's claims under epoch, and reports whether it did.
+func (t *Tx) RequeueHeld(id int64, daemon string, epoch int64) (bool, error) {
+	held, err := t.HoldsClaim(id, daemon, epoch)
+	if err != nil || !held {
+		return false, err
+	}
+	return true, t.RequeueEntry(id)
+}
+
+// FinishDrain switches a draining pool to its new capacity once no entry waits for it (§4.7).
+func (t *Tx) FinishDrain(name string) (bool, error) {
+	res, err := t.exec(`UPDATE pools SET slots = target_slots, target_slots = NULL
+		WHERE name = ? AND target_slots IS NOT NULL AND NOT EXISTS (
+			SELECT 1 FROM entry_requirements q JOIN queue_entries e ON e.id = q.entry
+			WHERE q.pool = pools.name AND e.state = 'waiting')`, name)
+	if err != nil {
+		return false, err
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}

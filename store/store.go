@@ -158,7 +158,15 @@ func (s *Store) migrate(ctx context.Context) error {
 		if m.version <= have {
 			continue
 		}
+		// Re-read the version under the write lock: another process may be migrating too.
 		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			var cur int
+			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&cur); err != nil {
+				return err
+			}
+			if cur >= m.version {
+				return nil
+			}
 			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 				return err
 			}
