@@ -1,0 +1,309 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/poolflow/poolflow/config"
+	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/store"
+)
+
+// project is a temporary folder with poolflow.yaml, dags/ and state/.
+type project struct {
+	dir, config, dags, state string
+}
+
+func newProject(t *testing.T, cfg string, dags map[string]string) *project {
+	t.Helper()
+	dir := t.TempDir()
+	p := &project{dir: dir, config: filepath.Join(dir, "poolflow.yaml"), dags: filepath.Join(dir, "dags"),
+		state: filepath.Join(dir, "state")}
+	if err := os.MkdirAll(p.dags, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.config, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range dags {
+		if err := os.WriteFile(filepath.Join(p.dags, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+// run runs the CLI in-process and returns stdout, stderr and the exit code.
+func (p *project) run(args ...string) (string, string, int) {
+	var out, errb bytes.Buffer
+	all := append([]string{"--config", p.config, "--dags", p.dags, "--state", p.state}, args...)
+	err := Run(context.Background(), all, &out, &errb)
+	code := 0
+	var ee *ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.Code
+		if ee.Err != nil {
+			errb.WriteString(ee.Err.Error())
+		}
+	case err != nil:
+		code = 1
+		errb.WriteString(err.Error())
+	}
+	return out.String(), errb.String(), code
+}
+
+const poolsYAML = "max_running: 8\npools:\n  db: 1\n  wh:\n    slots: 4\n    ordering: strict\n"
+
+func TestDagsValidate(t *testing.T) {
+	t.Parallel()
+	p := newProject(t, poolsYAML, map[string]string{
+		"good.yaml": "tasks:\n  - {id: a, bash: echo hi, pool_requirements: {db: 1}}\n",
+		"bad.yaml":  "tasks:\n  - id: a\n    bash: echo hi\n    pool_requirements: {wh: 5}\n  - {id: b, depends_on: [zz], bash: echo}\n",
+	})
+	out, errOut, code := p.run("dags", "validate")
+	if code != ExitFailed {
+		t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"bad.yaml:4:", "dag bad, task a: pool_requirements.wh: 5 slots exceed capacity 4", "task b", "zz"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	out, errOut, code = p.run("dags", "validate", filepath.Join(p.dags, "good.yaml"))
+	if code != 0 || !strings.Contains(out, "1 DAG(s) valid") {
+		t.Fatalf("validate good.yaml: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+func TestDagsTestJSON(t *testing.T) {
+	t.Parallel()
+	p := newProject(t, poolsYAML, map[string]string{
+		"ok.yaml":   "tasks:\n  - {id: a, bash: echo hi, pool_requirements: {db: 1}}\n  - {id: b, depends_on: [a], bash: echo}\n",
+		"fail.yaml": "tasks:\n  - {id: a, command: [\"false\"]}\n  - {id: b, depends_on: [a], bash: echo}\n",
+	})
+	cases := []struct {
+		dag   string
+		code  int
+		state string
+		tasks map[string][3]string // state, requirements JSON, reason (or "null")
+	}{
+		{"ok", 0, "success", map[string][3]string{"a": {"success", `{"db":1}`, "null"}, "b": {"success", `{"default":1}`, "null"}}},
+		{"fail", 1, "failed", map[string][3]string{"a": {"failed", `{"default":1}`, `"exit status 1"`}, "b": {"upstream_failed", `{"default":1}`, `"upstream_failed: trigger rule all_success"`}}},
+	}
+	for _, tc := range cases {
+		out, errOut, code := p.run("dags", "test", tc.dag, "-o", "json")
+		if code != tc.code {
+			t.Fatalf("%s: exit %d, want %d\n%s", tc.dag, code, tc.code, errOut)
+		}
+		var rep struct {
+			DAGID string `json:"dag_id"`
+			RunID string `json:"run_id"`
+			State string `json:"state"`
+			Tasks []map[string]json.RawMessage
+		}
+		dec := json.NewDecoder(strings.NewReader(out))
+		if err := dec.Decode(&rep); err != nil || dec.More() {
+			t.Fatalf("%s: stdout is not exactly one JSON object: %v\n%s", tc.dag, err, out)
+		}
+		if rep.DAGID != tc.dag || rep.State != tc.state || !strings.HasPrefix(rep.RunID, "test__") {
+			t.Errorf("%s: %+v", tc.dag, rep)
+		}
+		for _, task := range rep.Tasks {
+			var id, state string
+			json.Unmarshal(task["task_id"], &id)
+			json.Unmarshal(task["state"], &state)
+			want := tc.tasks[id]
+			var reqs bytes.Buffer
+			json.Compact(&reqs, task["requirements"])
+			if state != want[0] || reqs.String() != want[1] || string(task["reason"]) != want[2] {
+				t.Errorf("%s.%s: state %s requirements %s reason %s, want %v", tc.dag, id, state, task["requirements"], task["reason"], want)
+			}
+			var start string
+			if json.Unmarshal(task["start_date"], &start) == nil && start != "" {
+				if _, err := time.Parse(time.RFC3339Nano, start); err != nil || !strings.HasSuffix(start, "Z") {
+					t.Errorf("start_date %q is not RFC 3339 UTC", start)
+				}
+			}
+		}
+	}
+	if _, _, code := p.run("dags", "test", "nope"); code != ExitUsage {
+		t.Errorf("unknown DAG: exit %d, want 2", code)
+	}
+	if _, _, code := p.run("dags", "test", "ok", "--conf", "not json"); code != ExitUsage {
+		t.Errorf("bad --conf: exit %d, want 2", code)
+	}
+	if _, _, code := p.run("dags", "test"); code != ExitUsage {
+		t.Errorf("missing DAG_ID: exit %d, want 2", code)
+	}
+}
+
+func TestPoolsCommands(t *testing.T) {
+	t.Parallel()
+	p := newProject(t, poolsYAML, map[string]string{"uses.yaml": "tasks:\n  - {id: a, bash: echo, pool_requirements: {api: 3}}\n"})
+	if _, errOut, code := p.run("pools", "set", "api", "--slots", "5", "--description", "rate-limited API"); code != 0 {
+		t.Fatalf("pools set: %d %s", code, errOut)
+	}
+	out, _, code := p.run("pools", "list", "-o", "json")
+	if code != 0 {
+		t.Fatal(code)
+	}
+	var got struct {
+		Pools []PoolView `json:"pools"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]PoolView{}
+	for _, v := range got.Pools {
+		byName[v.Name] = v
+	}
+	if v := byName["api"]; v.Slots != 5 || v.Source != "store" || v.Description != "rate-limited API" {
+		t.Errorf("api = %+v", v)
+	}
+	if v := byName["db"]; v.Slots != 1 || v.Source != "file" {
+		t.Errorf("db = %+v", v)
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pools", "set", "db", "--slots", "3"}, "defined in"},
+		{[]string{"pools", "set", "api", "--slots", "2"}, "fewer than uses.a needs"},
+		{[]string{"pools", "delete", "api"}, "required by uses.a"},
+		{[]string{"pools", "set", "_x", "--slots", "1"}, "_x"},
+		{[]string{"pools", "delete", "missing"}, "not found"},
+	}
+	for _, tc := range cases {
+		_, errOut, code := p.run(tc.args...)
+		if code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q, want it to mention %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	if _, errOut, code := p.run("pools", "delete", "api", "--force"); code != 0 {
+		t.Fatalf("forced delete: %d %s", code, errOut)
+	}
+}
+
+func TestRulesTest(t *testing.T) {
+	t.Parallel()
+	cfg := poolsYAML + `rules:
+  - {name: heavy, priority: 10, when: 'dag_id startsWith "etl_" and "heavy" in tags', pool: wh, slots: 2}
+  - {name: manual, priority: 20, when: 'trigger == "manual"', pool: db}
+`
+	p := newProject(t, cfg, nil)
+	out, errOut, code := p.run("rules", "test", "--attr", "dag_id=etl_x", "--attr", "tags=heavy,nightly", "--attr", "trigger=manual", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res["rule"] != "heavy" || res["pool"] != "wh" || res["slots"] != float64(2) {
+		t.Errorf("result %v", res)
+	}
+	out, _, code = p.run("rules", "test", "--attr", "dag_id=other", "--attr", "trigger=schedule")
+	if code != 0 || !strings.Contains(out, "default") {
+		t.Errorf("no match: exit %d\n%s", code, out)
+	}
+	bad := newProject(t, poolsYAML+"rules:\n  - {name: x, priority: 1, when: 'nope(', pool: db}\n", nil)
+	if _, errOut, code := bad.run("rules", "test", "--attr", "dag_id=a"); code != 1 || !strings.Contains(errOut, "rule x") {
+		t.Errorf("invalid rules: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestExplainForceCancel drives a daemon in-process: a task waiting for a full pool is explained
+// in words, a force start still has to fit, and a cancel fails the attempt.
+func TestExplainForceCancel(t *testing.T) {
+	t.Parallel()
+	p := newProject(t, poolsYAML, map[string]string{"q.yaml": `
+tasks:
+  - {id: a, bash: sleep 30, pool_requirements: {db: 1}, priority_weight: 5, weight_rule: absolute}
+  - {id: b, bash: echo b, pool_requirements: {db: 1}, weight_rule: absolute}
+`})
+	cfg, err := config.Load(p.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(p.state, 0o755)
+	st, err := store.Open(context.Background(), filepath.Join(p.state, "poolflow.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	admitted := make(chan string, 10)
+	d, err := executor.New(executor.Config{Store: st, Settings: cfg, DAGsDir: p.dags, StateDir: p.state, DaemonID: "cli-test",
+		KillGrace: 100 * time.Millisecond, ShutdownGrace: time.Second,
+		Notify: func(n executor.Notice) {
+			if n.Kind == executor.NoticeAdmitted {
+				admitted <- n.TaskID
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop()
+	res, err := d.Trigger(context.Background(), executor.TriggerRequest{DAGID: "q", RunID: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Queued || res.Pool != "db" {
+		t.Fatalf("trigger = %+v, want queued on db", res)
+	}
+	if got := <-admitted; got != "a" {
+		t.Fatalf("admitted %s first, want a", got)
+	}
+	out, errOut, code := p.run("tasks", "explain", "q", "r1", "b")
+	if code != 0 || !strings.Contains(out, "waiting: pool db is full (needs 1, 0 of 1 free; held by q.a try 1)") ||
+		!strings.Contains(out, "requirements: db=1") {
+		t.Fatalf("explain: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := p.run("tasks", "run", "--force", "q", "r1", "b"); code != 0 || !strings.Contains(out, "applied") {
+		t.Fatalf("force: exit %d\n%s%s", code, out, errOut)
+	}
+	e, err := st.LatestEntry(context.Background(), mustRun(t, st).PK, "b")
+	if err != nil || !e.Force || e.State != "waiting" {
+		t.Fatalf("after force: %+v %v (a forced entry must still fit)", e, err)
+	}
+	if out, errOut, code := p.run("tasks", "cancel", "q", "r1", "b"); code != 0 {
+		t.Fatalf("cancel: exit %d\n%s%s", code, out, errOut)
+	}
+	out, _, _ = p.run("tasks", "explain", "q", "r1", "b")
+	if !strings.Contains(out, "failed") || !strings.Contains(out, "cancelled by operator") {
+		t.Fatalf("after cancel:\n%s", out)
+	}
+	if _, errOut, code := p.run("tasks", "cancel", "q", "r1", "b"); code == 0 || !strings.Contains(errOut, "not waiting") {
+		t.Fatalf("second cancel: exit %d %s", code, errOut)
+	}
+}
+
+func mustRun(t *testing.T, st *store.Store) store.Run {
+	t.Helper()
+	r, err := st.GetRun(context.Background(), "q", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestVersionAndUsage(t *testing.T) {
+	t.Parallel()
+	p := newProject(t, "", nil)
+	if out, _, code := p.run("version"); code != 0 || !strings.Contains(out, "poolflow ") {
+		t.Errorf("version: %d %q", code, out)
+	}
+	if _, _, code := p.run("nope"); code != ExitUsage {
+		t.Errorf("unknown command: exit %d, want 2", code)
+	}
+}
