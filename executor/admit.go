@@ -31,7 +31,7 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 	}
 	snap.Entries = l.snapBuf[:0]
 	for _, le := range l.entries {
-		if le.State != "waiting" {
+		if le.State != "waiting" || le.NotBefore.After(p.now) {
 			continue
 		}
 		block := pools.NotBlocked
@@ -41,7 +41,11 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 		snap.Entries = append(snap.Entries, le.admission(block))
 		addImplicit(snap, le.Needs)
 	}
-	snap.Entries = append(snap.Entries, l.foreign...)
+	for _, fe := range l.foreign {
+		if !fe.NotBefore.After(p.now) {
+			snap.Entries = append(snap.Entries, fe.admission(pools.BlockNotMine))
+		}
+	}
 	l.snapBuf = snap.Entries
 	if len(snap.Entries) == 0 {
 		return nil
@@ -65,14 +69,20 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 		if le == nil {
 			continue
 		}
-		if err := tx.Admit(&le.Entry, l.cfg.DaemonID, l.epoch, p.now, lease); err != nil {
+		debit := le.Entry
+		debit.Needs, _ = le.remaining() // a re-poking sensor already holds its kept claims
+		if err := tx.Admit(&debit, l.cfg.DaemonID, l.epoch, p.now, lease); err != nil {
 			return err
 		}
 		le.State, le.ReasonCode, le.Reason = "admitted", "", ""
 		ti := le.ti
 		ti.State, ti.TryNumber = string(dag.StateRunning), le.TryNumber
-		// start_date is taken when the process starts, after this commit (§3.1).
-		ti.StartDate, ti.EndDate, ti.Reason = timeZero, timeZero, ""
+		// start_date is taken when the process starts, after this commit (§3.1); a reschedule
+		// sensor keeps its first poke's.
+		if le.pokes == 0 {
+			ti.StartDate = timeZero
+		}
+		ti.EndDate, ti.Reason = timeZero, ""
 		if err := tx.UpdateTI(&ti.TaskInstance); err != nil {
 			return err
 		}

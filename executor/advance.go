@@ -29,7 +29,7 @@ func (l *loop) advanceAll(tx *store.Tx, p *passState) error {
 		if run.State != string(dag.RunRunning) || run.dag == nil {
 			continue
 		}
-		if !run.dirty && !l.retryDue(run, p.now) && !l.gateDue(run, p.now) {
+		if !run.dirty && !l.timerDue(run, p.now) {
 			continue
 		}
 		r, err := l.advance(tx, p, run)
@@ -58,13 +58,17 @@ func (l *loop) advanceAll(tx *store.Tx, p *passState) error {
 	return nil
 }
 
-func (l *loop) retryDue(run *liveRun, now time.Time) bool {
+// timerDue reports whether a retry time, an approval timeout or a sensor's poke or timeout came.
+func (l *loop) timerDue(run *liveRun, now time.Time) bool {
 	for _, ti := range run.tis {
 		if ti.State == string(dag.StateUpForRetry) && !now.Before(ti.NextAt) {
 			return true
 		}
+		if w := sensorWake(ti); !w.IsZero() && !now.Before(w) {
+			return true
+		}
 	}
-	return false
+	return l.gateDue(run, now)
 }
 
 // advance walks one run in dependency order so a skip or failure propagates in one pass.
@@ -107,6 +111,10 @@ func (l *loop) advance(tx *store.Tx, p *passState, run *liveRun) ([]readyTask, e
 			}
 		case dag.StateAwaitingApproval:
 			if err := l.checkGateTimeout(tx, p, run, ti); err != nil {
+				return nil, err
+			}
+		case dag.StateScheduled, dag.StateUpForReschedule:
+			if err := l.sensorDue(tx, p, run, ti); err != nil {
 				return nil, err
 			}
 		}

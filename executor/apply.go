@@ -19,7 +19,9 @@ func (l *loop) apply(tx *store.Tx, p *passState, ev event) error {
 		if _, err := tx.SetPGID(ev.entry, ev.pgid, l.cfg.DaemonID, l.epoch); err != nil {
 			return err
 		}
-		le.ti.StartDate = ev.start
+		if le.pokes == 0 {
+			le.ti.StartDate = ev.start
+		}
 		return tx.UpdateTI(&le.ti.TaskInstance)
 	case *evFinished:
 		return l.finish(tx, p, ev)
@@ -50,6 +52,16 @@ func (l *loop) finish(tx *store.Tx, p *passState, ev *evFinished) error {
 		_, err := tx.RequeueHeld(ev.entry, l.cfg.DaemonID, l.epoch)
 		l.loaded = false
 		return err
+	}
+	if ev.reschedule {
+		held, err := tx.HoldsClaim(ev.entry, l.cfg.DaemonID, l.epoch)
+		if err != nil || !held {
+			return err
+		}
+		return l.rescheduleEntry(tx, p, le, ev)
+	}
+	if le.pokes > 0 {
+		ev.start = ti.StartDate // a reschedule sensor reports its first poke's start
 	}
 	held, err := tx.ReleaseHeld(ev.entry, l.cfg.DaemonID, l.epoch, p.now)
 	if err != nil {

@@ -281,6 +281,8 @@ func (l *loop) nextWake(now time.Time) time.Time {
 				at(ti.NextAt)
 			case dag.StateAwaitingApproval:
 				at(gateDeadline(ti))
+			case dag.StateScheduled, dag.StateUpForReschedule:
+				at(sensorWake(ti))
 			}
 		}
 	}

@@ -37,12 +37,18 @@ type liveEntry struct {
 	run *liveRun
 	ti  *liveTI
 	pe  *pools.Entry // what admission sees, built once
+	// kept are the claims a reschedule sensor keeps between pokes; pokes counts its pokes.
+	kept  []store.Requirement
+	pokes int
 }
 
 // admission returns the entry as pools.Admit sees it, with its current block and force flag.
 func (le *liveEntry) admission(block pools.Block) pools.Entry {
 	if le.pe == nil {
 		pe := poolEntry(&le.Entry, block)
+		if needs, kept := le.remaining(); kept != nil {
+			pe.Needs, pe.Kept = requirementsToNeeds(needs), requirementsToNeeds(kept)
+		}
 		le.pe = &pe
 	}
 	le.pe.Block, le.pe.Force = block, le.Force

@@ -3,7 +3,6 @@ package executor
 import (
 	"context"
 	"github.com/poolflow/poolflow/dag"
-	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
 	"time"
 )
@@ -93,16 +92,30 @@ func (l *loop) load(tx *store.Tx, now time.Time) error {
 	if err != nil {
 		return err
 	}
+	claims, err := tx.Claims()
+	if err != nil {
+		return err
+	}
+	held := map[int64][]store.Requirement{}
+	for _, c := range claims {
+		held[c.Entry] = append(held[c.Entry], store.Requirement{Pool: c.Pool, Slots: c.Slots})
+	}
 	for i := range es {
 		e := es[i]
 		lr, mine := l.runs[e.Run]
 		if !mine {
 			if e.State == "waiting" {
-				l.foreign = append(l.foreign, poolEntry(&e, pools.BlockNotMine))
+				l.foreign = append(l.foreign, &liveEntry{Entry: e, kept: held[e.ID]})
 			}
 			continue
 		}
 		le := &liveEntry{Entry: e, run: lr, ti: lr.tis[e.TaskID]}
+		if e.State == "waiting" {
+			le.kept = held[e.ID] // a reschedule sensor's include_deferred claims
+		}
+		if !e.NotBefore.IsZero() {
+			le.pokes = 1
+		}
 		if le.ti != nil {
 			le.ti.entry = le
 		}

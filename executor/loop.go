@@ -36,6 +36,7 @@ type evFinished struct {
 	reason     string
 	shutdown   bool // killed by our own shutdown: back to the queue, same try
 	lost       bool // killed because its lease could not be renewed
+	reschedule bool // a reschedule sensor's check is not met yet: poke again later
 }
 
 // evStarted records an attempt's process group and start time.
@@ -64,7 +65,7 @@ type loop struct {
 	reboot     bool // @reboot runs still to create
 	runs       map[int64]*liveRun
 	entries    map[int64]*liveEntry // this daemon's waiting and admitted entries
-	foreign    []pools.Entry        // other daemons' waiting entries
+	foreign    []*liveEntry         // other daemons' waiting entries
 	running    map[int64]*attempt
 	pending    []event
 	pools      map[string]store.Pool

@@ -121,7 +121,11 @@ func (l *loop) execute(a *attempt) *evFinished {
 		ev.ok, ev.reason = runGo(ctx, a, logf)
 	case dag.KindSensor:
 		l.events <- &evStarted{entry: a.entry, start: start}
-		l.poke(ctx, a, logf, ev)
+		if a.task.Sensor.Mode == dag.ModeReschedule {
+			l.pokeOnce(ctx, a, logf, ev)
+		} else {
+			l.poke(ctx, a, logf, ev)
+		}
 	default:
 		ev.ok, ev.reason = l.runProcess(ctx, a, logf, l.argv(a))
 	}

@@ -60,6 +60,21 @@ func (l *loop) poke(ctx context.Context, a *attempt, logf *os.File, ev *evFinish
 	}
 }
 
+// pokeOnce is one admission of a reschedule sensor: one check, then the loop releases its
+// claims (but those of include_deferred pools) until the next poke (§5.1).
+func (l *loop) pokeOnce(ctx context.Context, a *attempt, logf *os.File, ev *evFinished) {
+	res, msg := l.check(ctx, a, logf)
+	fmt.Fprintf(logf, "poke: %s\n", msg)
+	switch res {
+	case pokeMet:
+		ev.ok = true
+	case pokeError:
+		ev.reason = "sensor check failed: " + msg
+	default:
+		ev.reschedule = true
+	}
+}
+
 func timedOut(s *dag.Sensor, ev *evFinished) {
 	ev.reason = fmt.Sprintf("sensor timeout %s passed", s.Timeout)
 	ev.noRetry = true

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -11,9 +12,9 @@ import (
 // insertion order, so callers insert in (due time, run_id, task order) order (§4.4).
 func (t *Tx) InsertEntry(e *Entry) error {
 	res, err := t.exec(`INSERT INTO queue_entries (run, task_id, try_number, label, priority, due, deadline, state,
-		force, rule, replay, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		force, rule, replay, fingerprint, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.Run, e.TaskID, e.TryNumber, e.Label, e.Priority, Micros(e.Due), nullMicros(e.Deadline), e.State,
-		e.Force, nullString(e.Rule), e.Replay, Micros(e.CreatedAt))
+		e.Force, nullString(e.Rule), e.Replay, e.Fingerprint, Micros(e.CreatedAt))
 	if err != nil {
 		return err
 	}
@@ -34,16 +35,17 @@ func (t *Tx) InsertEntry(e *Entry) error {
 }
 
 const entryCols = `e.id, e.run, e.task_id, e.try_number, e.label, e.priority, e.due, e.deadline, e.state, e.force,
-	COALESCE(e.reason_code, ''), COALESCE(e.reason, ''), COALESCE(e.rule, ''), e.replay, e.created_at, e.admitted_at,
-	e.ended_at, COALESCE(r.owner, ''), r.dag_id, r.run_id`
+	COALESCE(e.reason_code, ''), COALESCE(e.reason, ''), COALESCE(e.rule, ''), e.replay, e.not_before, e.fingerprint,
+	e.created_at, e.admitted_at, e.ended_at, COALESCE(r.owner, ''), r.dag_id, r.run_id`
 
 func scanEntry(sc interface{ Scan(...any) error }) (Entry, error) {
 	var e Entry
 	var due, created int64
-	var deadline, admitted, ended sql.NullInt64
+	var deadline, admitted, ended, notBefore sql.NullInt64
 	err := sc.Scan(&e.ID, &e.Run, &e.TaskID, &e.TryNumber, &e.Label, &e.Priority, &due, &deadline, &e.State, &e.Force,
-		&e.ReasonCode, &e.Reason, &e.Rule, &e.Replay, &created, &admitted, &ended, &e.Owner, &e.DAGID, &e.RunID)
-	e.Due, e.CreatedAt = FromMicros(due), FromMicros(created)
+		&e.ReasonCode, &e.Reason, &e.Rule, &e.Replay, &notBefore, &e.Fingerprint, &created, &admitted, &ended, &e.Owner,
+		&e.DAGID, &e.RunID)
+	e.Due, e.CreatedAt, e.NotBefore = FromMicros(due), FromMicros(created), timeOf(notBefore)
 	e.Deadline, e.AdmittedAt, e.EndedAt = timeOf(deadline), timeOf(admitted), timeOf(ended)
 	return e, err
 }
@@ -229,4 +231,24 @@ func (t *Tx) FinishDrain(name string) (bool, error) {
 	}
 	n, _ := res.RowsAffected()
 	return n > 0, nil
+}
+
+// Reschedule puts an admitted reschedule sensor back in the queue between pokes with the same
+// queue ID, try number and due time: it releases every claim except those in keep (its
+// include_deferred pools, §5.1) and is not admitted again before notBefore.
+func (t *Tx) Reschedule(id int64, keep []string, notBefore time.Time) error {
+	q := `DELETE FROM claims WHERE entry = ?`
+	args := []any{id}
+	if len(keep) > 0 {
+		q += ` AND pool NOT IN (?` + strings.Repeat(", ?", len(keep)-1) + `)`
+		for _, k := range keep {
+			args = append(args, k)
+		}
+	}
+	if _, err := t.exec(q, args...); err != nil {
+		return err
+	}
+	_, err := t.exec(`UPDATE queue_entries SET state = 'waiting', not_before = ?, admitted_at = NULL WHERE id = ?`,
+		Micros(notBefore), id)
+	return err
 }

@@ -56,7 +56,10 @@ type Entry struct {
 	Reason     string
 	Rule       string
 	Replay     bool
-	CreatedAt  time.Time
+	// NotBefore is a reschedule sensor's next poke; zero for entries eligible at once.
+	NotBefore   time.Time
+	Fingerprint string
+	CreatedAt   time.Time
 	AdmittedAt time.Time
 	EndedAt    time.Time
 	Needs      []Requirement

@@ -101,6 +101,8 @@ CREATE TABLE queue_entries (
     reason      TEXT,
     rule        TEXT,                     -- the pool rule that assigned its pool, if any
     replay      INTEGER NOT NULL DEFAULT 0 CHECK (replay IN (0, 1)),
+    not_before  INTEGER,                  -- a reschedule sensor's next poke: not admitted before
+    fingerprint TEXT NOT NULL DEFAULT '', -- the task definition it was queued under (§3.5)
     created_at  INTEGER NOT NULL,
     admitted_at INTEGER,
     ended_at    INTEGER
