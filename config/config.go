@@ -1,0 +1,66 @@
+package config
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/poolflow/poolflow/pools"
+)
+
+// DefaultMaxRunning is max_running when the file does not set it.
+const DefaultMaxRunning = 32
+
+// Config is one parsed poolflow.yaml with defaults applied.
+type Config struct {
+	File       string // path it was read from; "" when defaults only
+	StatePath  string // state.path; "" = not set (the CLI default ./state applies)
+	MaxRunning int    // default 32; 0 = none
+	// Pools are resolved (pools.Resolve): in file order, with the default pool appended when
+	// the file does not define it.
+	Pools    []pools.Spec
+	Rules    []RuleSpec
+	APIToken string // api.token; POOLFLOW_API_TOKEN overrides
+}
+
+// RuleSpec is one raw pool rule (§6) with its position in the file, compiled by package rules.
+type RuleSpec struct {
+	Name     string
+	Priority int
+	When     string
+	Pool     string
+	Slots    int // default 1
+	// Line and Column locate the rule; WhenLine and WhenColumn locate its `when` value, so a
+	// compile error can point into the expression.
+	Line, Column         int
+	WhenLine, WhenColumn int
+}
+
+// Default is the configuration used without a poolflow.yaml: max_running 32 and the default
+// pool with 128 slots.
+func Default() *Config {
+	c, err := build(&Config{MaxRunning: DefaultMaxRunning}, nil, nil)
+	if err != nil {
+		panic(fmt.Sprintf("config: defaults do not resolve: %v", err)) // a bug, not input
+	}
+	return c
+}
+
+// Load reads and parses the file at path. A missing file is an error that matches
+// fs.ErrNotExist, so a caller with an optional default path can fall back to Default.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Pool returns the resolved pool spec named name.
+func (c *Config) Pool(name string) (pools.Spec, bool) {
+	for _, s := range c.Pools {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return pools.Spec{}, false
+}

@@ -1,0 +1,169 @@
+package config
+
+import (
+	"fmt"
+
+	"github.com/goccy/go-yaml/ast"
+
+	"github.com/poolflow/poolflow/pools"
+)
+
+// The shape of poolflow.yaml (§4.1, §6).
+
+func (r *reader) root(n ast.Node, c *Config) []pools.Spec {
+	var specs []pools.Spec
+	for _, f := range r.fields(n, "", pos{1, 1}, "state", "max_running", "pools", "rules", "api") {
+		switch f.key {
+		case "state":
+			for _, g := range r.fields(f.value, f.path, f.at, "path") {
+				c.StatePath, _ = r.str(g)
+			}
+		case "max_running":
+			if v, ok := r.int(f, "an integer, 0 for none"); ok {
+				if v < 0 {
+					r.fail(f.valuePos(), f.path, "invalid value %d (want 0 for none, or more)", v)
+				}
+				c.MaxRunning = v
+			}
+		case "pools":
+			specs = r.pools(f)
+		case "rules":
+			c.Rules = r.rules(f)
+		case "api":
+			for _, g := range r.fields(f.value, f.path, f.at, "token") {
+				c.APIToken, _ = r.str(g)
+			}
+		}
+	}
+	return specs
+}
+
+func (r *reader) pools(f field) []pools.Spec {
+	var specs []pools.Spec
+	for _, p := range r.fields(f.value, f.path, f.at) {
+		if s, ok := r.pool(p); ok {
+			specs = append(specs, s)
+		}
+	}
+	return specs
+}
+
+const slotsWant = "a number of slots, -1 for unlimited, or remainder"
+
+// pool reads `name: 4` (shorthand: slots only) or the full form.
+func (r *reader) pool(f field) (pools.Spec, bool) {
+	s := pools.Spec{Name: f.key, Source: "file", Line: f.at.line, Column: f.at.col}
+	at := map[string]pos{"name": f.at}
+	r.poolPos[f.key] = at
+	switch f.value.(type) {
+	case *ast.MappingNode, *ast.MappingValueNode:
+	default:
+		at["slots"] = f.valuePos()
+		return s, r.slots(f, &s)
+	}
+
+	ok, hasSlots := true, false
+	for _, g := range r.fields(f.value, f.path, f.at, "slots", "max_queued", "ordering",
+		"starvation_after", "include_deferred", "on_resize", "description") {
+		at[g.key] = g.valuePos()
+		var good bool
+		switch g.key {
+		case "slots":
+			hasSlots = true
+			good = r.slots(g, &s)
+		case "max_queued":
+			s.MaxQueued, good = r.int(g, "0 for no limit, or more")
+		case "ordering":
+			var v string
+			v, good = r.str(g)
+			s.Ordering = pools.Ordering(v)
+		case "starvation_after":
+			s.StarvationAfter, good = r.duration(g)
+			s.StarvationSet = true
+		case "include_deferred":
+			s.IncludeDeferred, good = r.bool(g)
+		case "on_resize":
+			s.OnResize, good = r.str(g)
+		case "description":
+			s.Description, good = r.str(g)
+		}
+		ok = ok && good
+	}
+	if !hasSlots {
+		if f.key != pools.DefaultPool {
+			r.fail(f.at, f.path, "missing slots")
+			return s, false
+		}
+		s.Slots = pools.DefaultPoolSlots
+	}
+	return s, ok
+}
+
+func (r *reader) slots(f field, s *pools.Spec) bool {
+	if v, ok := f.value.(*ast.StringNode); ok && v.Value == "remainder" {
+		s.Remainder = true
+		return true
+	}
+	v, ok := r.int(f, slotsWant)
+	s.Slots = v
+	return ok
+}
+
+func (r *reader) rules(f field) []RuleSpec {
+	var items []ast.Node
+	switch v := f.value.(type) {
+	case nil, *ast.NullNode:
+		return nil
+	case *ast.SequenceNode:
+		items = v.Values
+	default:
+		r.bad(f, "a list of rules")
+		return nil
+	}
+	var out []RuleSpec
+	for i, item := range items {
+		path := fmt.Sprintf("%s[%d]", f.path, i)
+		node := unwrap(item)
+		at := position(node, f.at)
+		switch node.(type) {
+		case *ast.MappingNode, *ast.MappingValueNode:
+		default:
+			r.bad(field{path: path, at: at, value: node}, "a rule mapping")
+			continue
+		}
+		rule := RuleSpec{Slots: 1, Line: at.line, Column: at.col}
+		seen := map[string]bool{}
+		for _, g := range r.fields(node, path, at, "name", "priority", "when", "pool", "slots") {
+			seen[g.key] = true
+			switch g.key {
+			case "name":
+				rule.Name, _ = r.str(g)
+			case "priority":
+				rule.Priority, _ = r.int(g, "an integer")
+			case "when":
+				rule.When, _ = r.str(g)
+				wp := g.valuePos()
+				if lit, ok := g.value.(*ast.LiteralNode); ok {
+					wp = position(lit.Value, wp) // the expression, not the | or > indicator
+				}
+				rule.WhenLine, rule.WhenColumn = wp.line, wp.col
+			case "pool":
+				rule.Pool, _ = r.str(g)
+			case "slots":
+				if v, ok := r.int(g, "1 or more"); ok {
+					if v < 1 {
+						r.fail(g.valuePos(), g.path, "invalid value %d (want 1 or more)", v)
+					}
+					rule.Slots = v
+				}
+			}
+		}
+		for _, req := range []string{"name", "when", "pool"} {
+			if !seen[req] {
+				r.fail(at, path, "missing %s", req)
+			}
+		}
+		out = append(out, rule)
+	}
+	return out
+}

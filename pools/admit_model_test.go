@@ -1,0 +1,624 @@
+package pools
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// The model is a small world of pools, waiting entries and running attempts over a simulated
+// clock of one-minute steps, shared by two daemons. Each pass builds a Snapshot from it the way
+// the executor would, calls Admit, checks the decision against the rules of §4 and applies it.
+// Checked after every pass (checkDecision, checkTracks):
+//   - every entry is expired, admitted, not_mine-and-fitting or given one reason, exactly once;
+//   - what a pass takes fits on top of what is held, pool by pool, and needs no unknown pool;
+//   - a strict pool takes nothing past a head that lacks room in it or is blocked;
+//   - an earlier entry of a single pool waits only if blocked, held back, or needing more room
+//     than a later admitted one (unless that one was starved there);
+//   - reasons name real pools, real blockers and true numbers;
+//   - an entry whose only obstacle is room in backfill pools where it has starved, with nothing
+//     promoted ahead of it, starts once the attempts holding those pools when it got there end.
+// Admission is all-or-nothing by construction of the model: an admitted entry holds every need.
+
+const daemons = 2
+
+type mEntry struct {
+	Entry
+	owner  int   // daemon that may admit it
+	run    int   // steps it runs once admitted
+	sensor bool  // a reschedule sensor: may come back to wait keeping its Kept claims
+	block  Block // its own block; not_mine is derived per pass from owner
+}
+
+type mRun struct {
+	e   *mEntry
+	end int // clock step at which it finishes
+	by  int // daemon that admitted it
+}
+
+type track struct {
+	since, bound int // top starved since; must be taken by a pass at or after bound
+}
+
+type model struct {
+	// busy narrows the world to contended backfill pools with starvation on, where every
+	// entry's only obstacle is room, so the starvation guarantee is exercised often.
+	busy    bool
+	pools   map[string]Pool
+	named   []string
+	clock   int
+	nextID  int64
+	waiting []*mEntry // by ID
+	running []*mRun   // by ID
+	tracks  map[int64]track
+}
+
+var base = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+
+func (m *model) now() time.Time { return base.Add(time.Duration(m.clock) * time.Minute) }
+
+func newModel(t *rapid.T, busy bool) *model {
+	m := &model{busy: busy, pools: map[string]Pool{}, tracks: map[int64]track{}, clock: 100}
+	n := rapid.IntRange(1, 4).Draw(t, "named pools")
+	for i := range n {
+		name := fmt.Sprintf("p%d", i)
+		slots := rapid.SampledFrom([]int{Unlimited, 0, 1, 1, 2, 2, 2, 3, 3, 4}).Draw(t, "slots "+name)
+		p := Pool{Name: name, Slots: slots, Ordering: Backfill}
+		if busy {
+			p.Slots = rapid.IntRange(2, 4).Draw(t, "slots "+name)
+			p.StarvationAfter = time.Duration(rapid.IntRange(1, 10).Draw(t, "starve "+name)) * time.Minute
+		} else if rapid.Bool().Draw(t, "strict "+name) {
+			p.Ordering = Strict
+		} else {
+			p.StarvationAfter = time.Duration(rapid.SampledFrom([]int{0, 5, 15}).Draw(t, "starve "+name)) * time.Minute
+		}
+		m.pools[name] = p
+		m.named = append(m.named, name)
+	}
+	m.pools[GlobalPool] = Implicit(GlobalPool, rapid.SampledFrom([]int{Unlimited, 2, 4, 6}).Draw(t, "max_running"))
+	for r := range 2 {
+		name := fmt.Sprintf("%sd/r%d", DAGPoolPrefix, r)
+		m.pools[name] = Implicit(name, rapid.IntRange(1, 3).Draw(t, "max_active_tasks"))
+	}
+	return m
+}
+
+// holders derives occupancy from running attempts and kept claims, as the store does from claim rows.
+func (m *model) holders() map[string][]Holder {
+	hs := map[string][]Holder{}
+	add := func(e *mEntry, ns []Need) {
+		for _, n := range ns {
+			hs[n.Pool] = append(hs[n.Pool], Holder{Entry: e.ID, Label: e.Label, Slots: n.Slots})
+		}
+	}
+	for _, r := range m.running {
+		add(r.e, r.e.Needs)
+		add(r.e, r.e.Kept)
+	}
+	for _, e := range m.waiting {
+		add(e, e.Kept)
+	}
+	return hs
+}
+
+func heldIn(hs map[string][]Holder, pool string) int {
+	sum := 0
+	for _, h := range hs[pool] {
+		sum += h.Slots
+	}
+	return sum
+}
+
+func (m *model) enqueue(t *rapid.T) {
+	m.nextID++
+	e := &mEntry{Entry: Entry{ID: m.nextID, Label: fmt.Sprintf("e%d try 1", m.nextID)}}
+	e.Priority = rapid.IntRange(0, 2).Draw(t, "priority")
+	e.Due = m.now().Add(-time.Duration(rapid.IntRange(0, 20).Draw(t, "age")) * time.Minute)
+	if rapid.IntRange(0, 9).Draw(t, "deadline?") < 3 {
+		e.Deadline = e.Due.Add(time.Duration(rapid.IntRange(5, 40).Draw(t, "timeout")) * time.Minute)
+	}
+	picked := rapid.SliceOfNDistinct(rapid.SampledFrom(m.named), 1, 3, func(s string) string { return s }).Draw(t, "pools")
+	for _, p := range picked {
+		e.Needs = append(e.Needs, Need{Pool: p, Slots: rapid.SampledFrom([]int{1, 1, 1, 2, 3}).Draw(t, "slots")})
+	}
+	e.owner = rapid.IntRange(0, daemons-1).Draw(t, "owner")
+	e.run = rapid.IntRange(1, 8).Draw(t, "run time")
+	if m.busy {
+		for i := range e.Needs {
+			e.Needs[i].Slots = min(e.Needs[i].Slots, m.pools[e.Needs[i].Pool].Slots)
+		}
+		m.waiting = append(m.waiting, e)
+		return
+	}
+	if rapid.IntRange(0, 19).Draw(t, "ghost?") == 0 {
+		e.Needs = append(e.Needs, Need{Pool: "ghost", Slots: 1})
+	}
+	if limitless := rapid.IntRange(0, 3).Draw(t, "limitless?") == 0; !limitless {
+		e.Needs = append(e.Needs, Need{Pool: GlobalPool, Slots: 1})
+		if r := rapid.IntRange(-1, 1).Draw(t, "run"); r >= 0 {
+			e.Needs = append(e.Needs, Need{Pool: fmt.Sprintf("%sd/r%d", DAGPoolPrefix, r), Slots: 1})
+		}
+	}
+	e.Force = rapid.IntRange(0, 19).Draw(t, "force?") == 0
+	if rapid.IntRange(0, 9).Draw(t, "blocked?") == 0 {
+		e.block = rapid.SampledFrom([]Block{BlockPaused, BlockForbid, BlockNodeAway}).Draw(t, "block")
+	}
+	e.sensor = rapid.IntRange(0, 5).Draw(t, "sensor?") == 0
+	if e.sensor && rapid.Bool().Draw(t, "kept?") {
+		// Start as a sensor between pokes that already keeps an include_deferred claim.
+		hs := m.holders()
+		for _, p := range m.named {
+			if slices.ContainsFunc(e.Needs, func(n Need) bool { return n.Pool == p }) {
+				continue
+			}
+			if c := m.pools[p].Slots; c == Unlimited || heldIn(hs, p)+1 <= c {
+				e.Kept = []Need{{Pool: p, Slots: 1}}
+				break
+			}
+		}
+	}
+	m.waiting = append(m.waiting, e)
+}
+
+// snapshot is what daemon d's pass sees: another daemon's entries are not_mine.
+func (m *model) snapshot(d int) *Snapshot {
+	s := &Snapshot{Pools: m.pools, Holders: m.holders()}
+	for _, e := range m.waiting {
+		x := e.Entry
+		x.Block = e.block
+		if x.Block == NotBlocked && e.owner != d {
+			x.Block = BlockNotMine
+		}
+		s.Entries = append(s.Entries, x)
+	}
+	return s
+}
+
+func (m *model) removeWaiting(id int64) *mEntry {
+	i := slices.IndexFunc(m.waiting, func(e *mEntry) bool { return e.ID == id })
+	e := m.waiting[i]
+	m.waiting = slices.Delete(m.waiting, i, i+1)
+	delete(m.tracks, id)
+	return e
+}
+
+func (m *model) pass(t *rapid.T) {
+	d := rapid.IntRange(0, daemons-1).Draw(t, "daemon")
+	s := m.snapshot(d)
+	now := m.now()
+	m.updateTracks(s, now)
+	dec := Admit(s, now)
+	checkDecision(t, s, now, dec)
+	m.checkTracks(t, dec, now)
+
+	for _, id := range dec.Expired {
+		m.removeWaiting(id)
+	}
+	for id, r := range dec.Reasons {
+		if r.Kind.Rejects() {
+			m.removeWaiting(id)
+		}
+	}
+	for _, id := range dec.Admitted {
+		e := m.removeWaiting(id)
+		m.running = append(m.running, &mRun{e: e, end: m.clock + e.run, by: d})
+	}
+	slices.SortFunc(m.running, func(a, b *mRun) int { return int(a.e.ID - b.e.ID) })
+}
+
+// finish ends a running attempt; a sensor may come back to wait for its next poke, keeping its
+// kept claims, with the same queue ID and due time.
+func (m *model) finish(t *rapid.T, i int) {
+	r := m.running[i]
+	m.running = slices.Delete(m.running, i, i+1)
+	if r.e.sensor && len(r.e.Kept) > 0 && rapid.Bool().Draw(t, "repoke") {
+		m.waiting = append(m.waiting, r.e)
+		slices.SortFunc(m.waiting, func(a, b *mEntry) int { return int(a.ID - b.ID) })
+	}
+}
+
+func (m *model) tick(t *rapid.T) {
+	m.clock += rapid.IntRange(1, 5).Draw(t, "minutes")
+	for i := 0; i < len(m.running); {
+		if m.running[i].end <= m.clock {
+			m.finish(t, i)
+			continue
+		}
+		i++
+	}
+}
+
+// crash drops every claim of one daemon: its attempts go back to the queue with their queue ID,
+// due time and try number, and its sensors lose their kept claims (§4.8).
+func (m *model) crash(t *rapid.T) {
+	d := rapid.IntRange(0, daemons-1).Draw(t, "crashed daemon")
+	kept := m.running[:0]
+	for _, r := range m.running {
+		if r.by == d {
+			r.e.Kept = nil
+			m.waiting = append(m.waiting, r.e)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	m.running = kept
+	for _, e := range m.waiting {
+		if e.owner == d {
+			e.Kept = nil
+		}
+	}
+	slices.SortFunc(m.waiting, func(a, b *mEntry) int { return int(a.ID - b.ID) })
+}
+
+func (m *model) resize(t *rapid.T) {
+	name := rapid.SampledFrom(m.named).Draw(t, "resized")
+	p := m.pools[name]
+	p.Slots = rapid.SampledFrom([]int{Unlimited, 0, 1, 2, 3, 4}).Draw(t, "new slots")
+	if m.busy {
+		p.Slots = max(p.Slots, 3)
+	}
+	m.pools[name] = p
+	clear(m.tracks)
+}
+
+// TestAdmitModel drives random worlds: strict, backfill and unlimited pools, limits, blocks,
+// force starts, kept-claims sensors and two daemons.
+func TestAdmitModel(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) { runModel(t, newModel(t, false)) })
+}
+
+// TestAdmitModelStarvation drives contended backfill pools only, where the starvation bound
+// is checked most.
+func TestAdmitModelStarvation(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) { runModel(t, newModel(t, true)) })
+}
+
+func runModel(t *rapid.T, m *model) {
+	t.Repeat(map[string]func(*rapid.T){
+		"enqueue": func(t *rapid.T) {
+			for range rapid.IntRange(1, 4).Draw(t, "entries") {
+				m.enqueue(t)
+			}
+		},
+		"pass": m.pass,
+		"tick": m.tick,
+		"finish": func(t *rapid.T) {
+			if len(m.running) == 0 {
+				t.Skip("nothing running")
+			}
+			m.finish(t, rapid.IntRange(0, len(m.running)-1).Draw(t, "finished"))
+		},
+		"cancel": func(t *rapid.T) {
+			if len(m.waiting) == 0 {
+				t.Skip("nothing waiting")
+			}
+			m.removeWaiting(m.waiting[rapid.IntRange(0, len(m.waiting)-1).Draw(t, "cancelled")].ID)
+		},
+		"toggle block": func(t *rapid.T) {
+			if len(m.waiting) == 0 {
+				t.Skip("nothing waiting")
+			}
+			e := m.waiting[rapid.IntRange(0, len(m.waiting)-1).Draw(t, "toggled")]
+			if m.busy {
+				t.Skip("no blocks in a busy world")
+			}
+			e.block = rapid.SampledFrom([]Block{NotBlocked, NotBlocked, BlockPaused, BlockForbid, BlockNodeAway}).Draw(t, "block")
+		},
+		"crash":  m.crash,
+		"resize": m.resize,
+	})
+}
+
+// walkOrder lists the snapshot's unexpired entries in Compare order.
+func walkOrder(s *Snapshot, now time.Time) []*Entry {
+	var w []*Entry
+	for i := range s.Entries {
+		e := &s.Entries[i]
+		if e.Deadline.IsZero() || !now.After(e.Deadline) {
+			w = append(w, e)
+		}
+	}
+	slices.SortFunc(w, Compare)
+	return w
+}
+
+func needOf(e *Entry, pool string) (int, bool) {
+	for _, n := range e.Needs {
+		if n.Pool == pool {
+			return n.Slots, true
+		}
+	}
+	return 0, false
+}
+
+// rejectedIn says the entry can never be admitted as the pools stand.
+func rejectedIn(s *Snapshot, e *Entry) bool {
+	for _, n := range e.Needs {
+		p, ok := s.Pools[n.Pool]
+		if !ok || (p.Slots != Unlimited && n.Slots > p.Slots) {
+			return true
+		}
+	}
+	return false
+}
+
+func starvedIn(p Pool, e *Entry, now time.Time) bool {
+	return !p.Implicit && p.Ordering != Strict && p.StarvationAfter > 0 && now.Sub(e.Due) > p.StarvationAfter
+}
+
+// checkDecision checks one decision against the rules of §4.3–§4.5.
+func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
+	byID := map[int64]*Entry{}
+	for i := range s.Entries {
+		byID[s.Entries[i].ID] = &s.Entries[i]
+	}
+	taken := map[int64]bool{}
+	for _, id := range d.Admitted {
+		taken[id] = true
+		if b := byID[id].Block; b != NotBlocked {
+			t.Fatalf("admitted %d with block %q", id, b)
+		}
+	}
+	for _, id := range d.NotMine {
+		taken[id] = true
+		if b := byID[id].Block; b != BlockNotMine {
+			t.Fatalf("not_mine lists %d with block %q", id, b)
+		}
+	}
+	expired := map[int64]bool{}
+	for _, id := range d.Expired {
+		expired[id] = true
+	}
+
+	// Every entry is decided exactly once.
+	for _, e := range s.Entries {
+		past := !e.Deadline.IsZero() && now.After(e.Deadline)
+		_, hasReason := d.Reasons[e.ID]
+		switch {
+		case past != expired[e.ID]:
+			t.Fatalf("entry %d: deadline %v, now %v, expired %v", e.ID, e.Deadline, now, expired[e.ID])
+		case past && (taken[e.ID] || hasReason):
+			t.Fatalf("expired entry %d was also admitted or given a reason", e.ID)
+		case !past && taken[e.ID] && hasReason:
+			t.Fatalf("entry %d admitted and given a reason", e.ID)
+		case !past && !taken[e.ID] && hasReason == (e.Block == BlockNotMine):
+			t.Fatalf("entry %d (block %q): reason present %v", e.ID, e.Block, hasReason)
+		}
+		if taken[e.ID] && rejectedIn(s, &e) {
+			t.Fatalf("entry %d admitted with an unknown pool or over capacity", e.ID)
+		}
+	}
+
+	// Capacity: everything taken in the pass fits on top of what is held.
+	used := map[string]int{}
+	for name, hs := range s.Holders {
+		for _, h := range hs {
+			used[name] += h.Slots
+		}
+	}
+	after := maps(used)
+	for id := range taken {
+		for _, n := range byID[id].Needs {
+			after[n.Pool] += n.Slots
+		}
+	}
+	for name, p := range s.Pools {
+		if p.Slots != Unlimited && after[name] > used[name] && after[name] > p.Slots {
+			t.Fatalf("pool %s: %d held + admitted exceeds capacity %d", name, after[name], p.Slots)
+		}
+	}
+
+	order := walkOrder(s, now)
+	pos := map[int64]int{}
+	for i, e := range order {
+		pos[e.ID] = i
+	}
+
+	// Strict pools: nothing later is taken past a head that lacks room in the pool or is
+	// blocked; kept-claims sensors and rejected entries never become heads.
+	for name, p := range s.Pools {
+		if p.Ordering != Strict || p.Implicit {
+			continue
+		}
+		room := used[name]
+		var head *Entry
+		for _, e := range order {
+			need, ok := needOf(e, name)
+			if !ok {
+				continue
+			}
+			if taken[e.ID] {
+				if head != nil {
+					t.Fatalf("strict pool %s: %d admitted past head %d", name, e.ID, head.ID)
+				}
+				room += need
+				continue
+			}
+			if head != nil {
+				if k := d.Reasons[e.ID].Kind; e.Block != BlockNotMine && !(k.IsBlock() || k.Rejects() || k == ReasonBehind) {
+					t.Fatalf("strict pool %s: %d behind head %d has reason %s", name, e.ID, head.ID, k)
+				}
+				continue
+			}
+			if len(e.Kept) > 0 || rejectedIn(s, e) {
+				continue
+			}
+			if e.Block.Reason() != "" || (p.Slots != Unlimited && p.Slots-room < need) {
+				head = e
+			}
+		}
+	}
+
+	// Order: an earlier entry needing the same single pool as a later admitted one was blocked,
+	// held back, or needed more room than the later one (unless the later one was starved there).
+	for _, x := range order {
+		if !taken[x.ID] || len(x.Needs) != 1 {
+			continue
+		}
+		pool := x.Needs[0].Pool
+		for _, y := range order[:pos[x.ID]] {
+			if taken[y.ID] || len(y.Needs) != 1 || y.Needs[0].Pool != pool || y.Block == BlockNotMine {
+				continue
+			}
+			r := d.Reasons[y.ID]
+			switch {
+			case r.Kind.IsBlock() || r.Kind.Rejects() || r.Kind == ReasonBehind || r.Kind == ReasonStarvedHead:
+			case r.Kind == ReasonPoolFull || r.Kind.IsLimit():
+				if x.Needs[0].Slots >= y.Needs[0].Slots && !starvedIn(s.Pools[pool], x, now) {
+					t.Fatalf("%d admitted into %s after %d waits (%s) needing no more", x.ID, pool, y.ID, r)
+				}
+			default:
+				t.Fatalf("%d waits in %s before admitted %d with reason %s", y.ID, pool, x.ID, r.Kind)
+			}
+		}
+	}
+
+	// Reasons name real pools and real blockers.
+	for id, r := range d.Reasons {
+		e := byID[id]
+		if r.Kind.IsBlock() {
+			if e.Block.Reason() != r.Kind {
+				t.Fatalf("entry %d: reason %s, block %q", id, r.Kind, e.Block)
+			}
+			continue
+		}
+		if e.Block.Reason() != "" {
+			t.Fatalf("blocked entry %d has reason %s", id, r.Kind)
+		}
+		need, ok := needOf(e, r.Pool)
+		if !ok || need != r.Need {
+			t.Fatalf("entry %d: reason %s names pool %s need %d, not among its needs %v", id, r.Kind, r.Pool, r.Need, e.Needs)
+		}
+		p, known := s.Pools[r.Pool]
+		switch r.Kind {
+		case ReasonUnknownPool:
+			if known {
+				t.Fatalf("entry %d: pool %s exists", id, r.Pool)
+			}
+		case ReasonOverCapacity:
+			if p.Slots == Unlimited || r.Need <= p.Slots {
+				t.Fatalf("entry %d: %d slots fit capacity %d", id, r.Need, p.Slots)
+			}
+		case ReasonBehind, ReasonStarvedHead:
+			b := byID[r.Behind]
+			// A starved entry the room was kept for may well be admitted later in the pass.
+			if b == nil || (r.Kind == ReasonBehind && taken[b.ID]) || len(b.Kept) > 0 {
+				t.Fatalf("entry %d: %s names %d, which is not a waiting entry that may block", id, r.Kind, r.Behind)
+			}
+			if _, ok := needOf(b, r.Pool); !ok {
+				t.Fatalf("entry %d: %s names %d, which does not need %s", id, r.Kind, r.Behind, r.Pool)
+			}
+			if (r.Kind == ReasonBehind) != (p.Ordering == Strict) {
+				t.Fatalf("entry %d: %s in %s pool %s", id, r.Kind, p.Ordering, r.Pool)
+			}
+		case ReasonPoolFull, ReasonGlobalLimit, ReasonDAGLimit, ReasonTaskLimit:
+			if r.Need <= r.Free || r.Kind != LimitKind(r.Pool) || r.Used != after[r.Pool] {
+				t.Fatalf("entry %d: %s in %s with need %d, free %d, used %d (tally %d)", id, r.Kind, r.Pool,
+					r.Need, r.Free, r.Used, after[r.Pool])
+			}
+		default:
+			t.Fatalf("entry %d: unexpected reason %s", id, r.Kind)
+		}
+	}
+}
+
+func maps(m map[string]int) map[string]int {
+	out := make(map[string]int, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// updateTracks follows entries whose only obstacle can be room in backfill pools where they
+// have starved and where nothing else goes first: force starts, kept-claims sensors and earlier
+// starved entries. Such an entry must start once every attempt holding its pools when it got
+// there has finished: starvation_after has passed, plus the longest remaining run time.
+func (m *model) updateTracks(s *Snapshot, now time.Time) {
+	order := walkOrder(s, now)
+	ends := map[string]int{} // latest end of a running attempt per pool
+	for _, r := range m.running {
+		for _, n := range slices.Concat(r.e.Needs, r.e.Kept) {
+			ends[n.Pool] = max(ends[n.Pool], r.end)
+		}
+	}
+	// Kept claims of waiting sensors have no end time, expiring ones included: the caller
+	// releases those only after this pass.
+	kept := map[string]bool{}
+	for _, e := range s.Entries {
+		for _, k := range e.Kept {
+			kept[k.Pool] = true
+		}
+	}
+	for i, e := range order {
+		if !m.topStarved(s, order, i, kept, now) {
+			delete(m.tracks, e.ID)
+			continue
+		}
+		if _, ok := m.tracks[e.ID]; ok {
+			continue
+		}
+		bound := m.clock
+		for _, n := range e.Needs {
+			bound = max(bound, ends[n.Pool])
+		}
+		m.tracks[e.ID] = track{since: m.clock, bound: bound}
+	}
+	for id := range m.tracks {
+		if _, ok := pos(order, id); !ok {
+			delete(m.tracks, id)
+		}
+	}
+}
+
+func pos(order []*Entry, id int64) (int, bool) {
+	i := slices.IndexFunc(order, func(e *Entry) bool { return e.ID == id })
+	return i, i >= 0
+}
+
+func (m *model) topStarved(s *Snapshot, order []*Entry, i int, kept map[string]bool, now time.Time) bool {
+	e := order[i]
+	if (e.Block != NotBlocked && e.Block != BlockNotMine) || e.Force || len(e.Kept) > 0 || rejectedIn(s, e) {
+		return false
+	}
+	for _, n := range e.Needs {
+		if p := s.Pools[n.Pool]; !starvedIn(p, e, now) || p.Slots == Unlimited || kept[n.Pool] {
+			return false
+		}
+	}
+	for j, f := range order {
+		if j == i {
+			continue
+		}
+		for _, n := range e.Needs {
+			if _, ok := needOf(f, n.Pool); !ok {
+				continue
+			}
+			if f.Force || len(f.Kept) > 0 {
+				return false
+			}
+			if j < i && (f.Block == NotBlocked || f.Block == BlockNotMine) && starvedIn(s.Pools[n.Pool], f, now) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (m *model) checkTracks(t *rapid.T, d Decision, now time.Time) {
+	taken := map[int64]bool{}
+	for _, id := range slices.Concat(d.Admitted, d.NotMine) {
+		taken[id] = true
+	}
+	for id, tr := range m.tracks {
+		if m.clock >= tr.bound && !taken[id] {
+			t.Fatalf("entry %d top starved since step %d, bound %d, still waits at %d: %s",
+				id, tr.since, tr.bound, m.clock, d.Reasons[id])
+		}
+	}
+}

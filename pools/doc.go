@@ -1,0 +1,23 @@
+// Package pools decides admission: which waiting queue entries get their pool slots now, all
+// or nothing, and why the others wait (§4).
+//
+// It holds pool configuration (Spec, Resolve), the enqueue-time checks (CheckEnqueue), the
+// admission order (Compare) and the pass itself (Admit). Admit is a pure function of a
+// Snapshot and the time: the executor builds the snapshot from the store, calls Admit, and
+// applies the Decision in one transaction. Nothing here does I/O.
+//
+// Vocabulary: named pools are configured (poolflow.yaml or the store) and are strict or
+// backfill; implicit pools (_global, _dag/…, _task/…) are the limits of §4.2 and always
+// backfill without starvation promotion. An entry's Needs list every pool it needs, named and
+// implicit; admission debits all of them at once.
+//
+// Choices where the spec is silent:
+//   - starvation promotion keeps room instead of reordering the walk (see Admit), so strict
+//     pools keep their order and a starved entry needing a strict pool does not jump its queue;
+//   - pools whose starvation_after is 0 never promote, not even for a strict pool's head;
+//   - a 0-slot pool is allowed and admits nothing: any need of it is over_capacity;
+//   - entries with unknown pools or needs above capacity neither block nor keep room: the
+//     caller rejects them;
+//   - not_mine entries get no Reason (their own daemon gives one), and expired entries are
+//     reported whatever their Block, since a passed deadline is a fact either daemon may apply.
+package pools

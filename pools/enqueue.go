@@ -1,0 +1,43 @@
+package pools
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrRefused matches every *Refusal with errors.Is, for callers that map kinds of errors to
+// answers (HTTP 409).
+var ErrRefused = errors.New("refused by pool")
+
+// Refusal is a pool refusing a new entry at enqueue time (§4.6, §4.7). Msg is the pool's own
+// message, returned as is by HTTP 409 and in `rejected: <msg>` attempt reasons.
+type Refusal struct {
+	Pool   string
+	Reason ReasonKind // ReasonDraining, ReasonOverCapacity or ReasonBacklogFull
+	Msg    string
+}
+
+func (r *Refusal) Error() string { return r.Msg }
+
+// Is makes errors.Is(err, ErrRefused) true for any refusal.
+func (r *Refusal) Is(target error) bool { return target == ErrRefused }
+
+// CheckEnqueue decides whether pool spec accepts one more waiting entry needing need slots, with
+// queued entries already counting against its backlog (waiting entries plus terminal ones the
+// task scheduler has not observed yet). draining says the pool drains its old queue under
+// on_resize: drain; the caller knows whether the new capacity would fit, so a draining pool
+// refuses everything new. Pass the capacity admission uses now in spec.Slots.
+func CheckEnqueue(spec Spec, queued int, need int, draining bool) error {
+	switch {
+	case draining:
+		return &Refusal{Pool: spec.Name, Reason: ReasonDraining,
+			Msg: fmt.Sprintf("pool %s is draining", spec.Name)}
+	case spec.Slots != Unlimited && need > spec.Slots:
+		return &Refusal{Pool: spec.Name, Reason: ReasonOverCapacity,
+			Msg: fmt.Sprintf("pool %s: needs %d slots, capacity %d", spec.Name, need, spec.Slots)}
+	case spec.MaxQueued > 0 && queued >= spec.MaxQueued:
+		return &Refusal{Pool: spec.Name, Reason: ReasonBacklogFull,
+			Msg: fmt.Sprintf("pool %s: backlog full (max_queued %d)", spec.Name, spec.MaxQueued)}
+	}
+	return nil
+}

@@ -1,0 +1,121 @@
+package pools
+
+import (
+	"fmt"
+	"strings"
+)
+
+// maxHolderNames bounds the holders a pool_full message names; the rest are counted.
+const maxHolderNames = 3
+
+// Code is the reason's kind as stable text, for JSON and metrics labels.
+func (r Reason) Code() string { return string(r.Kind) }
+
+// String says in words why the entry waits (§4.5), e.g.
+// "waiting: pool db is full (needs 1, 0 of 1 free; held by load.extract try 1)".
+func (r Reason) String() string {
+	switch r.Kind {
+	case ReasonPoolFull:
+		var b strings.Builder
+		fmt.Fprintf(&b, "waiting: pool %s is full (needs %d, %d of %d free", r.Pool, r.Need, r.Free, r.Capacity)
+		for i, h := range r.Holders {
+			if i == maxHolderNames {
+				fmt.Fprintf(&b, " and %d more", len(r.Holders)-i)
+				break
+			}
+			if i == 0 {
+				b.WriteString("; held by ")
+			} else {
+				b.WriteString(", ")
+			}
+			b.WriteString(holderName(h))
+		}
+		b.WriteString(")")
+		return b.String()
+	case ReasonBehind:
+		return fmt.Sprintf("waiting: behind %s, the head of strict pool %s", r.behindName(), r.Pool)
+	case ReasonStarvedHead:
+		return fmt.Sprintf("waiting: pool %s is kept for starved %s", r.Pool, r.behindName())
+	case ReasonGlobalLimit:
+		return fmt.Sprintf("waiting: max_running reached (%d of %d running)", r.Used, r.Capacity)
+	case ReasonDAGLimit:
+		return "waiting: max_active_tasks of this run reached"
+	case ReasonTaskLimit:
+		return "waiting: task concurrency limit reached"
+	case ReasonPaused:
+		return "waiting: DAG is paused"
+	case ReasonForbid:
+		return "waiting: concurrency_policy forbid waits for the previous run"
+	case ReasonNodeAway:
+		return "waiting: node unavailable"
+	case ReasonDraining:
+		return fmt.Sprintf("waiting: pool %s is draining", r.Pool)
+	case ReasonUnknownPool:
+		return fmt.Sprintf("waiting: pool %s does not exist", r.Pool)
+	case ReasonOverCapacity:
+		return fmt.Sprintf("waiting: needs %d slots of pool %s, capacity %d", r.Need, r.Pool, r.Capacity)
+	case ReasonBacklogFull:
+		return fmt.Sprintf("rejected: pool %s backlog is full", r.Pool)
+	}
+	return "waiting: " + string(r.Kind)
+}
+
+func (r Reason) behindName() string {
+	if r.BehindLabel != "" {
+		return r.BehindLabel
+	}
+	return fmt.Sprintf("entry %d", r.Behind)
+}
+
+func holderName(h Holder) string {
+	name := h.Label
+	if name == "" {
+		name = fmt.Sprintf("entry %d", h.Entry)
+	}
+	if h.Slots != 1 {
+		name += fmt.Sprintf(" (%d slots)", h.Slots)
+	}
+	return name
+}
+
+// IsLimit says the reason is a wait on an implicit pool (§4.2), which never blocks others.
+func (k ReasonKind) IsLimit() bool {
+	return k == ReasonGlobalLimit || k == ReasonDAGLimit || k == ReasonTaskLimit
+}
+
+// IsBlock says the reason comes from the entry's Block rather than from room.
+func (k ReasonKind) IsBlock() bool {
+	return k == ReasonPaused || k == ReasonForbid || k == ReasonNodeAway
+}
+
+// Rejects says the caller turns the reason into a rejected attempt rather than a wait (§4.6).
+func (k ReasonKind) Rejects() bool {
+	return k == ReasonUnknownPool || k == ReasonOverCapacity || k == ReasonBacklogFull
+}
+
+// Reason is the wait reason of a blocked entry; "" for NotBlocked and BlockNotMine.
+func (b Block) Reason() ReasonKind {
+	switch b {
+	case BlockPaused:
+		return ReasonPaused
+	case BlockForbid:
+		return ReasonForbid
+	case BlockNodeAway:
+		return ReasonNodeAway
+	}
+	return ""
+}
+
+// LimitKind is the reason kind of a wait on the implicit pool name: global_limit, dag_limit or
+// task_limit; pool_full for a named pool.
+func LimitKind(name string) ReasonKind {
+	switch {
+	case name == GlobalPool:
+		return ReasonGlobalLimit
+	case strings.HasPrefix(name, DAGPoolPrefix):
+		return ReasonDAGLimit
+	case strings.HasPrefix(name, TaskPrefix):
+		return ReasonTaskLimit
+	}
+	return ReasonPoolFull
+}

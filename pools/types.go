@@ -1,0 +1,135 @@
+package pools
+
+import "time"
+
+// Ordering is a pool's admission policy (§4.4).
+type Ordering string
+
+const (
+	Backfill Ordering = "backfill" // a later entry that fits may start ahead of one that does not
+	Strict   Ordering = "strict"   // a head that lacks room blocks every later entry of the pool
+)
+
+// Unlimited is the capacity of a pool that is never full.
+const Unlimited = -1
+
+// Names of the implicit pools (§4.2). They always backfill and never starve-promote.
+const (
+	GlobalPool    = "_global"
+	DAGPoolPrefix = "_dag/"  // _dag/<dag>/<run>: max_active_tasks
+	TaskPrefix    = "_task/" // _task/<dag>/<task> and _task/<dag>/<run>/<task>
+)
+
+// Pool is one pool as the admission decision sees it.
+type Pool struct {
+	Name string
+	// Slots is the capacity admission uses now (-1 = unlimited). For a pool draining under
+	// on_resize: drain, this is the stored (old) capacity until its old queue is empty.
+	Slots           int
+	Ordering        Ordering
+	StarvationAfter time.Duration // backfill only; 0 = off
+	// Implicit pools (_global, _dag/…, _task/…) are limits, not named pools.
+	Implicit bool
+}
+
+// Need is slots of one pool.
+type Need struct {
+	Pool  string
+	Slots int
+}
+
+// Block is a condition that keeps an entry from being admitted regardless of room.
+type Block string
+
+const (
+	NotBlocked    Block = ""
+	BlockPaused   Block = "paused"           // its DAG is paused
+	BlockForbid   Block = "forbid"           // concurrency_policy forbid waits for the previous run
+	BlockNodeAway Block = "node_unavailable" // bound to a daemon that is away (§9)
+	// BlockNotMine marks an entry another live daemon will admit: walked in order, and if it fits
+	// it keeps its room in this pass, but it is never in Decision.Admitted.
+	BlockNotMine Block = "not_mine"
+)
+
+// Entry is one waiting queue entry.
+type Entry struct {
+	ID       int64  // queue ID: unique, assigned in (due time, run_id, task order) order
+	Label    string // "dag.task try N", for reasons
+	Priority int
+	Due      time.Time
+	Deadline time.Time // zero = none; expires once now is past it
+	// Needs lists every pool the entry must get in one admission: its requirements and its
+	// limits, at most one Need per pool.
+	Needs []Need
+	// Kept lists pools whose claims the entry already holds (a reschedule sensor's
+	// include_deferred claims, §5.1). It has no Need for them; it is walked first in the pools
+	// it still needs and never blocks.
+	Kept  []Need
+	Block Block
+	Force bool // force start: walked before everything, must still fit
+}
+
+// Holder is an admitted entry holding slots of a pool.
+type Holder struct {
+	Entry int64
+	Label string
+	Slots int
+}
+
+// Snapshot is what one admission pass decides from.
+type Snapshot struct {
+	Pools map[string]Pool
+	// Holders per pool name: the claims held now. Occupancy is the sum of their slots.
+	Holders map[string][]Holder
+	Entries []Entry
+}
+
+// ReasonKind names why an entry waits (§4.5).
+type ReasonKind string
+
+const (
+	ReasonPoolFull     ReasonKind = "pool_full"
+	ReasonBehind       ReasonKind = "behind"
+	ReasonStarvedHead  ReasonKind = "starved_head"
+	ReasonGlobalLimit  ReasonKind = "global_limit"
+	ReasonDAGLimit     ReasonKind = "dag_limit"
+	ReasonTaskLimit    ReasonKind = "task_limit"
+	ReasonForbid       ReasonKind = "forbid"
+	ReasonPaused       ReasonKind = "paused"
+	ReasonNodeAway     ReasonKind = "node_unavailable"
+	ReasonDraining     ReasonKind = "draining"
+	ReasonUnknownPool  ReasonKind = "unknown_pool"
+	ReasonOverCapacity ReasonKind = "over_capacity"
+	// ReasonBacklogFull is an enqueue refusal (max_queued reached); Admit never returns it.
+	ReasonBacklogFull ReasonKind = "backlog_full"
+)
+
+// Reason is why one entry waits after a pass.
+type Reason struct {
+	Kind     ReasonKind
+	Pool     string   // the pool the reason is about
+	Need     int      // slots the entry needs in Pool
+	Free     int      // free slots of Pool in this pass
+	Capacity int      // capacity of Pool
+	Holders  []Holder // who holds Pool (pool_full only), sorted by entry; shared, read-only
+	// Used is the slots of Pool held plus those taken in this pass (pool_full and limits).
+	Used int
+	// Behind is the entry that holds this one back (behind, starved_head).
+	Behind      int64
+	BehindLabel string
+}
+
+// Decision is the outcome of one pass.
+type Decision struct {
+	// Admitted lists entries to admit now, in admission order. The caller debits every Need of
+	// each in one transaction.
+	Admitted []int64
+	// Expired lists entries whose deadline passed; they are not admitted.
+	Expired []int64
+	// Reasons holds a reason for every entry neither admitted nor expired, except not_mine
+	// entries: their own daemon reports why they wait.
+	Reasons map[int64]Reason
+	// NotMine lists the not_mine entries that fit in this pass, in walk order: their room is
+	// kept for the daemon that owns them, which admits them in its own pass.
+	NotMine []int64
+}

@@ -1,0 +1,331 @@
+package pools
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// kind is an obstacle kind inside a pass. Room obstacles are declared in the precedence of
+// §4.5, so the smaller one wins.
+type kind uint8
+
+const (
+	kNone kind = iota
+	kPaused
+	kForbid
+	kNodeAway
+	kUnknown
+	kOver
+	kBehind
+	kStarved
+	kFull
+	kGlobal
+	kDAG
+	kTask
+)
+
+var kindNames = [...]ReasonKind{
+	kPaused: ReasonPaused, kForbid: ReasonForbid, kNodeAway: ReasonNodeAway,
+	kUnknown: ReasonUnknownPool, kOver: ReasonOverCapacity, kBehind: ReasonBehind,
+	kStarved: ReasonStarvedHead, kFull: ReasonPoolFull, kGlobal: ReasonGlobalLimit,
+	kDAG: ReasonDAGLimit, kTask: ReasonTaskLimit,
+}
+
+func limitKind(name string) kind {
+	switch LimitKind(name) {
+	case ReasonGlobalLimit:
+		return kGlobal
+	case ReasonDAGLimit:
+		return kDAG
+	case ReasonTaskLimit:
+		return kTask
+	}
+	return kFull
+}
+
+// Entry progress within a pass.
+const (
+	stWaiting uint8 = iota
+	stAdmitted
+	stNotMine // not_mine and fits: room taken for its own daemon
+)
+
+const none int32 = -1
+
+type poolState struct {
+	name     string
+	cap      int // Unlimited = never full
+	strict   bool
+	implicit bool
+	limit    kind          // the kind of a wait for room here
+	starve   time.Duration // named backfill pools only; 0 = no promotion
+	used     int           // held plus taken in this pass
+	kept     int           // held as kept claims of waiting sensors
+	reserved int           // kept for promoted entries not admitted yet
+	closedBy int32         // promoted position lacking room: nobody else gets in
+	head     int32         // strict pools: the blocking head's position
+	// reservers are the positions that reserved room here, in order; rpos skips those admitted.
+	reservers []int32
+	rpos      int
+	held      []Holder
+	holders   []Holder // for pool_full reasons, built once on demand
+	sorted    bool
+}
+
+type need struct {
+	pool  int32 // -1: unknown pool
+	slots int32
+}
+
+// slot is one entry at its walk position. It holds no pointers, so the arrays of a large pass
+// cost the garbage collector nothing to scan.
+type slot struct {
+	waited   time.Duration // since its due time
+	idx      int32         // in Snapshot.Entries
+	off, end int32         // its needs: walk.needs[off:end]
+	need     int32         // the need its obstacle is about, or none
+	behind   int32         // position holding it back (behind, starved_head)
+	block    kind          // kPaused, kForbid, kNodeAway or kNone
+	ob       kind
+	status   uint8
+	notMine  bool
+	kept     bool // holds kept claims: never blocks, never promoted
+	rejected bool // unknown pool or over capacity
+}
+
+type walk struct {
+	entries []Entry
+	pools   []poolState
+	index   map[string]int32
+	*scratch
+	expired []int64
+	extras  bool // holders of taken entries added to pools
+}
+
+// scratch holds a pass's working arrays. They hold no pointers, so keeping them between
+// passes keeps no snapshot alive, and reusing them spares the collector megabytes per pass.
+type scratch struct {
+	keys   []walkKey // walk order
+	pos    []slot    // parallel to keys
+	needs  []need    // in walk order
+	resv   []bool    // parallel to needs: its slots are reserved for its starved entry
+	raw    []need    // in snapshot order
+	rawOff []int32   // by snapshot index: its needs are raw[rawOff[i]:rawOff[i+1]]
+	taken  []int32   // admitted and not_mine positions, in walk order
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+func (w *walk) release() {
+	sc := w.scratch
+	w.scratch = nil
+	scratchPool.Put(sc)
+}
+
+func newWalk(s *Snapshot, now time.Time) *walk {
+	w := &walk{entries: s.Entries, index: make(map[string]int32, len(s.Pools))}
+	w.scratch = scratchPool.Get().(*scratch)
+	w.pools = make([]poolState, 0, len(s.Pools))
+	for name, p := range s.Pools {
+		implicit := p.Implicit || strings.HasPrefix(name, "_")
+		ps := poolState{name: name, cap: p.Slots, implicit: implicit, limit: kFull, closedBy: none, head: none}
+		if ps.cap < Unlimited {
+			ps.cap = 0 // invalid: Resolve never makes one; admit nothing rather than everything
+		}
+		switch {
+		case implicit:
+			ps.limit = limitKind(name)
+		case p.Ordering == Strict:
+			ps.strict = true
+		case p.StarvationAfter > 0:
+			ps.starve = p.StarvationAfter
+		}
+		w.index[name] = int32(len(w.pools))
+		w.pools = append(w.pools, ps)
+	}
+	for name, hs := range s.Holders {
+		if i, ok := w.index[name]; ok {
+			p := &w.pools[i]
+			p.held = hs
+			for _, h := range hs {
+				p.used += h.Slots
+			}
+		}
+	}
+
+	// First in snapshot order, reading each entry once front to back.
+	w.rawOff = resize(w.rawOff, len(s.Entries)+1)
+	w.raw, w.keys, w.taken = w.raw[:0], w.keys[:0], w.taken[:0]
+	for i := range s.Entries {
+		e := &s.Entries[i]
+		w.rawOff[i] = int32(len(w.raw))
+		if !e.Deadline.IsZero() && now.After(e.Deadline) {
+			w.expired = append(w.expired, e.ID)
+			continue
+		}
+		for _, n := range e.Needs {
+			pi, ok := w.index[n.Pool]
+			if !ok {
+				pi = none
+			}
+			w.raw = append(w.raw, need{pool: pi, slots: int32(min(max(n.Slots, 0), 1<<31-1))})
+		}
+		var flags uint8
+		switch e.Block {
+		case BlockPaused:
+			flags = uint8(kPaused)
+		case BlockForbid:
+			flags = uint8(kForbid)
+		case BlockNodeAway:
+			flags = uint8(kNodeAway)
+		case BlockNotMine:
+			flags = flagNotMine
+		}
+		if len(e.Kept) > 0 {
+			flags |= flagKept
+			for _, c := range e.Kept {
+				if pi, ok := w.index[c.Pool]; ok {
+					w.pools[pi].kept += c.Slots
+				}
+			}
+		}
+		w.keys = append(w.keys, newWalkKey(e, now.Sub(e.Due), int32(i), flags))
+	}
+	w.rawOff[len(s.Entries)] = int32(len(w.raw))
+	sortWalkKeys(w.keys)
+	slices.Sort(w.expired)
+
+	// Then lay the entries out in walk order, so every phase reads them front to back.
+	w.pos = resize(w.pos, len(w.keys))
+	w.needs = w.needs[:0]
+	for k, key := range w.keys {
+		sl := &w.pos[k]
+		*sl = slot{idx: key.idx, need: none, behind: none, waited: key.waited(),
+			block: kind(key.flags & flagBlock), notMine: key.flags&flagNotMine != 0,
+			kept: key.flags&flagKept != 0, off: int32(len(w.needs))}
+		for j := w.rawOff[key.idx]; j < w.rawOff[key.idx+1]; j++ {
+			w.needs = append(w.needs, w.raw[j])
+		}
+		sl.end = int32(len(w.needs))
+		w.classify(sl)
+	}
+	w.resv = resize(w.resv, len(w.needs))
+	clear(w.resv)
+	return w
+}
+
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// classify records whether the entry can never be admitted as its pools stand: an unknown
+// pool first, then a need above a finite capacity.
+func (w *walk) classify(sl *slot) {
+	for j := sl.off; j < sl.end; j++ {
+		if w.needs[j].pool == none {
+			sl.rejected, sl.ob, sl.need = true, kUnknown, j
+			return
+		}
+	}
+	for j := sl.off; j < sl.end; j++ {
+		n := w.needs[j]
+		if p := &w.pools[n.pool]; p.cap != Unlimited && int(n.slots) > p.cap {
+			sl.rejected, sl.ob, sl.need = true, kOver, j
+			return
+		}
+	}
+}
+
+func (w *walk) decision() Decision {
+	waiting := 0
+	for k := range w.pos {
+		if sl := &w.pos[k]; sl.status == stWaiting && !sl.notMine {
+			waiting++
+		}
+	}
+	d := Decision{Expired: w.expired, Reasons: make(map[int64]Reason, waiting)}
+	for _, k := range w.taken {
+		if w.pos[k].status == stAdmitted {
+			d.Admitted = append(d.Admitted, w.keys[k].id)
+		} else {
+			d.NotMine = append(d.NotMine, w.keys[k].id)
+		}
+	}
+	for k := range w.pos {
+		if sl := &w.pos[k]; sl.status == stWaiting && !sl.notMine {
+			d.Reasons[w.keys[k].id] = w.reason(sl)
+		}
+	}
+	return d
+}
+
+func (w *walk) reason(sl *slot) Reason {
+	r := Reason{Kind: kindNames[sl.ob]}
+	if sl.need == none {
+		return r
+	}
+	n := w.needs[sl.need]
+	r.Need = int(n.slots)
+	if n.pool == none {
+		r.Pool = w.entries[sl.idx].Needs[sl.need-sl.off].Pool
+		return r
+	}
+	p := &w.pools[n.pool]
+	r.Pool, r.Capacity = p.name, p.cap
+	switch sl.ob {
+	case kBehind, kStarved:
+		if sl.behind != none {
+			e := &w.entries[w.pos[sl.behind].idx]
+			r.Behind, r.BehindLabel = e.ID, e.Label
+		}
+	case kFull, kGlobal, kDAG, kTask:
+		r.Used = p.used
+		r.Free = max(0, p.cap-p.used-p.reserved)
+		if sl.ob == kFull {
+			r.Holders = w.holdersOf(n.pool)
+		}
+	}
+	return r
+}
+
+// holdersOf lists who holds pool pi after this pass: the snapshot's holders plus the entries
+// taken in it, sorted by entry. The slice is shared by every reason naming the pool.
+func (w *walk) holdersOf(pi int32) []Holder {
+	if !w.extras {
+		w.extras = true
+		for _, k := range w.taken {
+			sl := &w.pos[k]
+			e := &w.entries[sl.idx]
+			for j := sl.off; j < sl.end; j++ {
+				n := w.needs[j]
+				p := &w.pools[n.pool]
+				if p.holders == nil {
+					p.holders = append(make([]Holder, 0, len(p.held)+1), p.held...)
+				}
+				p.holders = append(p.holders, Holder{Entry: e.ID, Label: e.Label, Slots: e.Needs[j-sl.off].Slots})
+			}
+		}
+	}
+	p := &w.pools[pi]
+	if !p.sorted {
+		p.sorted = true
+		if p.holders == nil {
+			p.holders = slices.Clone(p.held) // never sort the caller's slice
+		}
+		slices.SortStableFunc(p.holders, func(a, b Holder) int {
+			switch {
+			case a.Entry < b.Entry:
+				return -1
+			case a.Entry > b.Entry:
+				return 1
+			}
+			return 0
+		})
+	}
+	return p.holders
+}
