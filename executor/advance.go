@@ -155,7 +155,7 @@ func (l *loop) enqueue(tx *store.Tx, p *passState, r readyTask, queued map[strin
 	needs, rule := l.requirements(run, ti, r.try)
 	e := store.Entry{Run: run.PK, TaskID: ti.TaskID, TryNumber: r.try, Label: label(run.DAGID, ti.TaskID, r.try),
 		Priority: run.weights[ti.TaskID], Due: run.due(), State: "waiting", Rule: rule, CreatedAt: p.now,
-		Needs: needs, Owner: l.cfg.DaemonID, DAGID: run.DAGID, RunID: run.RunID}
+		Needs: needs, Owner: l.cfg.DaemonID, DAGID: run.DAGID, RunID: run.RunID, Fingerprint: ti.task.Fingerprint()}
 	if qt := ti.task.QueueTimeout; qt > 0 {
 		e.Deadline = e.Due.Add(qt)
 	}
@@ -255,14 +255,15 @@ func storeSpec(p store.Pool) pools.Spec {
 }
 
 // startQueuedRuns starts queued runs while their DAG's max_active_runs allows (a test run
-// always starts).
+// always starts), applying the concurrency policy of scheduled runs (§3.5): forbid keeps the new
+// run queued while a previous run is active; replace cancels the previous run's unfinished tasks.
 func (l *loop) startQueuedRuns(tx *store.Tx, p *passState) error {
-	active := map[string]int{}
+	active := map[string][]*liveRun{}
 	var queued []*liveRun
 	for _, run := range l.runs {
 		switch run.State {
 		case string(dag.RunRunning):
-			active[run.DAGID]++
+			active[run.DAGID] = append(active[run.DAGID], run)
 		case string(dag.RunQueued):
 			queued = append(queued, run)
 		}
@@ -272,17 +273,60 @@ func (l *loop) startQueuedRuns(tx *store.Tx, p *passState) error {
 		if run.dag == nil {
 			continue
 		}
-		if run.RunType != "test" && active[run.DAGID] >= run.dag.MaxActiveRuns {
-			continue
+		if run.RunType != "test" {
+			scheduled := run.RunType == "schedule" || run.RunType == "catchup"
+			if l.dagStates[run.DAGID].Paused && scheduled {
+				continue
+			}
+			prev := active[run.DAGID]
+			if scheduled && len(prev) > 0 {
+				switch run.dag.ConcurrencyPolicy {
+				case dag.PolicyForbid:
+					if err := l.setRunReason(tx, run, "forbid: waits for the previous run "+prev[0].RunID); err != nil {
+						return err
+					}
+					continue
+				case dag.PolicyReplace:
+					for _, old := range prev {
+						if err := l.replaceRun(tx, p, old); err != nil {
+							return err
+						}
+					}
+					prev = nil
+				}
+			}
+			if len(prev) >= run.dag.MaxActiveRuns {
+				continue
+			}
 		}
-		if run.RunType != "test" && l.dagStates[run.DAGID].Paused && run.RunType != "manual" {
-			continue
-		}
-		run.State, run.StartDate = string(dag.RunRunning), p.now
+		run.State, run.StartDate, run.Reason = string(dag.RunRunning), p.now, ""
 		run.dirty = true
 		p.started = append(p.started, run)
-		active[run.DAGID]++
+		active[run.DAGID] = append(active[run.DAGID], run)
 		if err := tx.UpdateRun(&run.Run); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *loop) setRunReason(tx *store.Tx, run *liveRun, reason string) error {
+	if run.Reason == reason {
+		return nil
+	}
+	run.Reason = reason
+	return tx.UpdateRun(&run.Run)
+}
+
+// replaceRun fails every unfinished task of a run replaced by a newer fire (reason replaced):
+// waiting entries are retired, running attempts are stopped, no retry follows.
+func (l *loop) replaceRun(tx *store.Tx, p *passState, run *liveRun) error {
+	for _, id := range run.topo {
+		ti := run.tis[id]
+		if ti == nil || dag.State(ti.State).Terminal() {
+			continue
+		}
+		if err := l.markFailed(tx, p, run, ti, "replaced"); err != nil {
 			return err
 		}
 	}

@@ -89,6 +89,9 @@ func (l *loop) finish(tx *store.Tx, p *passState, ev *evFinished) error {
 	switch {
 	case ev.ok:
 		ti.State, ti.Reason = string(dag.StateSuccess), ""
+		if err := l.retireJobRetries(tx, p, run.dag, run, "retry retired by a success"); err != nil {
+			return err
+		}
 		if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
 			State: "success", StartDate: ev.start, EndDate: ev.end}); err != nil {
 			return err

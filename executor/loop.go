@@ -187,6 +187,7 @@ func (l *loop) drainEvents() {
 func (l *loop) outsideChange(ctx context.Context, polls int) bool {
 	if polls%20 == 0 && l.reg.reload(false) {
 		l.regChanged = true
+		l.scheds = map[*dag.DAG]*schedule{}
 		return true
 	}
 	v, err := l.st.DataVersion(ctx)
@@ -250,6 +251,7 @@ func (l *loop) pass(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	reloaded := l.regChanged
 	if !l.loaded || dv != l.dv || l.regChanged {
 		if err := l.load(tx, now); err != nil {
 			return err
@@ -257,6 +259,14 @@ func (l *loop) pass(ctx context.Context) error {
 	}
 	l.dv = dv
 	p := &passState{now: now}
+	// Renew first: a daemon that can pass is alive, and its own claims must not look expired
+	// to the expiry check below.
+	if now.Sub(l.lastRenew) >= l.cfg.RenewEvery {
+		if err := tx.Heartbeat(l.cfg.DaemonID, l.epoch, now, now.Add(l.cfg.Lease)); err != nil {
+			return err
+		}
+		p.renewed = true
+	}
 	finished := map[int64]bool{}
 	for _, ev := range l.pending {
 		if f, ok := ev.(*evFinished); ok {
@@ -268,6 +278,11 @@ func (l *loop) pass(ctx context.Context) error {
 			continue // its end, written below, carries its start
 		}
 		if err := l.apply(tx, p, ev); err != nil {
+			return err
+		}
+	}
+	if reloaded {
+		if err := l.applyChanges(tx, p); err != nil {
 			return err
 		}
 	}
@@ -285,12 +300,6 @@ func (l *loop) pass(ctx context.Context) error {
 	}
 	if err := l.endRuns(tx, p); err != nil {
 		return err
-	}
-	if now.Sub(l.lastRenew) >= l.cfg.RenewEvery {
-		if err := tx.Heartbeat(l.cfg.DaemonID, l.epoch, now, now.Add(l.cfg.Lease)); err != nil {
-			return err
-		}
-		p.renewed = true
 	}
 	if err := tx.Commit(); err != nil {
 		return err
@@ -336,5 +345,8 @@ func (l *loop) afterCommit(p *passState) {
 	}
 	for _, n := range p.notices {
 		l.cfg.Notify(n)
+	}
+	if len(p.ended) > 0 {
+		l.wake() // a queued run (max_active_runs, forbid, catch-up) may start now
 	}
 }

@@ -133,7 +133,13 @@ func (l *loop) openScheduledRuns(dagID string) int {
 // fire creates the run of one fire and advances the checkpoint; a fire another daemon already
 // turned into a run only advances it.
 func (l *loop) fire(tx *store.Tx, p *passState, d *dag.DAG, runType string, at time.Time) error {
-	if _, err := l.newRun(tx, p, d, runType, at, "", nil, "", false); err != nil && !errors.Is(err, store.ErrConflict) {
+	run, err := l.newRun(tx, p, d, runType, at, "", nil, "", false)
+	switch {
+	case err == nil:
+		if err := l.retireJobRetries(tx, p, d, run, "retry retired by a newer fire"); err != nil {
+			return err
+		}
+	case !errors.Is(err, store.ErrConflict):
 		return err
 	}
 	return l.setCheckpoint(tx, d.ID, at)

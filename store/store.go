@@ -206,7 +206,7 @@ func unavailable(err error) error {
 	if err == nil || errors.Is(err, ErrUnavailable) {
 		return err
 	}
-	return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
 // DataVersion returns SQLite's data_version on the writer connection: it changes when another

@@ -1,0 +1,105 @@
+package executor
+
+import (
+	"time"
+
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/store"
+)
+
+// applyChanges reconciles the open runs with DAG definitions that changed on disk (§3.5): a
+// task added to a DAG gets its task instance; a removed task retires its waiting entry and fails
+// (nothing runs, nothing is retried); a changed task's waiting entry is retired and queued again
+// with the new requirements, keeping its due time and try number. Running attempts finish.
+func (l *loop) applyChanges(tx *store.Tx, p *passState) error {
+	for _, run := range l.runs {
+		if run.dag == nil {
+			continue // the whole DAG is gone: endRuns retires the run
+		}
+		for _, t := range run.dag.Tasks {
+			if _, ok := run.tis[t.ID]; ok {
+				continue
+			}
+			ti := &liveTI{TaskInstance: store.TaskInstance{Run: run.PK, TaskID: t.ID, State: string(dag.StateNone)}, task: t}
+			if err := tx.InsertTI(&ti.TaskInstance); err != nil {
+				return err
+			}
+			run.tis[t.ID] = ti
+			run.dirty = true
+		}
+		for _, ti := range run.tis {
+			if ti.task != nil || dag.State(ti.State).Terminal() {
+				continue
+			}
+			if le := ti.entry; le != nil && le.State == "waiting" {
+				if err := l.retire(tx, p, le, "task removed from the DAG"); err != nil {
+					return err
+				}
+			}
+			if ti.State != string(dag.StateRunning) {
+				ti.State, ti.Reason, ti.NextAt = string(dag.StateFailed), "task removed from the DAG", time.Time{}
+				if err := tx.UpdateTI(&ti.TaskInstance); err != nil {
+					return err
+				}
+				run.dirty = true
+			}
+		}
+	}
+	var requeue []readyTask
+	for _, le := range l.entries {
+		ti := le.ti
+		if le.State != "waiting" || ti == nil || ti.task == nil || le.Fingerprint == ti.task.Fingerprint() {
+			continue
+		}
+		if len(le.kept) > 0 {
+			continue // a sensor between pokes keeps its claims until its attempt ends
+		}
+		l.log.Info("task definition changed; queued again", keyDAG, le.run.DAGID, keyRun, le.run.RunID, keyTask, ti.TaskID)
+		if err := l.retire(tx, p, le, "task definition changed"); err != nil {
+			return err
+		}
+		requeue = append(requeue, readyTask{run: le.run, ti: ti, try: le.TryNumber})
+	}
+	queued := l.queuedPerPool()
+	for _, r := range requeue {
+		if err := l.enqueue(tx, p, r, queued); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retire ends a waiting entry without it counting as an attempt.
+func (l *loop) retire(tx *store.Tx, p *passState, le *liveEntry, reason string) error {
+	if err := tx.EndEntry(le.ID, "retired", "retired", reason, p.now); err != nil {
+		return err
+	}
+	delete(l.entries, le.ID)
+	if le.ti != nil && le.ti.entry == le {
+		le.ti.entry = nil
+	}
+	return nil
+}
+
+// retireJobRetries ends the queued retries of a job's older runs when a newer fire is created
+// or a run of the job succeeds (§3.3): they fail with no further attempt.
+func (l *loop) retireJobRetries(tx *store.Tx, p *passState, d *dag.DAG, newer *liveRun, why string) error {
+	if d == nil || !d.IsJob {
+		return nil
+	}
+	for _, run := range l.runs {
+		if run.DAGID != d.ID || run.PK >= newer.PK {
+			continue
+		}
+		for _, ti := range run.tis {
+			retrying := ti.State == string(dag.StateUpForRetry) ||
+				(ti.State == string(dag.StateScheduled) && ti.entry != nil && ti.entry.TryNumber > 1)
+			if retrying {
+				if err := l.markFailed(tx, p, run, ti, why); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,349 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/poolflow/poolflow/store"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// serve starts a daemon in serve mode (schedules on) over the bundle with a fake clock.
+func (b *bundle) serve(t *testing.T, clock *FakeClock) *Daemon {
+	t.Helper()
+	d := b.daemon(t, func(c *Config) { c.Clock = clock })
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Stop() })
+	return d
+}
+
+// eventually polls the store until cond holds: the loop writes it from its own goroutine and
+// exposes no signal for every state this test waits for.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (b *bundle) runs(t *testing.T, dagID string) []store.Run {
+	t.Helper()
+	rs, _, err := b.st.ListRuns(context.Background(), dagID, 100, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// oldest first
+	for i, j := 0, len(rs)-1; i < j; i, j = i+1, j-1 {
+		rs[i], rs[j] = rs[j], rs[i]
+	}
+	return rs
+}
+
+func (b *bundle) ti(t *testing.T, dagID, runID, taskID string) store.TaskInstance {
+	t.Helper()
+	r, err := b.st.GetRun(context.Background(), dagID, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.tis(t, r.PK)[taskID]
+}
+
+// TestLifecycle drives each lifecycle rule of §3.3 and §3.5 against the real store with an
+// injected clock.
+func TestLifecycle(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		cfg  string
+		dags func(dir string) map[string]string
+		run  func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, dir string)
+	}{
+		{
+			name: "pause keeps entries waiting with reason paused",
+			dags: func(string) map[string]string {
+				return map[string]string{"p.yaml": "dag_id: p\ntasks:\n  - {id: a, bash: echo a}\n"}
+			},
+			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, _ string) {
+				setPaused(t, b, "p", true)
+				cliTrigger(t, b, "p", "r", "a")
+				eventually(t, "reason paused", func() bool {
+					e, err := b.st.LatestEntry(context.Background(), b.mustRun(t, "p", "r").PK, "a")
+					return err == nil && e.ReasonCode == "paused" && e.Reason == "waiting: DAG is paused"
+				})
+				setPaused(t, b, "p", false)
+				eventually(t, "the run to succeed after unpause", func() bool { return b.mustRun(t, "p", "r").State == "success" })
+			},
+		},
+		{
+			name: "forbid keeps the next fire queued until the previous run ends",
+			dags: func(dir string) map[string]string {
+				return map[string]string{"f.yaml": fmt.Sprintf(`dag_id: f
+schedule: "@every 1m"
+concurrency_policy: forbid
+tasks:
+  - {id: a, bash: 'while [ ! -f %s ]; do sleep 0.02; done'}
+`, filepath.Join(dir, "go"))}
+			},
+			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, dir string) {
+				clock.Advance(time.Minute)
+				eventually(t, "the first fire to run", func() bool {
+					rs := b.runs(t, "f")
+					return len(rs) == 1 && rs[0].State == "running"
+				})
+				clock.Advance(time.Minute)
+				eventually(t, "the second fire to wait with reason forbid", func() bool {
+					rs := b.runs(t, "f")
+					return len(rs) == 2 && rs[1].State == "queued" && strings.HasPrefix(rs[1].Reason, "forbid: waits for the previous run "+rs[0].RunID)
+				})
+				touch(t, filepath.Join(dir, "go"))
+				eventually(t, "both runs to succeed in order", func() bool {
+					rs := b.runs(t, "f")
+					return len(rs) == 2 && rs[0].State == "success" && rs[1].State == "success" && !rs[1].StartDate.Before(rs[0].EndDate)
+				})
+			},
+		},
+		{
+			name: "replace fails the previous run's unfinished tasks",
+			dags: func(dir string) map[string]string {
+				return map[string]string{"r.yaml": `dag_id: r
+schedule: "@every 1m"
+concurrency_policy: replace
+tasks:
+  - {id: a, bash: 'sleep 0.2'}
+  - {id: b, depends_on: [a], bash: 'sleep 60'}
+`}
+			},
+			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, _ string) {
+				clock.Advance(time.Minute)
+				eventually(t, "the first run's b to run", func() bool {
+					rs := b.runs(t, "r")
+					return len(rs) == 1 && b.ti(t, "r", rs[0].RunID, "b").State == "running"
+				})
+				clock.Advance(time.Minute)
+				eventually(t, "the first run to be replaced", func() bool {
+					rs := b.runs(t, "r")
+					return len(rs) == 2 && rs[0].State == "failed" && rs[1].State != "queued"
+				})
+				first := b.runs(t, "r")[0]
+				if ti := b.ti(t, "r", first.RunID, "b"); ti.State != "failed" || ti.Reason != "replaced" {
+					t.Fatalf("replaced run's b: %s %q", ti.State, ti.Reason)
+				}
+			},
+		},
+		{
+			name: "a changed task definition is queued again with its try number",
+			cfg:  "pools:\n  db: 1\n  other: 1\n",
+			dags: func(dir string) map[string]string {
+				return map[string]string{"c.yaml": changedDAG(dir, "db")}
+			},
+			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, dir string) {
+				if _, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "c", RunID: "r"}); err != nil {
+					t.Fatal(err)
+				}
+				pk := b.mustRun(t, "c", "r").PK
+				eventually(t, "waiter to wait for db", func() bool {
+					e, err := b.st.LatestEntry(context.Background(), pk, "waiter")
+					return err == nil && e.ReasonCode == "pool_full"
+				})
+				before, _ := b.st.LatestEntry(context.Background(), pk, "waiter")
+				write(t, filepath.Join(b.dagsDir, "c.yaml"), changedDAG(dir, "other"))
+				eventually(t, "waiter to run on the new pool", func() bool {
+					return b.tis(t, pk)["waiter"].State == "success"
+				})
+				after, _ := b.st.LatestEntry(context.Background(), pk, "waiter")
+				if after.ID == before.ID || after.TryNumber != before.TryNumber || !after.Due.Equal(before.Due) ||
+					len(after.Needs) == 0 || !hasPool(after.Needs, "other") || hasPool(after.Needs, "db") {
+					t.Fatalf("before %+v after %+v", before, after)
+				}
+				touch(t, filepath.Join(dir, "go"))
+			},
+		},
+		{
+			name: "a newer fire retires a job's queued retry",
+			dags: func(string) map[string]string {
+				return map[string]string{"j.yaml": "schedule: '@every 1m'\nretries: 3\nretry_delay: 1h\ncommand: [\"false\"]\n"}
+			},
+			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, _ string) {
+				clock.Advance(time.Minute)
+				eventually(t, "the job to wait for its retry", func() bool {
+					rs := b.runs(t, "j")
+					return len(rs) == 1 && b.ti(t, "j", rs[0].RunID, "j").State == "up_for_retry"
+				})
+				clock.Advance(time.Minute)
+				eventually(t, "the retry to be retired", func() bool {
+					rs := b.runs(t, "j")
+					if len(rs) < 2 {
+						return false
+					}
+					ti := b.ti(t, "j", rs[0].RunID, "j")
+					return ti.State == "failed" && ti.Reason == "retry retired by a newer fire"
+				})
+			},
+		},
+		{
+			name: "@reboot runs once at start",
+			dags: func(string) map[string]string {
+				return map[string]string{"boot.yaml": "schedule: '@reboot'\nbash: echo booted\n"}
+			},
+			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, _ string) {
+				eventually(t, "the reboot run", func() bool {
+					rs := b.runs(t, "boot")
+					return len(rs) == 1 && rs[0].State == "success"
+				})
+				clock.Advance(time.Hour)
+				if rs := b.runs(t, "boot"); len(rs) != 1 {
+					t.Fatalf("%d reboot runs", len(rs))
+				}
+			},
+		},
+		{
+			name: "tasks fail ends a waiting task with no retry",
+			cfg:  "pools:\n  db: 1\n",
+			dags: func(dir string) map[string]string {
+				return map[string]string{"tf.yaml": fmt.Sprintf(`dag_id: tf
+tasks:
+  - {id: holder, pool_requirements: {db: 1}, bash: 'while [ ! -f %s ]; do sleep 0.02; done', priority_weight: 9, weight_rule: absolute}
+  - {id: waiter, pool_requirements: {db: 1}, retries: 5, bash: echo never}
+`, filepath.Join(dir, "go"))}
+			},
+			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, dir string) {
+				if _, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "tf", RunID: "r"}); err != nil {
+					t.Fatal(err)
+				}
+				pk := b.mustRun(t, "tf", "r").PK
+				if err := d.Command(context.Background(), store.Command{Kind: "fail", Run: pk, TaskID: "waiter"}); err != nil {
+					t.Fatal(err)
+				}
+				if ti := b.tis(t, pk)["waiter"]; ti.State != "failed" || ti.Reason != "marked failed by operator" {
+					t.Fatalf("waiter %s %q", ti.State, ti.Reason)
+				}
+				touch(t, filepath.Join(dir, "go"))
+				eventually(t, "the run to end failed", func() bool { return b.mustRun(t, "tf", "r").State == "failed" })
+				if ti := b.tis(t, pk)["waiter"]; ti.TryNumber > 1 || !ti.StartDate.IsZero() {
+					t.Fatalf("waiter ran after being marked failed: %+v", ti)
+				}
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			b := setup(t, tc.cfg, tc.dags(dir))
+			clock := NewFakeClock(t0)
+			d := b.serve(t, clock)
+			// The first pass records the DAGs and starts their schedules from t0.
+			eventually(t, "the first pass", func() bool {
+				states, err := b.st.ListDAGStates(context.Background())
+				if err != nil || len(states) == 0 {
+					return false
+				}
+				for _, s := range states {
+					if s.Checkpoint.IsZero() && !strings.Contains(tc.name, "pause") && !strings.Contains(tc.name, "@reboot") &&
+						!strings.Contains(tc.name, "changed") && !strings.Contains(tc.name, "tasks fail") {
+						return false
+					}
+				}
+				return true
+			})
+			tc.run(t, b, d, clock, dir)
+		})
+	}
+}
+
+func changedDAG(dir, pool string) string {
+	return fmt.Sprintf(`dag_id: c
+tasks:
+  - {id: holder, pool_requirements: {db: 1}, bash: 'while [ ! -f %s ]; do sleep 0.02; done', priority_weight: 9, weight_rule: absolute}
+  - {id: waiter, pool_requirements: {%s: 1}, bash: echo waited}
+`, filepath.Join(dir, "go"), pool)
+}
+
+func hasPool(needs []store.Requirement, pool string) bool {
+	for _, n := range needs {
+		if n.Pool == pool {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *bundle) mustRun(t *testing.T, dagID, runID string) store.Run {
+	t.Helper()
+	r, err := b.st.GetRun(context.Background(), dagID, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// setPaused writes the pause flag as the CLI does: from another connection, which the loop
+// notices through data_version.
+func setPaused(t *testing.T, b *bundle, dagID string, paused bool) {
+	t.Helper()
+	cli, err := store.Open(context.Background(), filepath.Join(b.stateDir, "poolflow.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if err := cli.WithTx(context.Background(), func(tx *store.Tx) error {
+		if err := tx.UpsertDAG(dagID, "", "", time.Now()); err != nil {
+			return err
+		}
+		return tx.SetPaused(dagID, paused, time.Now())
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func touch(t *testing.T, path string) { write(t, path, "") }
+
+func write(t *testing.T, path, body string) {
+	t.Helper()
+	// Through a rename, so the loop never reads half a file.
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cliTrigger creates a manual run from another connection, as `poolflow dags trigger` does.
+func cliTrigger(t *testing.T, b *bundle, dagID, runID string, tasks ...string) {
+	t.Helper()
+	cli, err := store.Open(context.Background(), filepath.Join(b.stateDir, "poolflow.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	now := time.Now().UTC()
+	err = cli.WithTx(context.Background(), func(tx *store.Tx) error {
+		r := &store.Run{DAGID: dagID, RunID: runID, RunType: "manual", LogicalDate: now, State: "queued", QueuedAt: now}
+		if err := tx.InsertRun(r); err != nil {
+			return err
+		}
+		for _, id := range tasks {
+			if err := tx.InsertTI(&store.TaskInstance{Run: r.PK, TaskID: id, State: "none"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
