@@ -42,8 +42,10 @@ func (e *env) serveCmd() *cobra.Command {
 				daemonID = host + ":" + abs
 			}
 			log := e.logger()
+			// The daemon's notices feed the counters and histograms of /metrics.
+			metrics := server.NewMetrics()
 			dm, err := executor.New(executor.Config{Store: st, Settings: cfg, DAGsDir: e.dags(), GoDAGs: e.goDAGs,
-				StateDir: stateDir, Logger: log, DaemonID: daemonID})
+				StateDir: stateDir, Logger: log, DaemonID: daemonID, Notify: metrics.Observe})
 			if err != nil {
 				return err
 			}
@@ -54,7 +56,9 @@ func (e *env) serveCmd() *cobra.Command {
 			if t := os.Getenv("POOLFLOW_API_TOKEN"); t != "" {
 				token = t
 			}
-			srv := server.New(server.Config{Store: st, Daemon: dm, StateDir: stateDir, Token: token, Logger: log})
+			srv := server.New(server.Config{Store: st, Daemon: dm, StateDir: stateDir, Token: token, Logger: log,
+				Settings: cfg, Metrics: metrics})
+			defer srv.Close()
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				_ = dm.Stop()

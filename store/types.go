@@ -60,9 +60,9 @@ type Entry struct {
 	NotBefore   time.Time
 	Fingerprint string
 	CreatedAt   time.Time
-	AdmittedAt time.Time
-	EndedAt    time.Time
-	Needs      []Requirement
+	AdmittedAt  time.Time
+	EndedAt     time.Time
+	Needs       []Requirement
 	// Owner is the daemon of the entry's run, for admission across daemons.
 	Owner string
 	DAGID string
