@@ -1,0 +1,110 @@
+package executor
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/poolflow/poolflow/store"
+)
+
+const gateDAG = `dag_id: gate
+max_active_tasks: 1
+tasks:
+  - id: approve
+    approval: {timeout: 1h}
+  - id: side
+    bash: echo side
+  - id: publish
+    depends_on: [approve]
+    bash: echo published
+  - id: cleanup
+    depends_on: [approve]
+    trigger_rule: all_done
+    bash: echo cleaned
+`
+
+// TestApprovalGates: a gate occupies no pool and no max_active_tasks slot; approving lets its
+// downstream run; rejecting fails it (an all_done downstream still runs, the run fails); a timeout
+// fails it. Who decided, when and the note are recorded.
+func TestApprovalGates(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		decide    func(t *testing.T, d *Daemon, clock *FakeClock, run int64)
+		run       string
+		gate      string
+		reason    string
+		published string
+	}{
+		{"approve", func(t *testing.T, d *Daemon, _ *FakeClock, run int64) {
+			command(t, d, store.Command{Kind: "approve", Run: run, TaskID: "approve", Who: "ana", Note: "looks good"})
+		}, "success", "success", "approved by ana at 2026-03-01T12:00:00Z: looks good", "success"},
+		{"reject", func(t *testing.T, d *Daemon, _ *FakeClock, run int64) {
+			command(t, d, store.Command{Kind: "reject", Run: run, TaskID: "approve", Who: "bo", Note: "not today"})
+		}, "failed", "failed", "rejected by bo at 2026-03-01T12:00:00Z: not today", "upstream_failed"},
+		{"timeout", func(t *testing.T, _ *Daemon, clock *FakeClock, _ int64) {
+			clock.Advance(time.Hour)
+		}, "failed", "failed", "approval timeout 1h0m0s passed", "upstream_failed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, "", map[string]string{"gate.yaml": gateDAG})
+			clock := NewFakeClock(t0)
+			d := b.serve(t, clock)
+			res, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "gate", RunID: "r"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pk := res.Run.PK
+			// side runs although max_active_tasks is 1: the gate holds no slot.
+			eventually(t, "side to run beside the gate", func() bool { return b.tis(t, pk)["side"].State == "success" })
+			if ti := b.tis(t, pk)["approve"]; ti.State != "awaiting_approval" {
+				t.Fatalf("gate is %s", ti.State)
+			}
+			if _, err := b.st.LatestEntry(context.Background(), pk, "approve"); err == nil {
+				t.Fatal("the gate has a queue entry")
+			}
+			tc.decide(t, d, clock, pk)
+			eventually(t, "the run to end", func() bool {
+				r := b.mustRun(t, "gate", "r")
+				return r.State == "success" || r.State == "failed"
+			})
+			tis := b.tis(t, pk)
+			if r := b.mustRun(t, "gate", "r"); r.State != tc.run {
+				t.Errorf("run %s, want %s", r.State, tc.run)
+			}
+			if g := tis["approve"]; g.State != tc.gate || g.Reason != tc.reason || g.TryNumber != 1 {
+				t.Errorf("gate %s %q try %d, want %s %q", g.State, g.Reason, g.TryNumber, tc.gate, tc.reason)
+			}
+			if tis["publish"].State != tc.published || tis["cleanup"].State != "success" {
+				t.Errorf("publish %s cleanup %s", tis["publish"].State, tis["cleanup"].State)
+			}
+		})
+	}
+}
+
+func command(t *testing.T, d *Daemon, c store.Command) {
+	t.Helper()
+	if err := d.Command(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestApprovalRefusals: deciding a gate that is not waiting is a conflict.
+func TestApprovalRefusals(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", map[string]string{"gate.yaml": gateDAG})
+	d := b.serve(t, NewFakeClock(t0))
+	res, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "gate", RunID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "side to finish", func() bool { return b.tis(t, res.Run.PK)["side"].State == "success" })
+	err = d.Command(context.Background(), store.Command{Kind: "approve", Run: res.Run.PK, TaskID: "side"})
+	if err == nil || !strings.Contains(err.Error(), "not awaiting approval") {
+		t.Fatalf("approve a finished task: %v", err)
+	}
+}
