@@ -1,0 +1,110 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is a log sink shared by the loop and the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestStoreUnavailable makes pool state unavailable by holding SQLite's write lock from another
+// connection past the 5-second bound while an attempt holds a claim and a cron fire comes due.
+// The fire is dropped with "Job <name> could not enter pool <pool>: <reason>"; the daemon,
+// unable to renew for longer than a lease, kills the attempt's process group; once the store is
+// back the entry returns to the queue with the same try number and replays.
+func TestStoreUnavailable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	marker, pidFile := filepath.Join(dir, "ran"), filepath.Join(dir, "pid")
+	b := setup(t, "pools:\n  db: 1\n", map[string]string{
+		"hold.yaml": fmt.Sprintf(`dag_id: hold
+tasks:
+  - id: h
+    pool_requirements: {db: 1}
+    bash: 'if [ -f %[1]s ]; then echo replayed; exit 0; fi; touch %[1]s; echo $$ > %[2]s.tmp; mv %[2]s.tmp %[2]s; sleep 60'
+`, marker, pidFile),
+		"tick.yaml": "schedule: '@every 1m'\npool: db\nbash: echo tick\n",
+	})
+	logs := &lockedBuffer{}
+	clock := NewFakeClock(t0)
+	d := b.daemon(t, func(c *Config) {
+		c.Clock = clock
+		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop()
+	if _, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "hold", RunID: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the attempt to start", func() bool { _, err := os.Stat(pidFile); return err == nil })
+	data, _ := os.ReadFile(pidFile)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+
+	locker, err := sql.Open("sqlite3", "file:"+filepath.Join(b.stateDir, "poolflow.db")+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close()
+	conn, err := locker.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(context.Background(), "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Minute) // past the lease and the cron fire
+	eventually(t, "the dropped fire's warning", func() bool {
+		return strings.Contains(logs.String(), "Job tick could not enter pool db: pool state is unavailable")
+	})
+	eventually(t, "the attempt to be killed after its lease lapsed", func() bool {
+		return syscall.Kill(pid, 0) != nil
+	})
+	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	eventually(t, "the replayed attempt to finish the run", func() bool {
+		return b.mustRun(t, "hold", "r").State == "success"
+	})
+	ti := b.tis(t, b.mustRun(t, "hold", "r").PK)["h"]
+	if ti.TryNumber != 1 {
+		t.Errorf("try %d after the replay, want 1", ti.TryNumber)
+	}
+	if log := readLog(t, b, "hold", "r", "h", 1); !strings.Contains(log, "--- replay ---\nreplayed") {
+		t.Errorf("log = %q", log)
+	}
+	for _, r := range b.runs(t, "tick") {
+		if r.LogicalDate.Equal(t0.Add(time.Minute)) {
+			t.Errorf("the fire at %v was not dropped", r.LogicalDate)
+		}
+	}
+}
