@@ -44,6 +44,7 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 	for _, fe := range l.foreign {
 		if !fe.NotBefore.After(p.now) {
 			snap.Entries = append(snap.Entries, fe.admission(pools.BlockNotMine))
+			addImplicit(snap, fe.Needs)
 		}
 	}
 	l.snapBuf = snap.Entries

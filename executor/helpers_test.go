@@ -59,7 +59,7 @@ func setup(t testing.TB, cfgYAML string, dags map[string]string) *bundle {
 // daemon builds a daemon over the bundle; mod adjusts its config.
 func (b *bundle) daemon(t testing.TB, mod func(*Config)) *Daemon {
 	t.Helper()
-	cfg := Config{Store: b.st, Settings: b.cfg, DAGsDir: b.dagsDir, StateDir: b.stateDir, DaemonID: "test-daemon",
+	cfg := Config{Store: b.st, Settings: b.cfg, DAGsDir: b.dagsDir, StateDir: b.stateDir, DaemonID: "test-daemon-" + t.Name(),
 		KillGrace: 200 * time.Millisecond, ShutdownGrace: 2 * time.Second,
 		Notify: func(n Notice) {
 			select {

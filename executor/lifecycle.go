@@ -58,7 +58,7 @@ func (l *loop) start(ctx context.Context) error {
 			groups[c.PGID] = true
 		}
 	}
-	for pgid := range findOrphans(l.cfg.DaemonID, l.epoch) {
+	for pgid := range findOrphans(l.cfg.DaemonID, l.epoch, l.st.Path()) {
 		groups[pgid] = true
 	}
 	for pgid := range groups {
@@ -88,16 +88,22 @@ func (l *loop) start(ctx context.Context) error {
 	return nil
 }
 
-// findOrphans finds process groups started by an earlier epoch of this daemon, whose ids may
-// not have reached the store before a crash, by the variables every attempt carries.
-func findOrphans(daemonID string, epoch int64) map[int]bool {
+// findOrphans finds process groups started by an earlier epoch of this daemon on this store,
+// whose ids may not have reached the store before a crash, by the variables every attempt
+// carries.
+func findOrphans(daemonID string, epoch int64, storePath string) map[int]bool {
 	out := map[int]bool{}
 	procs, _ := filepath.Glob("/proc/[0-9]*/environ")
-	wantID := []byte(envDaemonID + "=" + daemonID + "\x00")
-	cur := []byte(envEpoch + "=" + strconv.FormatInt(epoch, 10) + "\x00")
+	wantID := []byte("\x00" + envDaemonID + "=" + daemonID + "\x00")
+	wantStore := []byte("\x00" + envStore + "=" + storePath + "\x00")
+	cur := []byte("\x00" + envEpoch + "=" + strconv.FormatInt(epoch, 10) + "\x00")
 	for _, p := range procs {
 		b, err := os.ReadFile(p)
-		if err != nil || !bytes.Contains(append(b, 0), wantID) || bytes.Contains(append(b, 0), cur) {
+		if err != nil {
+			continue
+		}
+		env := append(append([]byte{0}, b...), 0)
+		if !bytes.Contains(env, wantID) || !bytes.Contains(env, wantStore) || bytes.Contains(env, cur) {
 			continue
 		}
 		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
@@ -275,6 +281,9 @@ func (l *loop) nextWake(now time.Time) time.Time {
 	at(l.minLease)
 	at(l.nextFire())
 	for _, run := range l.runs {
+		if !run.timed {
+			continue
+		}
 		for _, ti := range run.tis {
 			switch dag.State(ti.State) {
 			case dag.StateUpForRetry:
@@ -286,14 +295,24 @@ func (l *loop) nextWake(now time.Time) time.Time {
 			}
 		}
 	}
+	// Starvation thresholds matter only in finite backfill pools that promote.
+	starving := map[string]time.Duration{}
+	for _, sp := range l.pools {
+		if sp.StarvationAfter > 0 && sp.Ordering == "backfill" && sp.Slots >= 0 {
+			starving[sp.Name] = sp.StarvationAfter
+		}
+	}
 	for _, le := range l.entries {
 		if le.State != "waiting" {
 			continue
 		}
 		at(le.Deadline)
+		if len(starving) == 0 {
+			continue
+		}
 		for _, n := range le.Needs {
-			if sp, ok := l.pools[n.Pool]; ok && sp.StarvationAfter > 0 && sp.Ordering == "backfill" {
-				if t := le.Due.Add(sp.StarvationAfter); t.After(now) {
+			if after, ok := starving[n.Pool]; ok {
+				if t := le.Due.Add(after); t.After(now) {
 					at(t.Add(time.Millisecond))
 				}
 			}

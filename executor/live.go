@@ -22,6 +22,9 @@ type liveRun struct {
 	tis     map[string]*liveTI
 	params  map[string]any
 	dirty   bool
+	// timed is set when a task of the run can wait on a timer (a retry, an approval timeout, a
+	// sensor), so the wake-up scan can skip the others.
+	timed bool
 }
 
 // liveTI is one task instance of a live run.
@@ -63,6 +66,9 @@ func newLiveRun(r store.Run, d *dag.DAG) *liveRun {
 		lr.ups[t.ID] = t.DependsOn
 	}
 	lr.topo = topoOrder(d)
+	for _, t := range d.Tasks {
+		lr.timed = lr.timed || t.Retries > 0 || t.Kind == dag.KindApproval || t.Kind == dag.KindSensor
+	}
 	lr.params = map[string]any{}
 	for k, v := range d.Params {
 		lr.params[k] = v

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 const (
 	envDaemonID = "POOLFLOW_DAEMON_ID"
 	envEpoch    = "POOLFLOW_DAEMON_EPOCH"
+	envStore    = "POOLFLOW_STORE"
 )
 
 // attempt is one running try of a task.
@@ -104,7 +106,7 @@ func (a *attempt) stopReason() string {
 func (l *loop) execute(a *attempt) *evFinished {
 	start := l.clock.Now()
 	ev := &evFinished{entry: a.entry, start: start}
-	logf, err := openLog(a)
+	logf, err := newAttemptLog(a.logPath, a.replay)
 	if err != nil {
 		ev.end, ev.reason = l.clock.Now(), "open log: "+err.Error()
 		return ev
@@ -142,24 +144,6 @@ func (l *loop) execute(a *attempt) *evFinished {
 	return ev
 }
 
-func openLog(a *attempt) (*os.File, error) {
-	// Mkdir first: on a fresh run only the task's folder is missing, and MkdirAll would stat
-	// every level before creating it.
-	if err := os.Mkdir(filepath.Dir(a.logPath), 0o755); err != nil && !os.IsExist(err) {
-		if err := os.MkdirAll(filepath.Dir(a.logPath), 0o755); err != nil {
-			return nil, err
-		}
-	}
-	f, err := os.OpenFile(a.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if a.replay {
-		fmt.Fprintln(f, "--- replay ---")
-	}
-	return f, nil
-}
-
 func (l *loop) argv(a *attempt) []string {
 	if a.task.Kind == dag.KindBash {
 		return []string{"bash", "-c", a.task.Bash}
@@ -183,25 +167,48 @@ func (l *loop) env(a *attempt) []string {
 		"POOLFLOW_PARAMS="+string(params),
 		envDaemonID+"="+l.cfg.DaemonID,
 		envEpoch+"="+strconv.FormatInt(l.epoch, 10),
+		envStore+"="+l.st.Path(),
 	)
 }
 
 // runProcess runs argv in its own process group with output to the log. execution_timeout sends
 // SIGTERM to the group, then SIGKILL after the grace period (§3.4). When the leader exits, what
 // is left of its group is killed so a finished attempt holds no processes.
-func (l *loop) runProcess(ctx context.Context, a *attempt, logf *os.File, argv []string) (bool, string) {
+func (l *loop) runProcess(ctx context.Context, a *attempt, logf *attemptLog, argv []string) (bool, string) {
 	if len(argv) == 0 {
 		return false, "empty command"
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = a.task.Workdir
 	cmd.Env = l.env(a)
-	cmd.Stdout, cmd.Stderr = logf, logf
+	// Output goes through a pipe so the log file is created only when something is written.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return false, "pipe: " + err.Error()
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
 		fmt.Fprintf(logf, "poolflow: cannot start %q: %v\n", argv[0], err)
 		return false, "start: " + err.Error()
 	}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(logf, pr)
+	}()
+	defer func() {
+		// The group is dead by now; a process that left it may still hold the pipe, so the
+		// copy gets a bounded time to reach EOF.
+		select {
+		case <-copied:
+		case <-time.After(l.cfg.KillGrace):
+		}
+		pr.Close()
+	}()
 	pgid := cmd.Process.Pid
 	a.mu.Lock()
 	a.pgid = pgid
@@ -223,7 +230,7 @@ func (l *loop) runProcess(ctx context.Context, a *attempt, logf *os.File, argv [
 		})
 		defer t.Stop()
 	}
-	err := cmd.Wait()
+	err = cmd.Wait()
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	tmu.Lock()
 	defer tmu.Unlock()
@@ -245,7 +252,7 @@ func (l *loop) runProcess(ctx context.Context, a *attempt, logf *os.File, argv [
 }
 
 // runGo runs a Go task; a panic is a failed attempt with its stack in the log (§2.2).
-func runGo(ctx context.Context, a *attempt, logf *os.File) (ok bool, reason string) {
+func runGo(ctx context.Context, a *attempt, logf *attemptLog) (ok bool, reason string) {
 	if to := a.task.ExecutionTimeout; to > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, to)

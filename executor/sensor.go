@@ -22,7 +22,7 @@ const (
 // poke runs a sensor in poke mode: it holds its claims and checks every poke_interval (backed
 // off up to max_wait) until the check is met or timeout passes, measured from the first poke.
 // A timeout fails with no retry, or skips the task with soft_fail (§5.1).
-func (l *loop) poke(ctx context.Context, a *attempt, logf *os.File, ev *evFinished) {
+func (l *loop) poke(ctx context.Context, a *attempt, logf *attemptLog, ev *evFinished) {
 	s := a.task.Sensor
 	first := l.clock.Now()
 	interval := s.PokeInterval
@@ -62,7 +62,7 @@ func (l *loop) poke(ctx context.Context, a *attempt, logf *os.File, ev *evFinish
 
 // pokeOnce is one admission of a reschedule sensor: one check, then the loop releases its
 // claims (but those of include_deferred pools) until the next poke (§5.1).
-func (l *loop) pokeOnce(ctx context.Context, a *attempt, logf *os.File, ev *evFinished) {
+func (l *loop) pokeOnce(ctx context.Context, a *attempt, logf *attemptLog, ev *evFinished) {
 	res, msg := l.check(ctx, a, logf)
 	fmt.Fprintf(logf, "poke: %s\n", msg)
 	switch res {
@@ -82,7 +82,7 @@ func timedOut(s *dag.Sensor, ev *evFinished) {
 }
 
 // check pokes once: a command (exit 0 met, 1 not yet, other an error), a file, or an HTTP URL.
-func (l *loop) check(ctx context.Context, a *attempt, logf *os.File) (pokeResult, string) {
+func (l *loop) check(ctx context.Context, a *attempt, logf *attemptLog) (pokeResult, string) {
 	s := a.task.Sensor
 	switch {
 	case len(s.Command) > 0:

@@ -62,6 +62,11 @@ tasks:
 		t.Fatal(err)
 	}
 	defer d.Stop()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
 	if _, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "hold", RunID: "r"}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,6 +56,9 @@ type Options struct {
 // Open opens (creating if needed) the database at path and migrates it to the newest schema.
 // A database whose schema is newer than this binary is refused with ErrSchemaTooNew.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs // attempts carry it so a restarted daemon finds its own orphans (§4.8)
+	}
 	sync := opts.Synchronous
 	if sync == "" {
 		sync = "FULL"

@@ -1,0 +1,78 @@
+package executor
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// attemptLog is one attempt's log file, <state>/logs/<dag>/<run>/<task>/<try>.log. It is
+// created at the attempt's first output (or at once for a replay, whose first line marks it), so
+// an attempt that prints nothing costs no files: on a slow file system the folder and file were
+// most of a short task's overhead. Output is appended as it arrives, so the log can be read while
+// the attempt runs.
+type attemptLog struct {
+	path   string
+	replay bool
+
+	mu  sync.Mutex
+	f   *os.File
+	err error
+}
+
+func newAttemptLog(path string, replay bool) (*attemptLog, error) {
+	l := &attemptLog{path: path, replay: replay}
+	if replay {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if err := l.open(); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// open creates the file; mu is held.
+func (l *attemptLog) open() error {
+	if l.f != nil || l.err != nil {
+		return l.err
+	}
+	dir := filepath.Dir(l.path)
+	// Mkdir first: usually only the task's folder is missing, and MkdirAll would stat every level.
+	if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			l.err = err
+			return err
+		}
+	}
+	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		l.err = err
+		return err
+	}
+	l.f = f
+	if l.replay {
+		fmt.Fprintln(f, "--- replay ---")
+	}
+	return nil
+}
+
+func (l *attemptLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.open(); err != nil {
+		return 0, err
+	}
+	return l.f.Write(p)
+}
+
+// Close closes the file if the attempt wrote one.
+func (l *attemptLog) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	return l.f.Close()
+}
