@@ -1,0 +1,181 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/poolflow/poolflow/store"
+)
+
+// The seed's routes (seed 000): GET /pools, the data of the dashboard's Resource pools card, and
+// POST /pools/{name}/queue/{key}/cancel, where key is the queue ID. Their JSON uses the seed's
+// queueId; everything else is snake_case like the rest of the API.
+
+// recentPerPool is how many terminal entries each pool keeps visible (§4.6).
+const recentPerPool = 50
+
+type boardJSON struct {
+	Pools        []boardPoolJSON `json:"pools"`
+	TotalEntries int             `json:"total_entries"`
+}
+
+type boardPoolJSON struct {
+	Name        string  `json:"name"`
+	Description *string `json:"description"`
+	// Capacity is the slots admission uses now, -1 for unlimited; DrainingTo is the capacity an
+	// on_resize: drain pool switches to once its old queue is empty.
+	Capacity   int    `json:"capacity"`
+	DrainingTo *int   `json:"draining_to"`
+	Occupancy  int    `json:"occupancy"`
+	OpenSlots  int    `json:"open_slots"`
+	Ordering   string `json:"ordering"`
+	MaxQueued  int    `json:"max_queued"`
+	Source     string `json:"source"`
+	// Holders are the admitted entries holding slots, by queue ID.
+	Holders []holderJSON `json:"holders"`
+	// Waiting lists the waiting entries in admission order.
+	Waiting []entryJSON `json:"waiting"`
+	// Recent lists the last terminal entries, newest first.
+	Recent []entryJSON `json:"recent"`
+}
+
+type holderJSON struct {
+	QueueID    int64     `json:"queueId"`
+	Label      string    `json:"label"`
+	Slots      int       `json:"slots"`
+	Daemon     string    `json:"daemon"`
+	LeaseUntil time.Time `json:"lease_until"`
+}
+
+// entryJSON is one queue entry.
+type entryJSON struct {
+	QueueID      int64          `json:"queueId"`
+	DAGID        string         `json:"dag_id"`
+	DAGRunID     string         `json:"dag_run_id"`
+	TaskID       string         `json:"task_id"`
+	TryNumber    int            `json:"try_number"`
+	Label        string         `json:"label"`
+	State        string         `json:"state"`
+	Priority     int            `json:"priority"`
+	Due          time.Time      `json:"due"`
+	Deadline     *time.Time     `json:"deadline"`
+	Force        bool           `json:"force"`
+	Requirements map[string]int `json:"requirements"`
+	Limits       []limitJSON    `json:"limits"`
+	Rule         *string        `json:"rule"`
+	Reason       *reasonJSON    `json:"reason"`
+	EnqueuedAt   time.Time      `json:"enqueued_at"`
+	EndedAt      *time.Time     `json:"ended_at"`
+}
+
+func entryView(e store.Entry) entryJSON {
+	reqs, limits := splitNeeds(e.Needs)
+	v := entryJSON{QueueID: e.ID, DAGID: e.DAGID, DAGRunID: e.RunID, TaskID: e.TaskID, TryNumber: e.TryNumber,
+		Label: e.Label, State: e.State, Priority: e.Priority, Due: e.Due.UTC(), Deadline: ts(e.Deadline), Force: e.Force,
+		Requirements: reqs, Limits: limits, Rule: strOrNil(e.Rule), EnqueuedAt: e.CreatedAt.UTC(), EndedAt: ts(e.EndedAt)}
+	if e.Reason != "" || e.ReasonCode != "" {
+		v.Reason = &reasonJSON{Code: e.ReasonCode, Text: e.Reason}
+	}
+	return v
+}
+
+// poolBoard is GET /pools: capacity, occupancy, holders, waiting entries in admission order with
+// priority, due time, deadline, requirements and wait reason, and the recent terminal entries.
+// 503 while pool state is unavailable (§4.9).
+func (s *Server) poolBoard(w http.ResponseWriter, r *http.Request) {
+	st, err := readPoolState(r.Context(), s.cfg.Store)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	recent, err := s.cfg.Store.RecentEntries(r.Context(), recentPerPool)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := boardJSON{Pools: []boardPoolJSON{}, TotalEntries: len(st.pools)}
+	for _, p := range st.pools {
+		u := st.usage(p.Name)
+		v := boardPoolJSON{Name: p.Name, Description: strOrNil(p.Description), Capacity: p.Slots, Occupancy: u.occupied,
+			OpenSlots: openSlots(p, u.occupied), Ordering: p.Ordering, MaxQueued: p.MaxQueued, Source: p.Source,
+			Holders: []holderJSON{}, Waiting: []entryJSON{}, Recent: []entryJSON{}}
+		if p.TargetSlots != store.NoTarget {
+			t := p.TargetSlots
+			v.DrainingTo = &t
+		}
+		for _, c := range st.claims[p.Name] {
+			v.Holders = append(v.Holders, holderJSON{QueueID: c.Entry, Label: c.Label, Slots: c.Slots, Daemon: c.Daemon,
+				LeaseUntil: c.LeaseUntil.UTC()})
+		}
+		for _, e := range st.waiting[p.Name] {
+			v.Waiting = append(v.Waiting, entryView(e))
+		}
+		for _, e := range recent[p.Name] {
+			v.Recent = append(v.Recent, entryView(e))
+		}
+		out.Pools = append(out.Pools, v)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// cancelEntry is POST /pools/{name}/queue/{key}/cancel: the operator's cancel of a waiting
+// entry, a failed attempt that follows the retry policy (§4.6). 404 for an unknown pool or
+// entry (or one that does not need that pool), 409 when the entry is not waiting or the pool
+// refuses, 503 while pool state is unavailable.
+func (s *Server) cancelEntry(w http.ResponseWriter, r *http.Request) {
+	name, key := pathVar(r, "name"), pathVar(r, "key")
+	ps, err := s.cfg.Store.ListPools(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if !slices.ContainsFunc(ps, func(p store.Pool) bool { return p.Name == name }) {
+		s.fail(w, r, notFound("pool %s not found", name))
+		return
+	}
+	id, perr := strconv.ParseInt(key, 10, 64)
+	if perr != nil || id < 1 {
+		s.fail(w, r, notFound("queue entry %s not found in pool %s", key, name))
+		return
+	}
+	e, err := s.cfg.Store.EntryByID(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !needsPool(e, name)) {
+		s.fail(w, r, notFound("queue entry %d not found in pool %s", id, name))
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if e.State != "waiting" {
+		s.fail(w, r, conflict("queue entry %d of pool %s is not waiting (%s)", id, name, e.State))
+		return
+	}
+	run, err := s.cfg.Store.GetRunByPK(r.Context(), e.Run)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	err = s.sendCommand(r.Context(), run, "cancel", e.TaskID, "")
+	if errors.Is(err, errCommandPending) {
+		writeJSON(w, http.StatusAccepted, pendingJSON{Queued: true, Detail: err.Error()})
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	e, err = s.cfg.Store.EntryByID(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, entryView(e))
+}
+
+func needsPool(e store.Entry, pool string) bool {
+	return slices.ContainsFunc(e.Needs, func(n store.Requirement) bool { return n.Pool == pool })
+}

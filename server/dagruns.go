@@ -1,0 +1,236 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/store"
+)
+
+// dagRunJSON is Airflow's DAGRun object plus queued_at (Airflow 2.1+) and our reason.
+type dagRunJSON struct {
+	DAGRunID          string          `json:"dag_run_id"`
+	DAGID             string          `json:"dag_id"`
+	LogicalDate       time.Time       `json:"logical_date"`
+	ExecutionDate     time.Time       `json:"execution_date"`
+	QueuedAt          *time.Time      `json:"queued_at"`
+	StartDate         *time.Time      `json:"start_date"`
+	EndDate           *time.Time      `json:"end_date"`
+	DataIntervalStart *time.Time      `json:"data_interval_start"`
+	DataIntervalEnd   *time.Time      `json:"data_interval_end"`
+	RunType           string          `json:"run_type"`
+	State             string          `json:"state"`
+	ExternalTrigger   bool            `json:"external_trigger"`
+	Conf              json.RawMessage `json:"conf"`
+	Note              *string         `json:"note"`
+	Reason            *string         `json:"reason"`
+}
+
+// triggerJSON is the answer to a manual start: the run, and when something must wait for a
+// pool, the seed's queued, queueId and pool naming the first waiting entry.
+type triggerJSON struct {
+	dagRunJSON
+	Queued  bool   `json:"queued"`
+	QueueID int64  `json:"queueId,omitempty"`
+	Pool    string `json:"pool,omitempty"`
+}
+
+type dagRunCollection struct {
+	DAGRuns      []dagRunJSON `json:"dag_runs"`
+	TotalEntries int          `json:"total_entries"`
+}
+
+// runType names a run's trigger with Airflow's words where one means the same.
+func runType(t string) string {
+	switch t {
+	case "schedule":
+		return "scheduled"
+	case "catchup":
+		return "backfill"
+	}
+	return t // manual, test
+}
+
+func runView(r store.Run) dagRunJSON {
+	return dagRunJSON{DAGRunID: r.RunID, DAGID: r.DAGID, LogicalDate: r.LogicalDate.UTC(), ExecutionDate: r.LogicalDate.UTC(),
+		QueuedAt: ts(r.QueuedAt), StartDate: ts(r.StartDate), EndDate: ts(r.EndDate), RunType: runType(r.RunType),
+		State: r.State, ExternalTrigger: r.RunType == "manual", Conf: rawConf(r.Conf), Note: strOrNil(r.Note),
+		Reason: strOrNil(r.Reason)}
+}
+
+// listRuns is GET /api/v1/dags/{dag_id}/dagRuns, newest first; dag_id "~" lists every DAG's
+// runs, as in Airflow.
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	p, err := pageOf(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	id := pathVar(r, "dag_id")
+	if id == "~" {
+		id = ""
+	} else if _, err := s.dagByID(r, id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	runs, total, err := s.cfg.Store.ListRuns(r.Context(), id, p.limit, p.offset)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := dagRunCollection{DAGRuns: []dagRunJSON{}, TotalEntries: total}
+	for _, run := range runs {
+		out.DAGRuns = append(out.DAGRuns, runView(run))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// runOf reads the run named in the path; an unknown one is 404.
+func (s *Server) runOf(r *http.Request) (store.Run, error) {
+	dagID, runID := pathVar(r, "dag_id"), pathVar(r, "dag_run_id")
+	run, err := s.cfg.Store.GetRun(r.Context(), dagID, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return run, notFound("dag run %s of dag %s not found", runID, dagID)
+	}
+	return run, err
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	run, err := s.runOf(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, runView(run))
+}
+
+// triggerBody is Airflow's DAGRun creation body plus queue (default true): false asks not to
+// wait, so the start is refused unless its ready tasks are admitted at once (§4.6).
+type triggerBody struct {
+	DAGRunID    *string         `json:"dag_run_id"`
+	LogicalDate json.RawMessage `json:"logical_date"`
+	Conf        json.RawMessage `json:"conf"`
+	Note        *string         `json:"note"`
+	Queue       *bool           `json:"queue"`
+}
+
+// runIDPattern is Airflow's default allowed_run_id_pattern. It also keeps run ids safe as a
+// path segment of the attempt logs.
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.~:+-]+$`)
+
+const maxRunIDLen = 250
+
+func (b *triggerBody) request(dagID string) (executor.TriggerRequest, error) {
+	req := executor.TriggerRequest{DAGID: dagID}
+	if b.DAGRunID != nil {
+		id := *b.DAGRunID
+		switch {
+		case id == "":
+			return req, badRequest("dag_run_id", "must not be empty (omit it for a generated id)")
+		case len(id) > maxRunIDLen:
+			return req, badRequest("dag_run_id", "longer than %d characters", maxRunIDLen)
+		case !runIDPattern.MatchString(id) || id == "." || id == "..":
+			return req, badRequest("dag_run_id", "%q may only hold letters, digits and _.~:+-", id)
+		}
+		req.RunID = id
+	}
+	t, err := rawTime("logical_date", b.LogicalDate)
+	if err != nil {
+		return req, err
+	}
+	req.LogicalDate = t
+	if !isNull(b.Conf) {
+		if c := firstByte(b.Conf); c != '{' {
+			return req, badRequest("conf", "want a JSON object")
+		}
+		if err := json.Unmarshal(b.Conf, &req.Conf); err != nil {
+			return req, badRequest("conf", "want a JSON object")
+		}
+	}
+	if b.Note != nil {
+		req.Note = *b.Note
+	}
+	req.NoQueue = b.Queue != nil && !*b.Queue
+	return req, nil
+}
+
+func firstByte(raw json.RawMessage) byte {
+	for _, c := range raw {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return c
+		}
+	}
+	return 0
+}
+
+// triggerRun is POST /api/v1/dags/{dag_id}/dagRuns. It answers after the run's first pass:
+// 200 when every ready task was admitted, 202 when something waits for a pool, 409 when a pool
+// refuses the start, 503 when pool state is unavailable.
+func (s *Server) triggerRun(w http.ResponseWriter, r *http.Request) {
+	dagID := pathVar(r, "dag_id")
+	var body triggerBody
+	if err := decodeBody(w, r, &body, true); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	req, err := body.request(dagID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if s.findDAG(dagID) == nil {
+		if _, err := s.dagByID(r, dagID); err == nil {
+			s.fail(w, r, conflict("dag %s is not loaded now (see /api/v1/importErrors)", dagID))
+			return
+		}
+		s.fail(w, r, notFound("dag %s not found", dagID))
+		return
+	}
+	d, err := s.daemon()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res, err := d.Trigger(r.Context(), req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if msg, err := s.rejection(r, res.Run); err != nil {
+		s.fail(w, r, err)
+		return
+	} else if msg != "" {
+		s.fail(w, r, conflict("%s", msg))
+		return
+	}
+	out := triggerJSON{dagRunJSON: runView(res.Run), Queued: res.Queued}
+	status := http.StatusOK
+	if res.Queued {
+		out.QueueID, out.Pool, status = res.QueueID, res.Pool, http.StatusAccepted
+	}
+	w.Header().Set("Location", "/api/v1/dags/"+url.PathEscape(res.Run.DAGID)+"/dagRuns/"+url.PathEscape(res.Run.RunID))
+	writeJSON(w, status, out)
+}
+
+// rejection finds a task of a just-started run whose entry a pool rejected in the first pass
+// (backlog full, over capacity, draining, §4.6): the daemon records that as a failed attempt
+// rather than refusing the start, but to the caller the pool refused it, so the answer is 409
+// with the pool's message.
+func (s *Server) rejection(r *http.Request, run store.Run) (string, error) {
+	tis, err := s.cfg.Store.ListTaskInstances(r.Context(), run.PK)
+	if err != nil {
+		return "", err
+	}
+	for _, ti := range tis {
+		if msg, ok := strings.CutPrefix(ti.Reason, "rejected: "); ok {
+			return msg, nil
+		}
+	}
+	return "", nil
+}

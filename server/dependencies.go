@@ -1,0 +1,98 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/pools"
+)
+
+// dependencyJSON is one of Airflow's unmet dependencies: what is not met, and why.
+type dependencyJSON struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+type dependenciesJSON struct {
+	Dependencies []dependencyJSON `json:"dependencies"`
+}
+
+// dependencyNames gives each wait reason of §4.5 the name Airflow would show for it (its own
+// where one exists: "Pool Slots Available", "Task Concurrency", …).
+var dependencyNames = map[string]string{
+	string(pools.ReasonPoolFull):     "Pool Slots Available",
+	string(pools.ReasonBehind):       "Pool Admission Order",
+	string(pools.ReasonStarvedHead):  "Pool Starvation Guard",
+	string(pools.ReasonGlobalLimit):  "Global Concurrency (max_running)",
+	string(pools.ReasonDAGLimit):     "Dag Run Task Concurrency (max_active_tasks)",
+	string(pools.ReasonTaskLimit):    "Task Concurrency",
+	string(pools.ReasonForbid):       "Dag Run Concurrency Policy",
+	string(pools.ReasonPaused):       "Dag Not Paused",
+	string(pools.ReasonNodeAway):     "Daemon Available",
+	string(pools.ReasonDraining):     "Pool Not Draining",
+	string(pools.ReasonUnknownPool):  "Pool Exists",
+	string(pools.ReasonOverCapacity): "Pool Capacity",
+	"queued":                         "Pool Slots Available",
+	"run_queued":                     "Dag Run Limit",
+	"retry":                          "Not In Retry Period",
+	"reschedule":                     "Ready To Reschedule",
+	"approval":                       "Approval",
+}
+
+// getDependencies is GET .../taskInstances/{task_id}/dependencies: the unmet dependencies of a
+// task instance, filled from its wait reason (§4.5); empty when nothing holds it back.
+func (s *Server) getDependencies(w http.ResponseWriter, r *http.Request) {
+	t, err := s.taskInstanceOf(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, dependenciesJSON{Dependencies: t.dependencies()})
+}
+
+func (t *taskInstance) dependencies() []dependencyJSON {
+	out := []dependencyJSON{}
+	state := dag.State(t.ti.State)
+	if state == dag.StateNone && t.run.State != "queued" {
+		return append(out, dependencyJSON{Name: "Trigger Rule", Reason: t.upstreamReason()})
+	}
+	if wr := waitReason(t.run, t.ti, t.entry); wr != nil {
+		name := dependencyNames[wr.Code]
+		if name == "" {
+			name = wr.Code
+		}
+		return append(out, dependencyJSON{Name: name, Reason: strings.TrimPrefix(wr.Text, "waiting: ")})
+	}
+	if state == dag.StateRunning || state.Terminal() {
+		out = append(out, dependencyJSON{Name: "Task Instance State",
+			Reason: fmt.Sprintf("task is in the '%s' state", state)})
+	}
+	return out
+}
+
+// upstreamReason names the upstream tasks that have not finished, under the task's trigger rule.
+func (t *taskInstance) upstreamReason() string {
+	if t.task == nil {
+		return "upstream tasks have not finished"
+	}
+	states := map[string]string{}
+	for _, ti := range t.all {
+		states[ti.TaskID] = ti.State
+	}
+	var open []string
+	for _, up := range t.task.DependsOn {
+		if st := states[up]; !dag.State(st).Terminal() {
+			open = append(open, fmt.Sprintf("%s (%s)", up, orText(st, "none")))
+		}
+	}
+	rule := string(t.task.TriggerRule)
+	if rule == "" {
+		rule = string(dag.AllSuccess)
+	}
+	if len(open) == 0 {
+		return fmt.Sprintf("trigger rule %s is evaluated at the next pass", rule)
+	}
+	return fmt.Sprintf("trigger rule %s waits for upstream tasks to finish: %s", rule, strings.Join(open, ", "))
+}

@@ -1,0 +1,284 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/pools"
+	"github.com/poolflow/poolflow/store"
+)
+
+// Pools defined in poolflow.yaml are read-only over the API (409; change them in the file);
+// pools created over the API or CLI are kept in the store. A name cannot be both.
+
+// poolJSON is Airflow's Pool object plus poolflow's own settings.
+type poolJSON struct {
+	Name            string  `json:"name"`
+	Slots           int     `json:"slots"`
+	OccupiedSlots   int     `json:"occupied_slots"`
+	RunningSlots    int     `json:"running_slots"`
+	QueuedSlots     int     `json:"queued_slots"`
+	DeferredSlots   int     `json:"deferred_slots"`
+	OpenSlots       int     `json:"open_slots"`
+	Description     *string `json:"description"`
+	IncludeDeferred bool    `json:"include_deferred"`
+
+	Ordering        string `json:"ordering"`
+	MaxQueued       int    `json:"max_queued"`
+	StarvationAfter string `json:"starvation_after"`
+	OnResize        string `json:"on_resize"`
+	DrainingTo      *int   `json:"draining_to"`
+	QueuedEntries   int    `json:"queued_entries"`
+	Source          string `json:"source"`
+}
+
+type poolCollection struct {
+	Pools        []poolJSON `json:"pools"`
+	TotalEntries int        `json:"total_entries"`
+}
+
+func poolView(p store.Pool, st *poolState) poolJSON {
+	u := st.usage(p.Name)
+	v := poolJSON{Name: p.Name, Slots: p.Slots, OccupiedSlots: u.occupied, RunningSlots: u.running,
+		QueuedSlots: u.queuedSlots, DeferredSlots: u.deferred, OpenSlots: openSlots(p, u.occupied),
+		Description: strOrNil(p.Description), IncludeDeferred: p.IncludeDeferred, Ordering: p.Ordering,
+		MaxQueued: p.MaxQueued, StarvationAfter: p.StarvationAfter.String(), OnResize: p.OnResize,
+		QueuedEntries: u.queuedEntries, Source: p.Source}
+	if p.TargetSlots != store.NoTarget {
+		t := p.TargetSlots
+		v.DrainingTo = &t
+	}
+	return v
+}
+
+func (s *Server) listPools(w http.ResponseWriter, r *http.Request) {
+	p, err := pageOf(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	st, err := readPoolState(r.Context(), s.cfg.Store)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := poolCollection{Pools: []poolJSON{}, TotalEntries: len(st.pools)}
+	lo, hi := p.slice(len(st.pools))
+	for _, pool := range st.pools[lo:hi] {
+		out.Pools = append(out.Pools, poolView(pool, st))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) poolByName(r *http.Request, name string) (poolJSON, error) {
+	st, err := readPoolState(r.Context(), s.cfg.Store)
+	if err != nil {
+		return poolJSON{}, err
+	}
+	for _, p := range st.pools {
+		if p.Name == name {
+			return poolView(p, st), nil
+		}
+	}
+	return poolJSON{}, notFound("pool %s not found", name)
+}
+
+func (s *Server) getPool(w http.ResponseWriter, r *http.Request) {
+	v, err := s.poolByName(r, pathVar(r, "pool_name"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// poolBody is the body of POST and PATCH: every field optional in PATCH.
+type poolBody struct {
+	Name            *string         `json:"name"`
+	Slots           *int            `json:"slots"`
+	Description     *string         `json:"description"`
+	IncludeDeferred *bool           `json:"include_deferred"`
+	Ordering        *string         `json:"ordering"`
+	MaxQueued       *int            `json:"max_queued"`
+	StarvationAfter json.RawMessage `json:"starvation_after"`
+	OnResize        *string         `json:"on_resize"`
+}
+
+// spec merges the body over base (the stored pool for PATCH, zero for POST).
+func (b *poolBody) spec(base pools.Spec) (pools.Spec, error) {
+	sp := base
+	sp.Source = "store"
+	if b.Slots != nil {
+		sp.Slots = *b.Slots
+	}
+	if b.Description != nil {
+		sp.Description = *b.Description
+	}
+	if b.IncludeDeferred != nil {
+		sp.IncludeDeferred = *b.IncludeDeferred
+	}
+	if b.Ordering != nil {
+		if pools.Ordering(*b.Ordering) != sp.Ordering {
+			// A new ordering takes its own starvation default unless one is given.
+			sp.StarvationAfter, sp.StarvationSet = 0, false
+		}
+		sp.Ordering = pools.Ordering(*b.Ordering)
+	}
+	if b.MaxQueued != nil {
+		sp.MaxQueued = *b.MaxQueued
+	}
+	if !isNull(b.StarvationAfter) {
+		d, err := rawDuration("starvation_after", b.StarvationAfter)
+		if err != nil {
+			return sp, err
+		}
+		sp.StarvationAfter, sp.StarvationSet = d, true
+	}
+	if b.OnResize != nil {
+		sp.OnResize = *b.OnResize
+	}
+	// Resolve validates every field and fills the defaults (backfill, starvation_after 10m on
+	// backfill pools, on_resize immediate); its errors name the field.
+	resolved, err := pools.Resolve(0, []pools.Spec{sp})
+	if err != nil {
+		return sp, specProblem(err)
+	}
+	out := resolved[sp.Name]
+	out.Source = "store"
+	return out, nil
+}
+
+// specProblem turns pools.Resolve's errors into a 400 naming the first bad field.
+func specProblem(err error) error {
+	var se *pools.SpecError
+	if errors.As(err, &se) {
+		return badRequest(se.Field, "%s", se.Msg)
+	}
+	return badRequest("body", "%s", err.Error())
+}
+
+func specOf(p store.Pool) pools.Spec {
+	sp := pools.Spec{Name: p.Name, Slots: p.Slots, MaxQueued: p.MaxQueued, Ordering: pools.Ordering(p.Ordering),
+		StarvationAfter: p.StarvationAfter,
+		StarvationSet:   pools.Ordering(p.Ordering) != pools.Strict, IncludeDeferred: p.IncludeDeferred, OnResize: p.OnResize,
+		Description: p.Description, Source: p.Source}
+	if p.TargetSlots != store.NoTarget {
+		sp.Slots = p.TargetSlots // the capacity asked for, which the drain is heading to
+	}
+	return sp
+}
+
+// createPool is POST /api/v1/pools: name and slots are required; an existing name is 409.
+func (s *Server) createPool(w http.ResponseWriter, r *http.Request) {
+	var body poolBody
+	if err := decodeBody(w, r, &body, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	switch {
+	case body.Name == nil:
+		s.fail(w, r, badRequest("name", "required"))
+		return
+	case body.Slots == nil:
+		s.fail(w, r, badRequest("slots", "required"))
+		return
+	}
+	spec, err := body.spec(pools.Spec{Name: *body.Name})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	err = s.writer.WithTx(r.Context(), func(tx *store.Tx) error {
+		if _, err := tx.PoolByName(spec.Name); err == nil {
+			return conflict("pool %s already exists; change it with PATCH /api/v1/pools/%s", spec.Name, spec.Name)
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return executor.SetPool(tx, s.cfg.Settings, s.loadedDAGs(), spec, false, s.now())
+	})
+	s.afterPoolWrite(w, r, spec.Name, http.StatusOK, err)
+}
+
+// patchPool is PATCH /api/v1/pools/{pool_name}: changes the fields given. Shrinking below what a
+// loaded DAG or a held claim needs is 409 unless ?force=true.
+func (s *Server) patchPool(w http.ResponseWriter, r *http.Request) {
+	name := pathVar(r, "pool_name")
+	var body poolBody
+	if err := decodeBody(w, r, &body, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if body.Name != nil && *body.Name != name {
+		s.fail(w, r, badRequest("name", "a pool cannot be renamed (create %s and delete %s)", *body.Name, name))
+		return
+	}
+	force, _, err := boolQuery(r, "force")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	err = s.writer.WithTx(r.Context(), func(tx *store.Tx) error {
+		prev, err := tx.PoolByName(name)
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound("pool %s not found", name)
+		}
+		if err != nil {
+			return err
+		}
+		if prev.Source == "file" {
+			return fmt.Errorf("%w: pool %s is defined in %s; change it there", executor.ErrFilePool, name,
+				orText(s.cfg.Settings.File, "poolflow.yaml"))
+		}
+		spec, err := body.spec(specOf(prev))
+		if err != nil {
+			return err
+		}
+		return executor.SetPool(tx, s.cfg.Settings, s.loadedDAGs(), spec, force, s.now())
+	})
+	s.afterPoolWrite(w, r, name, http.StatusOK, err)
+}
+
+// deletePool is DELETE /api/v1/pools/{pool_name}: 204, or 409 while a loaded DAG or a claim
+// needs it unless ?force=true.
+func (s *Server) deletePool(w http.ResponseWriter, r *http.Request) {
+	name := pathVar(r, "pool_name")
+	force, _, err := boolQuery(r, "force")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	err = s.writer.WithTx(r.Context(), func(tx *store.Tx) error {
+		err := executor.DeletePool(tx, s.cfg.Settings, s.loadedDAGs(), name, force, s.now())
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound("pool %s not found", name)
+		}
+		return err
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.wake()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) afterPoolWrite(w http.ResponseWriter, r *http.Request, name string, status int, err error) {
+	if err != nil {
+		var se *pools.SpecError
+		if errors.As(err, &se) {
+			err = specProblem(err)
+		}
+		s.fail(w, r, err)
+		return
+	}
+	s.wake()
+	v, err := s.poolByName(r, name)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, status, v)
+}

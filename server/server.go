@@ -1,0 +1,203 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/poolflow/poolflow/config"
+	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/store"
+)
+
+// Config configures the HTTP server.
+type Config struct {
+	Store    *store.Store
+	Daemon   *executor.Daemon // nil: reads work, triggers and commands answer 503
+	StateDir string           // attempt logs are read from StateDir/logs
+	Token    string           // bearer token for mutating routes and logs; "" = open
+	Logger   *slog.Logger
+
+	// Settings is the poolflow.yaml the daemon runs with: pool changes are checked against it
+	// (file pools are read-only over the API) and POST /rules/test uses its rules.
+	// nil = config.Default().
+	Settings *config.Config
+	// Metrics serves /metrics; nil = a fresh one whose notice counters stay at zero (pass the
+	// same Metrics as executor.Config.Notify's receiver to feed them).
+	Metrics *Metrics
+	// Writer is the store handle the API writes through (pause, pools, commands to runs owned by
+	// another process). It must be a different connection from the daemon's, so that the daemon
+	// sees those writes as outside changes and reloads. nil = New opens one on Store's file.
+	Writer *store.Store
+	// UI, when set, is mounted under /ui/ and / redirects there.
+	UI http.Handler
+	// Now is the clock for written timestamps; nil = time.Now.
+	Now func() time.Time
+	// CommandWait bounds how long a command to a run owned by another process is awaited
+	// before the API answers 202; default 5s.
+	CommandWait time.Duration
+}
+
+// Server is the HTTP handler.
+type Server struct {
+	cfg       Config
+	router    *mux.Router
+	log       *slog.Logger
+	writer    *store.Store
+	ownWriter bool
+}
+
+// maxBody caps request bodies (1 MiB).
+const maxBody = 1 << 20
+
+// New builds the router.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Settings == nil {
+		cfg.Settings = config.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.CommandWait <= 0 {
+		cfg.CommandWait = 5 * time.Second
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	cfg.Metrics.watch(cfg.Store)
+	s := &Server{cfg: cfg, log: cfg.Logger, writer: cfg.Writer}
+	if s.writer == nil && cfg.Store != nil {
+		w, err := store.Open(context.Background(), cfg.Store.Path(), store.Options{})
+		if err != nil {
+			// Writes still work through the shared handle; the daemon then sees them at its
+			// next reload instead of at once.
+			s.log.Warn("api: cannot open a separate store connection; using the daemon's", "err", err)
+			s.writer = cfg.Store
+		} else {
+			s.writer, s.ownWriter = w, true
+		}
+	}
+	s.router = s.routes()
+	return s
+}
+
+// Close releases the store connection New opened. It is safe to call twice.
+func (s *Server) Close() error {
+	if s.ownWriter {
+		s.ownWriter = false
+		return s.writer.Close()
+	}
+	return nil
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// route is one registered route: the table both the router and the OpenAPI test read.
+type route struct {
+	method, path string
+	handler      http.HandlerFunc
+	// auth: the route needs the bearer token when one is configured (mutations and logs).
+	auth bool
+}
+
+func (s *Server) table() []route {
+	const v1 = "/api/v1"
+	ti := v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}"
+	return []route{
+		{http.MethodGet, v1 + "/health", s.health, false},
+		{http.MethodGet, v1 + "/openapi.yaml", s.openAPI, false},
+		{http.MethodGet, v1 + "/dags", s.listDAGs, false},
+		{http.MethodGet, v1 + "/dags/{dag_id}", s.getDAG, false},
+		{http.MethodPatch, v1 + "/dags/{dag_id}", s.patchDAG, true},
+		{http.MethodGet, v1 + "/dags/{dag_id}/dagRuns", s.listRuns, false},
+		{http.MethodPost, v1 + "/dags/{dag_id}/dagRuns", s.triggerRun, true},
+		{http.MethodGet, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}", s.getRun, false},
+		{http.MethodGet, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances", s.listTaskInstances, false},
+		{http.MethodGet, ti, s.getTaskInstance, false},
+		{http.MethodGet, ti + "/dependencies", s.getDependencies, false},
+		{http.MethodGet, ti + "/logs/{try_number}", s.getLog, true},
+		{http.MethodPost, ti + "/approve", s.decideGate("approve"), true},
+		{http.MethodPost, ti + "/reject", s.decideGate("reject"), true},
+		{http.MethodGet, v1 + "/pools", s.listPools, false},
+		{http.MethodPost, v1 + "/pools", s.createPool, true},
+		{http.MethodGet, v1 + "/pools/{pool_name}", s.getPool, false},
+		{http.MethodPatch, v1 + "/pools/{pool_name}", s.patchPool, true},
+		{http.MethodDelete, v1 + "/pools/{pool_name}", s.deletePool, true},
+		{http.MethodGet, v1 + "/importErrors", s.listImportErrors, false},
+		{http.MethodPost, v1 + "/rules/test", s.testRules, false},
+		// The seed's routes (seed 000), outside /api/v1.
+		{http.MethodGet, "/pools", s.poolBoard, false},
+		{http.MethodPost, "/pools/{name}/queue/{key}/cancel", s.cancelEntry, true},
+		{http.MethodGet, "/metrics", s.metrics, false},
+	}
+}
+
+func (s *Server) routes() *mux.Router {
+	r := mux.NewRouter()
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, http.StatusNotFound, fmt.Sprintf("no such resource: %s", r.URL.Path))
+	})
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
+	})
+	r.Use(s.recoverPanics)
+	for _, rt := range s.table() {
+		h := http.Handler(rt.handler)
+		if rt.auth {
+			h = s.requireToken(h)
+		}
+		r.Handle(rt.path, h).Methods(rt.method)
+	}
+	if s.cfg.UI != nil {
+		r.PathPrefix("/ui/").Handler(s.cfg.UI)
+		r.Handle("/", http.RedirectHandler("/ui/", http.StatusFound)).Methods(http.MethodGet, http.MethodHead)
+	}
+	return r
+}
+
+// recoverPanics turns a handler panic into a 500 problem, so one bad request never takes the
+// daemon down with it.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.Error("api: handler panicked", "method", r.Method, "path", r.URL.Path, "panic", p)
+				writeProblem(w, http.StatusInternalServerError, "internal error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// now is the server's clock in UTC.
+func (s *Server) now() time.Time { return s.cfg.Now().UTC() }
+
+// daemon returns the daemon, or an error answering 503 when there is none.
+func (s *Server) daemon() (*executor.Daemon, error) {
+	if s.cfg.Daemon == nil {
+		return nil, &apiError{status: http.StatusServiceUnavailable, detail: "the scheduler is not running in this process"}
+	}
+	select {
+	case <-s.cfg.Daemon.Done():
+		return nil, &apiError{status: http.StatusServiceUnavailable, detail: "the scheduler has stopped"}
+	default:
+	}
+	return s.cfg.Daemon, nil
+}
+
+// wake tells the daemon about a write it should act on at once.
+func (s *Server) wake() {
+	if s.cfg.Daemon != nil {
+		s.cfg.Daemon.Wake()
+	}
+}

@@ -1,0 +1,287 @@
+package server
+
+import (
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/store"
+)
+
+// taskInstanceJSON is Airflow's TaskInstance object with poolflow's pool fields: requirements
+// (named pools → slots), limits (the implicit pools of §4.2), the queue entry, and why it waits.
+type taskInstanceJSON struct {
+	TaskID         string     `json:"task_id"`
+	DAGID          string     `json:"dag_id"`
+	DAGRunID       string     `json:"dag_run_id"`
+	ExecutionDate  time.Time  `json:"execution_date"`
+	StartDate      *time.Time `json:"start_date"`
+	EndDate        *time.Time `json:"end_date"`
+	Duration       *float64   `json:"duration"`
+	State          string     `json:"state"`
+	TryNumber      int        `json:"try_number"`
+	MaxTries       int        `json:"max_tries"`
+	MapIndex       int        `json:"map_index"`
+	Operator       *string    `json:"operator"`
+	Pool           *string    `json:"pool"`
+	PoolSlots      int        `json:"pool_slots"`
+	PriorityWeight *int       `json:"priority_weight"`
+	QueuedWhen     *time.Time `json:"queued_when"`
+	Note           *string    `json:"note"`
+
+	Requirements  map[string]int `json:"requirements"`
+	Limits        []limitJSON    `json:"limits"`
+	QueueID       *int64         `json:"queue_id"`
+	QueueState    *string        `json:"queue_state"`
+	QueueDeadline *time.Time     `json:"queue_deadline"`
+	Due           *time.Time     `json:"due"`
+	Rule          *string        `json:"rule"`
+	NextAt        *time.Time     `json:"next_at"`
+	Reason        *string        `json:"reason"`
+	WaitReason    *reasonJSON    `json:"wait_reason"`
+}
+
+// limitJSON is one implicit pool an attempt needs one slot of.
+type limitJSON struct {
+	Pool     string `json:"pool"`
+	Slots    int    `json:"slots"`
+	Capacity int    `json:"capacity"`
+}
+
+// reasonJSON is a wait reason: its stable code (§4.5, or upstream, retry, approval,
+// reschedule, queued for waits outside the pools) and the words the CLI and UI show.
+type reasonJSON struct {
+	Code string `json:"code"`
+	Text string `json:"text"`
+}
+
+type taskInstanceCollection struct {
+	TaskInstances []taskInstanceJSON `json:"task_instances"`
+	TotalEntries  int                `json:"total_entries"`
+}
+
+// splitNeeds separates an entry's named requirements from its implicit limits.
+func splitNeeds(needs []store.Requirement) (map[string]int, []limitJSON) {
+	reqs, limits := map[string]int{}, []limitJSON{}
+	for _, n := range needs {
+		if n.Implicit {
+			limits = append(limits, limitJSON{Pool: n.Pool, Slots: n.Slots, Capacity: n.Capacity})
+		} else {
+			reqs[n.Pool] = n.Slots
+		}
+	}
+	sort.Slice(limits, func(i, j int) bool { return limits[i].Pool < limits[j].Pool })
+	return reqs, limits
+}
+
+// tiView builds a task instance's JSON. weight is its effective priority under its weight rule
+// (used until it has a queue entry, whose priority is the one admission orders by).
+func tiView(run store.Run, ti store.TaskInstance, task *dag.Task, weight int, entry *store.Entry) taskInstanceJSON {
+	v := taskInstanceJSON{TaskID: ti.TaskID, DAGID: run.DAGID, DAGRunID: run.RunID, ExecutionDate: run.LogicalDate.UTC(),
+		StartDate: ts(ti.StartDate), EndDate: ts(ti.EndDate), State: ti.State, TryNumber: ti.TryNumber, MapIndex: -1,
+		Requirements: map[string]int{}, Limits: []limitJSON{}, NextAt: ts(ti.NextAt), Reason: strOrNil(ti.Reason)}
+	if !ti.StartDate.IsZero() && !ti.EndDate.IsZero() {
+		d := ti.EndDate.Sub(ti.StartDate).Seconds()
+		v.Duration = &d
+	}
+	if task != nil {
+		v.MaxTries = task.Retries
+		v.Operator = strOrNil(string(task.Kind))
+		if task.Kind != dag.KindApproval {
+			v.PriorityWeight = &weight
+		}
+		if len(task.PoolRequirements) > 0 {
+			v.Requirements = task.PoolRequirements
+		}
+	}
+	if entry != nil {
+		reqs, limits := splitNeeds(entry.Needs)
+		v.Requirements, v.Limits = reqs, limits
+		if entry.State == "waiting" || entry.State == "admitted" {
+			// The try this entry will run (or runs) as; a waiting first try is try 1, not 0.
+			v.TryNumber = max(v.TryNumber, entry.TryNumber)
+		}
+		id, state := entry.ID, entry.State
+		v.QueueID, v.QueueState = &id, &state
+		v.QueueDeadline, v.Due, v.QueuedWhen = ts(entry.Deadline), ts(entry.Due), ts(entry.CreatedAt)
+		v.Rule = strOrNil(entry.Rule)
+		p := entry.Priority
+		v.PriorityWeight = &p
+	}
+	names := make([]string, 0, len(v.Requirements))
+	for name := range v.Requirements {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	if len(names) > 0 {
+		v.Pool, v.PoolSlots = &names[0], v.Requirements[names[0]]
+	}
+	v.WaitReason = waitReason(run, ti, entry)
+	return v
+}
+
+// waitReason says why a task instance that is not running or ended is waiting, in the words of
+// `poolflow tasks explain`; nil when it is not waiting.
+func waitReason(run store.Run, ti store.TaskInstance, entry *store.Entry) *reasonJSON {
+	switch dag.State(ti.State) {
+	case dag.StateScheduled:
+		if entry != nil && entry.State == "waiting" && entry.Reason != "" {
+			return &reasonJSON{Code: orText(entry.ReasonCode, "waiting"), Text: entry.Reason}
+		}
+		if run.State == "queued" {
+			return &reasonJSON{Code: "run_queued", Text: orText(run.Reason, "waiting: the run waits to start (max_active_runs)")}
+		}
+		return &reasonJSON{Code: "queued", Text: "waiting: queued for the next admission pass"}
+	case dag.StateNone:
+		if run.State == "queued" {
+			return &reasonJSON{Code: "run_queued", Text: orText(run.Reason, "waiting: the run waits to start (max_active_runs)")}
+		}
+		return &reasonJSON{Code: "upstream", Text: "waiting: upstream tasks have not finished"}
+	case dag.StateUpForRetry:
+		return &reasonJSON{Code: "retry", Text: "waiting: retry at " + fmtTime(ti.NextAt) + " after " + orText(ti.Reason, "a failed attempt")}
+	case dag.StateUpForReschedule:
+		return &reasonJSON{Code: "reschedule", Text: "waiting: sensor pokes again at " + fmtTime(ti.NextAt)}
+	case dag.StateAwaitingApproval:
+		return &reasonJSON{Code: "approval", Text: "waiting: for a person to approve or reject"}
+	}
+	return nil
+}
+
+func orText(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// runTasks reads the run's task instances in DAG order (unknown tasks last, by id) with their
+// newest queue entries.
+func (s *Server) runTasks(r *http.Request, run store.Run) ([]store.TaskInstance, map[string]store.Entry, *dag.DAG, error) {
+	tis, err := s.cfg.Store.ListTaskInstances(r.Context(), run.PK)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	entries, err := s.cfg.Store.LatestEntries(r.Context(), run.PK)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	d := s.findDAG(run.DAGID)
+	order := map[string]int{}
+	if d != nil {
+		for i, t := range d.Tasks {
+			order[t.ID] = i
+		}
+	}
+	rank := func(id string) int {
+		if i, ok := order[id]; ok {
+			return i
+		}
+		return len(order)
+	}
+	sort.SliceStable(tis, func(i, j int) bool {
+		ri, rj := rank(tis[i].TaskID), rank(tis[j].TaskID)
+		if ri != rj {
+			return ri < rj
+		}
+		return tis[i].TaskID < tis[j].TaskID
+	})
+	return tis, entries, d, nil
+}
+
+func taskOf(d *dag.DAG, id string) *dag.Task {
+	if d == nil {
+		return nil
+	}
+	return d.Task(id)
+}
+
+func entryOf(entries map[string]store.Entry, id string) *store.Entry {
+	if e, ok := entries[id]; ok {
+		return &e
+	}
+	return nil
+}
+
+func (s *Server) listTaskInstances(w http.ResponseWriter, r *http.Request) {
+	p, err := pageOf(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	run, err := s.runOf(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	tis, entries, d, err := s.runTasks(r, run)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := taskInstanceCollection{TaskInstances: []taskInstanceJSON{}, TotalEntries: len(tis)}
+	weights := weightsOf(d)
+	lo, hi := p.slice(len(tis))
+	for _, ti := range tis[lo:hi] {
+		out.TaskInstances = append(out.TaskInstances,
+			tiView(run, ti, taskOf(d, ti.TaskID), weights[ti.TaskID], entryOf(entries, ti.TaskID)))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// taskInstance is the task instance named in the path, with its run, DAG and newest entry.
+type taskInstance struct {
+	run     store.Run
+	ti      store.TaskInstance
+	all     []store.TaskInstance
+	entry   *store.Entry
+	dag     *dag.DAG
+	task    *dag.Task
+	entries map[string]store.Entry
+}
+
+func (s *Server) taskInstanceOf(r *http.Request) (*taskInstance, error) {
+	run, err := s.runOf(r)
+	if err != nil {
+		return nil, err
+	}
+	tis, entries, d, err := s.runTasks(r, run)
+	if err != nil {
+		return nil, err
+	}
+	id := pathVar(r, "task_id")
+	for _, ti := range tis {
+		if ti.TaskID == id {
+			return &taskInstance{run: run, ti: ti, all: tis, entry: entryOf(entries, id), dag: d, task: taskOf(d, id),
+				entries: entries}, nil
+		}
+	}
+	return nil, notFound("task %s not found in dag run %s of dag %s", id, run.RunID, run.DAGID)
+}
+
+func (t *taskInstance) view() taskInstanceJSON {
+	return tiView(t.run, t.ti, t.task, weightsOf(t.dag)[t.ti.TaskID], t.entry)
+}
+
+func weightsOf(d *dag.DAG) map[string]int {
+	if d == nil {
+		return nil
+	}
+	return dag.PriorityWeights(d)
+}
+
+func (s *Server) getTaskInstance(w http.ResponseWriter, r *http.Request) {
+	t, err := s.taskInstanceOf(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, t.view())
+}
