@@ -2,6 +2,7 @@ package executor
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/pools"
@@ -30,6 +31,8 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 		snap.Holders[c.Pool] = append(snap.Holders[c.Pool], pools.Holder{Entry: c.Entry, Label: c.Label, Slots: c.Slots})
 	}
 	snap.Entries = l.snapBuf[:0]
+	// _global and _dag/<dag>/<run> are the same for every entry of a run; only task limits differ.
+	declared := map[*liveRun]bool{}
 	for _, le := range l.entries {
 		if le.State != "waiting" || le.NotBefore.After(p.now) {
 			continue
@@ -39,7 +42,12 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 			block = pools.BlockPaused
 		}
 		snap.Entries = append(snap.Entries, le.admission(block))
-		addImplicit(snap, le.Needs)
+		if !declared[le.run] {
+			addImplicit(snap, le.Needs)
+			declared[le.run] = true
+		} else {
+			addTaskLimits(snap, le.Needs)
+		}
 	}
 	for _, fe := range l.foreign {
 		if !fe.NotBefore.After(p.now) {
@@ -105,6 +113,10 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 			}
 			continue
 		}
+		if le.reason != nil && sameReason(*le.reason, r) {
+			continue // words unchanged: skip formatting them again
+		}
+		le.reason = &r
 		code, text := string(r.Kind), r.String()
 		if code == le.ReasonCode && text == le.Reason {
 			continue
@@ -192,4 +204,29 @@ func (l *loop) finishDrains(tx *store.Tx) error {
 func (l *loop) drainFits(pool string, need int) bool {
 	sp, ok := l.pools[pool]
 	return ok && sp.TargetSlots != store.NoTarget && (sp.TargetSlots == -1 || sp.TargetSlots >= need)
+}
+
+// addTaskLimits declares an entry's _task/… limits.
+func addTaskLimits(snap *pools.Snapshot, needs []store.Requirement) {
+	for _, n := range needs {
+		if n.Implicit && strings.HasPrefix(n.Pool, pools.TaskPrefix) {
+			if _, ok := snap.Pools[n.Pool]; !ok {
+				snap.Pools[n.Pool] = pools.Pool{Name: n.Pool, Slots: n.Capacity, Ordering: pools.Backfill, Implicit: true}
+			}
+		}
+	}
+}
+
+// sameReason reports whether two reasons read the same.
+func sameReason(a, b pools.Reason) bool {
+	if a.Kind != b.Kind || a.Pool != b.Pool || a.Need != b.Need || a.Free != b.Free || a.Capacity != b.Capacity ||
+		a.Used != b.Used || a.Behind != b.Behind || a.BehindLabel != b.BehindLabel || len(a.Holders) != len(b.Holders) {
+		return false
+	}
+	for i := range a.Holders {
+		if a.Holders[i] != b.Holders[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -43,6 +43,8 @@ type liveEntry struct {
 	// kept are the claims a reschedule sensor keeps between pokes; pokes counts its pokes.
 	kept  []store.Requirement
 	pokes int
+	// reason is the last wait reason written for it.
+	reason *pools.Reason
 }
 
 // admission returns the entry as pools.Admit sees it, with its current block and force flag.

@@ -148,22 +148,71 @@ func (l *loop) run(ctx context.Context) error {
 			return nil
 		case ev := <-l.events:
 			l.pending = append(l.pending, ev)
+			l.drainEvents()
+			if onlyStarts(l.pending) {
+				// A start changes no decision: it is written with the next pass, at the latest
+				// at the next poll tick, so a burst of starts does not cost a commit each.
+				poll.Stop()
+				continue
+			}
 		case <-l.wakeCh:
 		case <-timer:
 		case <-poll.C:
 			polls++
-			if !l.outsideChange(ctx, polls) {
+			if !l.outsideChange(ctx, polls) && len(l.pending) == 0 {
 				continue
 			}
 		}
 		poll.Stop()
-		l.drainEvents()
+		l.coalesce()
 		if err := l.pass(ctx); err != nil {
 			l.failPass(err)
 		}
 		l.wakeAt = time.Time{} // recomputed from the state this pass left
 
 	}
+}
+
+// coalesceWindow is how long a pass waits for more attempts to finish before it commits, as
+// PostgreSQL's commit_delay does: a commit (an fsync) then covers several completions.
+const coalesceWindow = time.Millisecond
+
+// coalesce drains pending events and, while other attempts are still running and the window
+// lasts, waits for more completions to join this pass.
+func (l *loop) coalesce() {
+	l.drainEvents()
+	if len(l.running) <= 1 {
+		return
+	}
+	deadline := time.NewTimer(coalesceWindow)
+	defer deadline.Stop()
+	for finished(l.pending) < len(l.running) {
+		select {
+		case ev := <-l.events:
+			l.pending = append(l.pending, ev)
+		case <-deadline.C:
+			return
+		}
+	}
+}
+
+func finished(evs []event) int {
+	n := 0
+	for _, ev := range evs {
+		if _, ok := ev.(*evFinished); ok {
+			n++
+		}
+	}
+	return n
+}
+
+func onlyStarts(evs []event) bool {
+	for _, ev := range evs {
+		if _, ok := ev.(*evStarted); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func (l *loop) isTestDone() bool {
