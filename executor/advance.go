@@ -157,7 +157,13 @@ func (l *loop) enqueue(tx *store.Tx, p *passState, r readyTask, queued map[strin
 		Priority: run.weights[ti.TaskID], Due: run.due(), State: "waiting", Rule: rule, CreatedAt: p.now,
 		Needs: needs, Owner: l.cfg.DaemonID, DAGID: run.DAGID, RunID: run.RunID, Fingerprint: ti.task.Fingerprint()}
 	if qt := ti.task.QueueTimeout; qt > 0 {
-		e.Deadline = e.Due.Add(qt)
+		// Counted from the due time, or from when the entry joined the queue if that is later:
+		// a retry keeps its run's due time for ordering, but must get its own time to wait.
+		from := e.Due
+		if p.now.After(from) {
+			from = p.now
+		}
+		e.Deadline = from.Add(qt)
 	}
 	refusal := l.refusal(needs, queued)
 	if refusal != "" {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -65,10 +66,11 @@ func (b *bundle) ti(t *testing.T, dagID, runID, taskID string) store.TaskInstanc
 func TestLifecycle(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name string
-		cfg  string
-		dags func(dir string) map[string]string
-		run  func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, dir string)
+		name      string
+		scheduled bool // wait for the first pass to start its cron schedule from t0
+		cfg       string
+		dags      func(dir string) map[string]string
+		run       func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, dir string)
 	}{
 		{
 			name: "pause keeps entries waiting with reason paused",
@@ -87,7 +89,8 @@ func TestLifecycle(t *testing.T) {
 			},
 		},
 		{
-			name: "forbid keeps the next fire queued until the previous run ends",
+			scheduled: true,
+			name:      "forbid keeps the next fire queued until the previous run ends",
 			dags: func(dir string) map[string]string {
 				return map[string]string{"f.yaml": fmt.Sprintf(`dag_id: f
 schedule: "@every 1m"
@@ -115,7 +118,8 @@ tasks:
 			},
 		},
 		{
-			name: "replace fails the previous run's unfinished tasks",
+			scheduled: true,
+			name:      "replace fails the previous run's unfinished tasks",
 			dags: func(dir string) map[string]string {
 				return map[string]string{"r.yaml": `dag_id: r
 schedule: "@every 1m"
@@ -171,7 +175,8 @@ tasks:
 			},
 		},
 		{
-			name: "a newer fire retires a job's queued retry",
+			scheduled: true,
+			name:      "a newer fire retires a job's queued retry",
 			dags: func(string) map[string]string {
 				return map[string]string{"j.yaml": "schedule: '@every 1m'\nretries: 3\nretry_delay: 1h\ncommand: [\"false\"]\n"}
 			},
@@ -206,6 +211,169 @@ tasks:
 				if rs := b.runs(t, "boot"); len(rs) != 1 {
 					t.Fatalf("%d reboot runs", len(rs))
 				}
+			},
+		},
+		{
+			scheduled: true,
+			name:      "catch-up runs missed fires one at a time, in order",
+			dags: func(string) map[string]string {
+				return map[string]string{"cu.yaml": fmt.Sprintf("dag_id: cu\nschedule: '* * * * *'\ncatchup: true\nstart_date: %s\n"+
+					"tasks:\n  - {id: a, bash: 'sleep 0.05'}\n", t0.Add(-2*time.Minute).Format(time.RFC3339))}
+			},
+			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, _ string) {
+				eventually(t, "three runs to succeed", func() bool {
+					rs := b.runs(t, "cu")
+					return len(rs) == 3 && rs[2].State == "success"
+				})
+				rs := b.runs(t, "cu")
+				for i, r := range rs {
+					if want := t0.Add(time.Duration(i-2) * time.Minute); !r.LogicalDate.Equal(want) || r.State != "success" {
+						t.Errorf("run %d: %s %v, want success at %v", i, r.RunID, r.LogicalDate, want)
+					}
+					if i > 0 && r.StartDate.Before(rs[i-1].EndDate) {
+						t.Errorf("run %d started %v before run %d ended %v", i, r.StartDate, i-1, rs[i-1].EndDate)
+					}
+				}
+				if rs[0].RunType != "catchup" || rs[2].RunType != "schedule" {
+					t.Errorf("run types %s, %s", rs[0].RunType, rs[2].RunType)
+				}
+			},
+		},
+		{
+			name: "queue_timeout expires a waiting entry as a failed attempt that retries",
+			cfg:  "pools:\n  db: 1\n",
+			dags: func(dir string) map[string]string {
+				return map[string]string{"qt.yaml": fmt.Sprintf(`dag_id: qt
+tasks:
+  - {id: holder, pool_requirements: {db: 1}, bash: 'while [ ! -f %s ]; do sleep 0.02; done', priority_weight: 9, weight_rule: absolute}
+  - {id: waiter, pool_requirements: {db: 1}, queue_timeout: 30s, retries: 1, retry_delay: 1m, bash: echo ran}
+`, filepath.Join(dir, "go"))}
+			},
+			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, dir string) {
+				res, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "qt", RunID: "r"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				pk := res.Run.PK
+				eventually(t, "waiter to wait", func() bool {
+					e, err := b.st.LatestEntry(context.Background(), pk, "waiter")
+					return err == nil && e.ReasonCode == "pool_full"
+				})
+				clock.Advance(31 * time.Second)
+				eventually(t, "the entry to expire", func() bool {
+					ti := b.tis(t, pk)["waiter"]
+					return ti.State == "up_for_retry" && ti.TryNumber == 1 && strings.HasPrefix(ti.Reason, "expired: queue_timeout 30s")
+				})
+				e, _ := b.st.LatestEntry(context.Background(), pk, "waiter")
+				if e.State != "expired" {
+					t.Fatalf("entry %s", e.State)
+				}
+				touch(t, filepath.Join(dir, "go"))
+				clock.Advance(time.Minute)
+				eventually(t, "the retry to run", func() bool {
+					ti := b.tis(t, pk)["waiter"]
+					return ti.State == "success" && ti.TryNumber == 2
+				})
+			},
+		},
+		{
+			name: "on_resize drain keeps the old capacity until the old queue is empty",
+			cfg:  "pools:\n  db: {slots: 2, on_resize: drain}\n",
+			dags: func(dir string) map[string]string {
+				return map[string]string{"dr.yaml": fmt.Sprintf(`dag_id: dr
+tasks:
+  - {id: a, pool_requirements: {db: 2}, bash: 'while [ ! -f %s ]; do sleep 0.02; done'}
+  - {id: b, pool_requirements: {db: 2}, bash: echo b}
+`, filepath.Join(dir, "go"))}
+			},
+			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, dir string) {
+				res, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "dr", RunID: "r"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				eventually(t, "b to wait", func() bool {
+					e, err := b.st.LatestEntry(context.Background(), res.Run.PK, "b")
+					return err == nil && e.ReasonCode == "pool_full"
+				})
+				// The configuration shrinks db to 1 while b waits: b keeps its place and its
+				// 2 slots fit the stored capacity; the pool drains, then switches.
+				cfg, err := config.Parse("poolflow.yaml", []byte("pools:\n  db: {slots: 1, on_resize: drain}\n"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cli, err := store.Open(context.Background(), filepath.Join(b.stateDir, "poolflow.db"), store.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cli.Close()
+				if err := cli.WithTx(context.Background(), func(tx *store.Tx) error { return SyncPools(tx, cfg, time.Now()) }); err != nil {
+					t.Fatal(err)
+				}
+				ps, _ := b.st.ListPools(context.Background())
+				if p := poolNamed(ps, "db"); p.Slots != 2 || p.TargetSlots != 1 {
+					t.Fatalf("db during the drain: %+v", p)
+				}
+				touch(t, filepath.Join(dir, "go"))
+				d.Wake()
+				eventually(t, "the run to succeed and db to switch to 1 slot", func() bool {
+					ps, _ := b.st.ListPools(context.Background())
+					p := poolNamed(ps, "db")
+					return b.mustRun(t, "dr", "r").State == "success" && p.Slots == 1 && p.TargetSlots == store.NoTarget
+				})
+			},
+		},
+		{
+			name: "max_active_tis_per_dag limits a task across runs",
+			dags: func(dir string) map[string]string {
+				return map[string]string{"lim.yaml": fmt.Sprintf(`dag_id: lim
+tasks:
+  - {id: a, max_active_tis_per_dag: 1, bash: 'while [ ! -f %s ]; do sleep 0.02; done'}
+`, filepath.Join(dir, "go"))}
+			},
+			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, dir string) {
+				for _, id := range []string{"r1", "r2"} {
+					if _, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "lim", RunID: id}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				eventually(t, "the second run's task to wait on the task limit", func() bool {
+					e, err := b.st.LatestEntry(context.Background(), b.mustRun(t, "lim", "r2").PK, "a")
+					return err == nil && e.ReasonCode == "task_limit" && hasPool(e.Needs, "_task/lim/a")
+				})
+				touch(t, filepath.Join(dir, "go"))
+				eventually(t, "both runs to succeed", func() bool {
+					return b.mustRun(t, "lim", "r1").State == "success" && b.mustRun(t, "lim", "r2").State == "success"
+				})
+			},
+		},
+		{
+			name: "a removed DAG retires its waiting entries and fails its open runs",
+			cfg:  "pools:\n  db: 1\n",
+			dags: func(dir string) map[string]string {
+				return map[string]string{"gone.yaml": fmt.Sprintf(`dag_id: gone
+tasks:
+  - {id: holder, pool_requirements: {db: 1}, bash: 'while [ ! -f %s ]; do sleep 0.02; done', priority_weight: 9, weight_rule: absolute}
+  - {id: waiter, pool_requirements: {db: 1}, bash: echo never}
+`, filepath.Join(dir, "go"))}
+			},
+			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, dir string) {
+				res, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "gone", RunID: "r"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				eventually(t, "waiter to wait", func() bool {
+					e, err := b.st.LatestEntry(context.Background(), res.Run.PK, "waiter")
+					return err == nil && e.ReasonCode == "pool_full"
+				})
+				if err := os.Remove(filepath.Join(b.dagsDir, "gone.yaml")); err != nil {
+					t.Fatal(err)
+				}
+				eventually(t, "the run to fail", func() bool { return b.mustRun(t, "gone", "r").State == "failed" })
+				e, _ := b.st.LatestEntry(context.Background(), res.Run.PK, "waiter")
+				if e.State != "retired" {
+					t.Fatalf("waiter's entry is %s, want retired", e.State)
+				}
+				touch(t, filepath.Join(dir, "go"))
 			},
 		},
 		{
@@ -251,8 +419,7 @@ tasks:
 					return false
 				}
 				for _, s := range states {
-					if s.Checkpoint.IsZero() && !strings.Contains(tc.name, "pause") && !strings.Contains(tc.name, "@reboot") &&
-						!strings.Contains(tc.name, "changed") && !strings.Contains(tc.name, "tasks fail") {
+					if s.Checkpoint.IsZero() && tc.scheduled {
 						return false
 					}
 				}
@@ -346,4 +513,13 @@ func cliTrigger(t *testing.T, b *bundle, dagID, runID string, tasks ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+func poolNamed(ps []store.Pool, name string) store.Pool {
+	for _, p := range ps {
+		if p.Name == name {
+			return p
+		}
+	}
+	return store.Pool{}
 }

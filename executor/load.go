@@ -70,7 +70,7 @@ func (l *loop) load(tx *store.Tx, now time.Time) error {
 			}
 		}
 		d := l.reg.get(r.DAGID)
-		lr := &liveRun{Run: r}
+		lr := &liveRun{Run: r, tis: map[string]*liveTI{}} // its DAG is gone: endRuns retires it
 		if d != nil {
 			lr = newLiveRun(r, d)
 		}
