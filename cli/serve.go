@@ -20,7 +20,7 @@ func (e *env) serveCmd() *cobra.Command {
 	var listen, daemonID string
 	c := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the scheduler, the HTTP API and the web UI",
+		Short: "Run the scheduler and the HTTP API",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
