@@ -51,11 +51,7 @@ func (e *env) dagsListCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cfg, err := e.settings()
-			if err != nil {
-				return err
-			}
-			st, _, err := e.openStore(ctx, cfg)
+			cfg, st, _, err := e.open(ctx)
 			if err != nil {
 				return err
 			}
@@ -167,11 +163,7 @@ func (e *env) pauseCmd(name string, paused bool) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			cfg, err := e.settings()
-			if err != nil {
-				return err
-			}
-			st, _, err := e.openStore(ctx, cfg)
+			cfg, st, _, err := e.open(ctx)
 			if err != nil {
 				return err
 			}
@@ -215,11 +207,7 @@ func (e *env) dagsTriggerCmd() *cobra.Command {
 			if err != nil {
 				return &ExitError{Code: ExitUsage, Err: err}
 			}
-			cfg, err := e.settings()
-			if err != nil {
-				return err
-			}
-			st, _, err := e.openStore(ctx, cfg)
+			cfg, st, _, err := e.open(ctx)
 			if err != nil {
 				return err
 			}

@@ -47,11 +47,7 @@ func (e *env) poolsListCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cfg, err := e.settings()
-			if err != nil {
-				return err
-			}
-			st, _, err := e.openStore(ctx, cfg)
+			cfg, st, _, err := e.open(ctx)
 			if err != nil {
 				return err
 			}
@@ -181,11 +177,7 @@ func (e *env) poolsDeleteCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			cfg, err := e.settings()
-			if err != nil {
-				return err
-			}
-			st, _, err := e.openStore(ctx, cfg)
+			cfg, st, _, err := e.open(ctx)
 			if err != nil {
 				return err
 			}

@@ -142,6 +142,16 @@ func (e *env) state(cfg *config.Config) string {
 	return "state"
 }
 
+// open loads poolflow.yaml and opens the store under the state folder.
+func (e *env) open(ctx context.Context) (*config.Config, *store.Store, string, error) {
+	cfg, err := e.settings()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	st, dir, err := e.openStore(ctx, cfg)
+	return cfg, st, dir, err
+}
+
 // openStore opens the database under the state folder.
 func (e *env) openStore(ctx context.Context, cfg *config.Config) (*store.Store, string, error) {
 	dir := e.state(cfg)

@@ -24,11 +24,7 @@ func (e *env) serveCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cfg, err := e.settings()
-			if err != nil {
-				return err
-			}
-			st, stateDir, err := e.openStore(ctx, cfg)
+			cfg, st, stateDir, err := e.open(ctx)
 			if err != nil {
 				return err
 			}

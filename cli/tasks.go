@@ -48,11 +48,7 @@ func (e *env) commandCmd(use, kind, short string) *cobra.Command {
 		Args:  cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			cfg, err := e.settings()
-			if err != nil {
-				return err
-			}
-			st, _, err := e.openStore(ctx, cfg)
+			_, st, _, err := e.open(ctx)
 			if err != nil {
 				return err
 			}
@@ -120,11 +116,7 @@ func (e *env) explainCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			cfg, err := e.settings()
-			if err != nil {
-				return err
-			}
-			st, _, err := e.openStore(ctx, cfg)
+			_, st, _, err := e.open(ctx)
 			if err != nil {
 				return err
 			}

@@ -14,6 +14,12 @@ type querier interface {
 // entries reads entries in states (or the one with id) and attaches their requirement rows.
 func entries(ctx context.Context, q querier, states []string, id int64) ([]Entry, error) {
 	where, args := entryFilter(states, id)
+	return entriesWhere(ctx, q, where, args...)
+}
+
+// entriesWhere reads the entries matching a condition on queue_entries e, with their
+// requirement rows, ordered by queue ID.
+func entriesWhere(ctx context.Context, q querier, where string, args ...any) ([]Entry, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+entryCols+` FROM queue_entries e JOIN dag_runs r ON r.id = e.run
 		WHERE `+where+` ORDER BY e.id`, args...)
 	if err != nil {
