@@ -94,34 +94,12 @@ func (s *Store) LatestEntry(ctx context.Context, run int64, taskID string) (Entr
 	if err != nil || id == 0 {
 		return Entry{}, ErrNotFound
 	}
-	es, err := entries(ctx, s.r, nil, id)
-	if err != nil {
-		return Entry{}, err
-	}
-	if len(es) == 0 {
-		return Entry{}, ErrNotFound
-	}
-	return es[0], nil
+	return s.EntryByID(ctx, id)
 }
 
 // ListDAGStates reads every stored DAG's flags.
 func (s *Store) ListDAGStates(ctx context.Context) (map[string]DAGState, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT dag_id, paused, checkpoint FROM dags`)
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	defer rows.Close()
-	out := map[string]DAGState{}
-	for rows.Next() {
-		var d DAGState
-		var cp sql.NullInt64
-		if err := rows.Scan(&d.DAGID, &d.Paused, &cp); err != nil {
-			return nil, unavailable(err)
-		}
-		d.Checkpoint = timeOf(cp)
-		out[d.DAGID] = d
-	}
-	return out, unavailable(rows.Err())
+	return dagStates(ctx, s.r)
 }
 
 // ImportErrors lists the stored import errors by file.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"strings"
@@ -159,9 +160,13 @@ type DAGState struct {
 
 // DAGStates reads every stored DAG's flags.
 func (t *Tx) DAGStates() (map[string]DAGState, error) {
-	rows, err := t.query(`SELECT dag_id, paused, checkpoint FROM dags`)
+	return dagStates(t.ctx, t.tx)
+}
+
+func dagStates(ctx context.Context, q querier) (map[string]DAGState, error) {
+	rows, err := q.QueryContext(ctx, `SELECT dag_id, paused, checkpoint FROM dags`)
 	if err != nil {
-		return nil, err
+		return nil, unavailable(err)
 	}
 	defer rows.Close()
 	out := map[string]DAGState{}
