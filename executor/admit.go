@@ -102,6 +102,7 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 	if err := l.finishDrains(tx); err != nil {
 		return err
 	}
+	changed := map[[2]string][]int64{}
 	for id, r := range dec.Reasons {
 		le := l.entries[id]
 		if le == nil {
@@ -122,7 +123,12 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 			continue
 		}
 		le.ReasonCode, le.Reason = code, text
-		if err := tx.SetReason(id, code, text); err != nil {
+		key := [2]string{code, text}
+		changed[key] = append(changed[key], id)
+	}
+	// Many entries share their words (a full limit, the same head): one statement per reason.
+	for key, ids := range changed {
+		if err := tx.SetReasons(ids, key[0], key[1]); err != nil {
 			return err
 		}
 	}

@@ -56,18 +56,6 @@ func (t *Tx) Entries(states ...string) ([]Entry, error) {
 	return entries(t.ctx, t.tx, states, 0)
 }
 
-// EntryByID reads one entry with its requirements.
-func (t *Tx) EntryByID(id int64) (Entry, error) {
-	es, err := entries(t.ctx, t.tx, nil, id)
-	if err != nil {
-		return Entry{}, err
-	}
-	if len(es) == 0 {
-		return Entry{}, ErrNotFound
-	}
-	return es[0], nil
-}
-
 // ReleaseClaims deletes every claim of an entry and sets its final or waiting state.
 // state "waiting" puts it back in the queue (same try number); replay marks that its attempt
 // log gets a replay line when it runs again.
@@ -93,10 +81,23 @@ func (t *Tx) EndEntry(id int64, state, code, reason string, now time.Time) error
 	return err
 }
 
-// SetReason records a waiting entry's current wait reason.
-func (t *Tx) SetReason(id int64, code, reason string) error {
-	_, err := t.exec(`UPDATE queue_entries SET reason_code = ?, reason = ? WHERE id = ?`, nullString(code), nullString(reason), id)
-	return err
+// SetReasons records the same wait reason for several waiting entries.
+func (t *Tx) SetReasons(ids []int64, code, reason string) error {
+	const chunk = 500 // well under SQLite's bound on variables
+	for len(ids) > 0 {
+		n := min(len(ids), chunk)
+		args := make([]any, 0, n+2)
+		args = append(args, nullString(code), nullString(reason))
+		for _, id := range ids[:n] {
+			args = append(args, id)
+		}
+		q := `UPDATE queue_entries SET reason_code = ?, reason = ? WHERE id IN (?` + strings.Repeat(", ?", n-1) + `)`
+		if _, err := t.tx.ExecContext(t.ctx, q, args...); err != nil {
+			return unavailable(err)
+		}
+		ids = ids[n:]
+	}
+	return nil
 }
 
 // SetForce marks an entry for a force start (§4.4).

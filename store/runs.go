@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"strings"
 	"time"
 )
@@ -68,30 +67,6 @@ func (t *Tx) OpenRuns(daemon string) ([]Run, error) {
 		out = append(out, r)
 	}
 	return out, unavailable(rows.Err())
-}
-
-// RunByPK reads one run.
-func (t *Tx) RunByPK(pk int64) (Run, error) {
-	r, err := scanRun(t.tx.QueryRowContext(t.ctx, `SELECT `+runCols+` FROM dag_runs WHERE id = ?`, pk))
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, ErrNotFound
-	}
-	return r, unavailable(err)
-}
-
-// LastFireRun returns the newest scheduled or catch-up run of a DAG that is still open.
-func (t *Tx) CountOpenRuns(dagID string, types ...string) (int, error) {
-	q := `SELECT COUNT(*) FROM dag_runs WHERE dag_id = ? AND state IN ('queued', 'running')`
-	args := []any{dagID}
-	if len(types) > 0 {
-		q += ` AND run_type IN (?` + strings.Repeat(", ?", len(types)-1) + `)`
-		for _, ty := range types {
-			args = append(args, ty)
-		}
-	}
-	var n int
-	err := t.tx.QueryRowContext(t.ctx, q, args...).Scan(&n)
-	return n, unavailable(err)
 }
 
 // InsertTI creates a task instance.

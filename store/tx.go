@@ -132,24 +132,6 @@ func (t *Tx) Heartbeat(id string, epoch int64, now, leaseUntil time.Time) error 
 	return err
 }
 
-// LiveDaemons returns the ids of daemons whose heartbeat is newer than since.
-func (t *Tx) LiveDaemons(since time.Time) (map[string]bool, error) {
-	rows, err := t.query(`SELECT id FROM daemons WHERE heartbeat >= ?`, Micros(since))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, unavailable(err)
-		}
-		out[id] = true
-	}
-	return out, unavailable(rows.Err())
-}
-
 func (s *Store) prepared(query string) *sql.Stmt {
 	s.stmtMu.Lock()
 	defer s.stmtMu.Unlock()
