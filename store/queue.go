@@ -21,17 +21,26 @@ func (t *Tx) InsertEntry(e *Entry) error {
 	if e.ID, err = res.LastInsertId(); err != nil {
 		return err
 	}
+	if len(e.Needs) == 0 {
+		return nil
+	}
+	// One statement for all the entry's rows: a pass may queue thousands of entries.
+	args := make([]any, 0, 5*len(e.Needs))
 	for _, n := range e.Needs {
 		var capacity any
 		if n.Implicit {
 			capacity = n.Capacity
 		}
-		if _, err := t.exec(`INSERT INTO entry_requirements (entry, pool, slots, implicit, capacity) VALUES (?, ?, ?, ?, ?)`,
-			e.ID, n.Pool, n.Slots, n.Implicit, capacity); err != nil {
-			return err
-		}
+		args = append(args, e.ID, n.Pool, n.Slots, n.Implicit, capacity)
 	}
-	return nil
+	_, err = t.exec(`INSERT INTO entry_requirements (entry, pool, slots, implicit, capacity) VALUES `+
+		rowsOf(len(e.Needs), "(?, ?, ?, ?, ?)"), args...)
+	return err
+}
+
+// rowsOf repeats a VALUES tuple n times.
+func rowsOf(n int, tuple string) string {
+	return strings.TrimSuffix(strings.Repeat(tuple+", ", n), ", ")
 }
 
 const entryCols = `e.id, e.run, e.task_id, e.try_number, e.label, e.priority, e.due, e.deadline, e.state, e.force,
@@ -109,15 +118,24 @@ func (t *Tx) SetForce(id int64) error {
 // Admit debits every requirement of an entry in claims rows and marks it admitted. Together
 // with the other admissions of a pass it commits or rolls back as one (§4.3).
 func (t *Tx) Admit(e *Entry, daemon string, epoch int64, now, leaseUntil time.Time) error {
-	for _, n := range e.Needs {
-		if t.failAfter != nil {
-			*t.failAfter--
-			if *t.failAfter == 0 {
+	if t.failAfter != nil {
+		// Failure injection debits pool by pool so a test can fail between two pools.
+		for _, n := range e.Needs {
+			if *t.failAfter--; *t.failAfter == 0 {
 				return fmt.Errorf("insert claim %s for entry %d: %w", n.Pool, e.ID, errInjected)
 			}
+			if _, err := t.exec(`INSERT INTO claims (entry, pool, slots, daemon, epoch, lease_until) VALUES (?, ?, ?, ?, ?, ?)`,
+				e.ID, n.Pool, n.Slots, daemon, epoch, Micros(leaseUntil)); err != nil {
+				return err
+			}
 		}
-		if _, err := t.exec(`INSERT INTO claims (entry, pool, slots, daemon, epoch, lease_until) VALUES (?, ?, ?, ?, ?, ?)`,
-			e.ID, n.Pool, n.Slots, daemon, epoch, Micros(leaseUntil)); err != nil {
+	} else if len(e.Needs) > 0 {
+		args := make([]any, 0, 6*len(e.Needs))
+		for _, n := range e.Needs {
+			args = append(args, e.ID, n.Pool, n.Slots, daemon, epoch, Micros(leaseUntil))
+		}
+		if _, err := t.exec(`INSERT INTO claims (entry, pool, slots, daemon, epoch, lease_until) VALUES `+
+			rowsOf(len(e.Needs), "(?, ?, ?, ?, ?, ?)"), args...); err != nil {
 			return err
 		}
 	}
