@@ -105,3 +105,37 @@ tasks:
 	touch(t, gate)
 	eventually(t, "the queued run to succeed", func() bool { return b.mustRun(t, "nq", "third").State == "success" })
 }
+
+// TestTriggerBehindMaxActiveRuns: a manual start waiting for max_active_runs is reported as
+// queued; one that asked not to queue is refused.
+func TestTriggerBehindMaxActiveRuns(t *testing.T) {
+	t.Parallel()
+	gate := filepath.Join(t.TempDir(), "go")
+	b := setup(t, "", map[string]string{"one.yaml": fmt.Sprintf(`
+dag_id: one
+max_active_runs: 1
+tasks:
+  - {id: a, bash: 'while [ ! -f %s ]; do sleep 0.02; done'}
+`, gate)})
+	d := b.daemon(t, nil)
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop()
+	if res, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "one", RunID: "r1"}); err != nil || res.Queued {
+		t.Fatalf("r1: %+v %v", res, err)
+	}
+	res, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "one", RunID: "r2"})
+	if err != nil || !res.Queued || res.Run.State != "queued" {
+		t.Fatalf("r2: %+v %v, want a queued run", res, err)
+	}
+	_, err = d.Trigger(context.Background(), TriggerRequest{DAGID: "one", RunID: "r3", NoQueue: true})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "max_active_runs 1") {
+		t.Fatalf("r3: %v", err)
+	}
+	touch(t, gate)
+	eventually(t, "r2 to run after r1", func() bool { return b.mustRun(t, "one", "r2").State == "success" })
+	if r := b.mustRun(t, "one", "r3"); r.State != "failed" {
+		t.Fatalf("r3 %s", r.State)
+	}
+}

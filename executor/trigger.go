@@ -146,6 +146,18 @@ func (l *loop) settleTriggers(tx *store.Tx, p *passState) error {
 	}
 	for _, pt := range p.triggers {
 		run, reply := pt.run, pt.ev.reply
+		if run.NoQueue && run.State == string(dag.RunQueued) {
+			why := fmt.Sprintf("dag %s cannot start a run at once (max_active_runs %d) and the start asked not to queue",
+				run.DAGID, run.dag.MaxActiveRuns)
+			if run.Reason != "" {
+				why += " (" + run.Reason + ")"
+			}
+			run.State, run.EndDate, run.Reason = string(dag.RunFailed), p.now, "rejected: "+why
+			if err := tx.UpdateRun(&run.Run); err != nil {
+				return err
+			}
+			delete(l.runs, run.PK)
+		}
 		if strings.HasPrefix(run.Reason, "rejected: ") {
 			msg := strings.TrimPrefix(run.Reason, "rejected: ")
 			p.replies = append(p.replies, func() { reply <- triggerReply{err: fmt.Errorf("%w: %s", ErrRefused, msg)} })
@@ -155,6 +167,8 @@ func (l *loop) settleTriggers(tx *store.Tx, p *passState) error {
 		if first := firstWaiting(run); first != nil {
 			res.Queued, res.QueueID, res.Pool = true, first.ID, firstPool(first)
 		}
+		// A run waiting for max_active_runs or forbid waits too, with no queue entry yet.
+		res.Queued = res.Queued || run.State == string(dag.RunQueued)
 		p.replies = append(p.replies, func() {
 			res.Run = run.Run
 			reply <- triggerReply{res: res}
