@@ -60,13 +60,16 @@ type pendingTrigger struct {
 func (l *loop) trigger(tx *store.Tx, p *passState, ev *evTrigger) error {
 	req := ev.req
 	d := l.reg.get(req.DAGID)
+	// Replies go out after the commit; a failed pass answers every pending trigger instead.
 	if d == nil {
-		ev.reply <- triggerReply{err: fmt.Errorf("%w: dag %s", store.ErrNotFound, req.DAGID)}
+		err := fmt.Errorf("%w: dag %s", store.ErrNotFound, req.DAGID)
+		p.replies = append(p.replies, func() { ev.reply <- triggerReply{err: err} })
 		return nil
 	}
 	run, err := l.newRun(tx, p, d, "manual", req.LogicalDate, req.RunID, req.Conf, req.Note, req.NoQueue)
 	if errors.Is(err, store.ErrConflict) {
-		ev.reply <- triggerReply{err: fmt.Errorf("%w: dag run %s already exists", store.ErrConflict, run.RunID)}
+		err := fmt.Errorf("%w: dag run %s already exists", store.ErrConflict, run.RunID)
+		p.replies = append(p.replies, func() { ev.reply <- triggerReply{err: err} })
 		return nil
 	}
 	if err != nil {
