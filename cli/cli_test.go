@@ -307,3 +307,42 @@ func TestVersionAndUsage(t *testing.T) {
 		t.Errorf("unknown command: exit %d, want 2", code)
 	}
 }
+
+// TestRemainderShrinksWithStoredPools: a default pool with slots: remainder gives up the slots
+// of every other finite pool, stored ones included (the seed's default pool rule).
+func TestRemainderShrinksWithStoredPools(t *testing.T) {
+	t.Parallel()
+	p := newProject(t, "max_running: 10\npools:\n  db: 2\n  big: -1\n  default: {slots: remainder}\n", nil)
+	slots := func() int {
+		out, errOut, code := p.run("pools", "list", "-o", "json")
+		if code != 0 {
+			t.Fatalf("pools list: %s", errOut)
+		}
+		var got struct{ Pools []PoolView }
+		json.Unmarshal([]byte(out), &got)
+		for _, v := range got.Pools {
+			if v.Name == "default" {
+				return v.Slots
+			}
+		}
+		return -99
+	}
+	if n := slots(); n != 8 {
+		t.Fatalf("default = %d, want 10 - 2 (the unlimited pool is left out)", n)
+	}
+	if _, errOut, code := p.run("pools", "set", "api", "--slots", "3"); code != 0 {
+		t.Fatal(errOut)
+	}
+	if n := slots(); n != 5 {
+		t.Fatalf("default = %d after a stored 3-slot pool, want 5", n)
+	}
+	if _, errOut, code := p.run("pools", "set", "huge", "--slots", "5"); code == 0 || !strings.Contains(errOut, "remainder") {
+		t.Fatalf("a pool leaving default below 1 slot: exit %d %q", code, errOut)
+	}
+	if _, _, code := p.run("pools", "delete", "api"); code != 0 {
+		t.Fatal("delete api")
+	}
+	if n := slots(); n != 8 {
+		t.Fatalf("default = %d after deleting api, want 8", n)
+	}
+}
