@@ -93,6 +93,16 @@ func (e *env) dagsListCmd() *cobra.Command {
 	return c
 }
 
+// findDAG returns the DAG with the given id, or nil.
+func findDAG(dags []*dag.DAG, id string) *dag.DAG {
+	for _, d := range dags {
+		if d.ID == id {
+			return d
+		}
+	}
+	return nil
+}
+
 func errorStrings(errs []*dag.ImportError) []string {
 	out := []string{}
 	for _, e := range errs {
@@ -213,12 +223,7 @@ func (e *env) dagsTriggerCmd() *cobra.Command {
 			}
 			defer st.Close()
 			dags, _ := e.loadDAGs(ctx, cfg, st)
-			var d *dag.DAG
-			for _, x := range dags {
-				if x.ID == args[0] {
-					d = x
-				}
-			}
+			d := findDAG(dags, args[0])
 			if d == nil {
 				return fmt.Errorf("dag %s not found (or invalid: see poolflow dags validate)", args[0])
 			}

@@ -41,12 +41,7 @@ func (e *env) dagsTestCmd() *cobra.Command {
 			}
 			defer st.Close()
 			dags, errs := e.loadDAGs(ctx, cfg, st)
-			var d *dag.DAG
-			for _, x := range dags {
-				if x.ID == args[0] {
-					d = x
-				}
-			}
+			d := findDAG(dags, args[0])
 			if d == nil {
 				for _, ie := range errs {
 					if ie.DAGID == args[0] || ie.DAGID == "" {

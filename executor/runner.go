@@ -66,30 +66,20 @@ func (l *loop) spawn(le *liveEntry) {
 	}()
 }
 
-// kill stops the attempt's process group (or cancels its Go function) and records why.
-func (a *attempt) kill(why string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.killedBy == "" {
-		a.killedBy = why
-	}
-	if a.pgid > 0 {
-		_ = syscall.Kill(-a.pgid, syscall.SIGKILL)
-	}
-	if a.cancel != nil {
-		a.cancel()
-	}
-}
+// kill stops the attempt's process group with SIGKILL (or cancels its Go function) and records why.
+func (a *attempt) kill(why string) { a.signal(why, syscall.SIGKILL) }
 
 // terminate asks the attempt to stop: SIGTERM to its group (or cancel its Go function).
-func (a *attempt) terminate(why string) {
+func (a *attempt) terminate(why string) { a.signal(why, syscall.SIGTERM) }
+
+func (a *attempt) signal(why string, sig syscall.Signal) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.killedBy == "" {
 		a.killedBy = why
 	}
 	if a.pgid > 0 {
-		_ = syscall.Kill(-a.pgid, syscall.SIGTERM)
+		_ = syscall.Kill(-a.pgid, sig)
 	}
 	if a.cancel != nil {
 		a.cancel()
