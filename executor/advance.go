@@ -29,7 +29,7 @@ func (l *loop) advanceAll(tx *store.Tx, p *passState) error {
 		if run.State != string(dag.RunRunning) || run.dag == nil {
 			continue
 		}
-		if !run.dirty && !l.timerDue(run, p.now) {
+		if !run.dirty && !(run.timed && l.timerDue(run, p.now)) {
 			continue
 		}
 		r, err := l.advance(tx, p, run)

@@ -56,6 +56,7 @@ func (l *loop) finish(tx *store.Tx, p *passState, ev *evFinished) error {
 	if ev.reschedule {
 		held, err := tx.HoldsClaim(ev.entry, l.cfg.DaemonID, l.epoch)
 		if err != nil || !held {
+			l.loaded = l.loaded && held
 			return err
 		}
 		return l.rescheduleEntry(tx, p, le, ev)
@@ -71,6 +72,7 @@ func (l *loop) finish(tx *store.Tx, p *passState, ev *evFinished) error {
 		// The lease lapsed and the entry went back to the queue (or another life took it):
 		// a completion under an old epoch is refused (§4.8).
 		l.log.Warn("completion refused: claim no longer held", keyEntry, ev.entry)
+		l.loaded = false // memory still shows it admitted: read the store again
 		return nil
 	}
 	delete(l.entries, ev.entry)
