@@ -346,3 +346,82 @@ func TestRemainderShrinksWithStoredPools(t *testing.T) {
 		t.Fatalf("default = %d after deleting api, want 8", n)
 	}
 }
+
+// TestGateAndPauseCommands drives a daemon in-process: `tasks approve` through the store's
+// commands reaches the daemon that owns the run; `dags pause` and `dags trigger --no-queue`
+// behave as documented.
+func TestGateAndPauseCommands(t *testing.T) {
+	t.Parallel()
+	p := newProject(t, poolsYAML, map[string]string{
+		"gate.yaml": "tasks:\n  - {id: ok, approval: {}}\n  - {id: after, depends_on: [ok], bash: echo after}\n",
+		"busy.yaml": "tasks:\n  - {id: a, bash: sleep 30, pool_requirements: {db: 1}}\n",
+	})
+	cfg, err := config.Load(p.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(p.state, 0o755)
+	st, err := store.Open(context.Background(), filepath.Join(p.state, "poolflow.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	d, err := executor.New(executor.Config{Store: st, Settings: cfg, DAGsDir: p.dags, StateDir: p.state, DaemonID: "cli-gate",
+		KillGrace: 100 * time.Millisecond, ShutdownGrace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop()
+
+	if out, errOut, code := p.run("dags", "trigger", "gate", "--run-id", "g1"); code != 0 || !strings.Contains(out, "created run g1") {
+		t.Fatalf("trigger: %d %s%s", code, out, errOut)
+	}
+	waitFor(t, "the gate to wait for approval", func() bool {
+		out, _, _ := p.run("tasks", "explain", "gate", "g1", "ok")
+		return strings.Contains(out, "awaiting_approval")
+	})
+	if out, errOut, code := p.run("tasks", "approve", "gate", "g1", "ok", "--note", "ship it"); code != 0 || !strings.Contains(out, "applied") {
+		t.Fatalf("approve: %d %s%s", code, out, errOut)
+	}
+	waitFor(t, "the run to succeed", func() bool {
+		r, err := st.GetRun(context.Background(), "gate", "g1")
+		return err == nil && r.State == "success"
+	})
+	if out, _, _ := p.run("tasks", "explain", "gate", "g1", "ok"); !strings.Contains(out, ": ship it") || !strings.Contains(out, "approved by") {
+		t.Errorf("explain after approval:\n%s", out)
+	}
+
+	// busy holds db; a --no-queue start of it cannot be admitted at once and is refused.
+	if _, errOut, code := p.run("dags", "trigger", "busy", "--run-id", "b1"); code != 0 {
+		t.Fatal(errOut)
+	}
+	waitFor(t, "busy to hold db", func() bool {
+		out, _, _ := p.run("tasks", "explain", "busy", "b1", "a")
+		return strings.Contains(out, "running")
+	})
+	if _, errOut, code := p.run("dags", "trigger", "busy", "--run-id", "b2", "--no-queue"); code != 1 || !strings.Contains(errOut, "asked not to queue") {
+		t.Fatalf("--no-queue: exit %d %q", code, errOut)
+	}
+	if out, _, code := p.run("dags", "pause", "busy"); code != 0 || !strings.Contains(out, "paused") {
+		t.Fatalf("pause: %d %s", code, out)
+	}
+	out, _, _ := p.run("dags", "list", "-o", "json")
+	if !strings.Contains(out, `"is_paused": true`) {
+		t.Fatalf("dags list after pause:\n%s", out)
+	}
+}
+
+// waitFor polls a condition another process (or goroutine) makes true.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
