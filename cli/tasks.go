@@ -182,6 +182,10 @@ func Explain(ctx context.Context, st *store.Store, dagID, runID, taskID string) 
 		fmt.Fprintf(&b, "running since %s\n", fmtTime(ti.StartDate))
 	case ti.State == "up_for_retry":
 		fmt.Fprintf(&b, "waiting: retry at %s after %s\n", fmtTime(ti.NextAt), ti.Reason)
+	case ti.State == "none" && run.State == "queued" && run.Reason != "":
+		fmt.Fprintf(&b, "waiting: the run has not started (%s)\n", run.Reason)
+	case ti.State == "none" && run.State == "queued":
+		fmt.Fprintln(&b, "waiting: the run has not started (max_active_runs reached, or no daemon has taken it yet)")
 	case ti.State == "none":
 		fmt.Fprintln(&b, "waiting: upstream tasks have not finished")
 	case ti.Reason != "":
