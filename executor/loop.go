@@ -74,6 +74,7 @@ type loop struct {
 	lastRenew  time.Time
 	minLease   time.Time            // earliest lease expiry among claims seen in the last pass
 	snapBuf    []pools.Entry        // reused across passes
+	paths      pathCache            // where PATH lookups found commands
 	dropped    map[string]time.Time // cron fires dropped while the store was unavailable (§4.9)
 	wakeAt     time.Time            // when the loop passes on its own next; zero = recompute
 	renewFail  bool

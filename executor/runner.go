@@ -168,7 +168,7 @@ func (l *loop) runProcess(ctx context.Context, a *attempt, logf *attemptLog, arg
 	if len(argv) == 0 {
 		return false, "empty command"
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd := l.paths.command(argv)
 	cmd.Dir = a.task.Workdir
 	cmd.Env = l.env(a)
 	// Output goes through a pipe so the log file is created only when something is written.
