@@ -29,7 +29,10 @@ func (l *loop) advanceAll(tx *store.Tx, p *passState) error {
 		if run.State != string(dag.RunRunning) || run.dag == nil {
 			continue
 		}
-		if !run.dirty && !(run.timed && l.timerDue(run, p.now)) {
+		timers := run.timed && l.timerDue(run, p.now)
+		if !timers && (!run.dirty || run.noneLeft == 0) {
+			// Only a task still in state none can become ready when others finish; retries,
+			// pokes and approval timeouts come through timers.
 			continue
 		}
 		r, err := l.advance(tx, p, run)
@@ -75,6 +78,14 @@ func (l *loop) timerDue(run *liveRun, now time.Time) bool {
 func (l *loop) advance(tx *store.Tx, p *passState, run *liveRun) ([]readyTask, error) {
 	run.dirty = false
 	var ready []readyTask
+	defer func() {
+		run.noneLeft = 0
+		for _, ti := range run.tis {
+			if ti.State == string(dag.StateNone) {
+				run.noneLeft++
+			}
+		}
+	}()
 	for _, id := range run.topo {
 		ti := run.tis[id]
 		if ti == nil || ti.task == nil {

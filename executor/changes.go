@@ -25,7 +25,7 @@ func (l *loop) applyChanges(tx *store.Tx, p *passState) error {
 				return err
 			}
 			run.tis[t.ID] = ti
-			run.dirty = true
+			run.dirty, run.noneLeft = true, -1
 		}
 		for _, ti := range run.tis {
 			if ti.task != nil || dag.State(ti.State).Terminal() {

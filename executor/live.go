@@ -22,6 +22,8 @@ type liveRun struct {
 	tis     map[string]*liveTI
 	params  map[string]any
 	dirty   bool
+	// noneLeft counts its tasks still in state none after the last advance; -1 = not counted.
+	noneLeft int
 	// timed is set when a task of the run can wait on a timer (a retry, an approval timeout, a
 	// sensor), so the wake-up scan can skip the others.
 	timed bool
@@ -61,7 +63,7 @@ func (le *liveEntry) admission(block pools.Block) pools.Entry {
 }
 
 func newLiveRun(r store.Run, d *dag.DAG) *liveRun {
-	lr := &liveRun{Run: r, dag: d, weights: dag.PriorityWeights(d), index: map[string]int{},
+	lr := &liveRun{Run: r, dag: d, weights: dag.PriorityWeights(d), index: map[string]int{}, noneLeft: -1,
 		ups: map[string][]string{}, tis: map[string]*liveTI{}}
 	for i, t := range d.Tasks {
 		lr.index[t.ID] = i

@@ -63,21 +63,9 @@ func (s *Store) WithTx(ctx context.Context, fn func(*Tx) error) error {
 }
 
 func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
-	st, ok := t.stmts[query]
-	if !ok {
-		// Statements are prepared once per store on the writer connection and bound to each
-		// transaction, so a pass does not parse its SQL again. The writer has one connection,
-		// held by this transaction, so a new statement is prepared for the store after it ends.
-		if shared := t.s.prepared(query); shared != nil {
-			st = t.tx.StmtContext(t.ctx, shared)
-		} else {
-			var err error
-			if st, err = t.tx.PrepareContext(t.ctx, query); err != nil {
-				return nil, unavailable(err)
-			}
-			t.missing = append(t.missing, query)
-		}
-		t.stmts[query] = st
+	st, err := t.stmt(query)
+	if err != nil {
+		return nil, err
 	}
 	res, err := st.ExecContext(t.ctx, args...)
 	if err != nil {
@@ -86,8 +74,34 @@ func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
 	return res, nil
 }
 
+// stmt returns the transaction's statement for query. Statements are prepared once per store on
+// the writer connection and bound to each transaction, so a pass does not parse its SQL again.
+// The writer has one connection, held by this transaction, so a new statement is prepared for
+// the store after the transaction ends.
+func (t *Tx) stmt(query string) (*sql.Stmt, error) {
+	if st, ok := t.stmts[query]; ok {
+		return st, nil
+	}
+	var st *sql.Stmt
+	if shared := t.s.prepared(query); shared != nil {
+		st = t.tx.StmtContext(t.ctx, shared)
+	} else {
+		var err error
+		if st, err = t.tx.PrepareContext(t.ctx, query); err != nil {
+			return nil, unavailable(err)
+		}
+		t.missing = append(t.missing, query)
+	}
+	t.stmts[query] = st
+	return st, nil
+}
+
 func (t *Tx) query(query string, args ...any) (*sql.Rows, error) {
-	rows, err := t.tx.QueryContext(t.ctx, query, args...)
+	st, err := t.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(t.ctx, args...)
 	if err != nil {
 		return nil, unavailable(err)
 	}
