@@ -134,14 +134,18 @@ func testReport(ctx context.Context, st *store.Store, d *dag.DAG, run store.Run)
 	for _, ti := range tis {
 		byID[ti.TaskID] = ti
 	}
+	latest, err := st.LatestEntries(ctx, run.PK)
+	if err != nil {
+		return nil, err
+	}
 	rep := &TestReport{DAGID: d.ID, RunID: run.RunID, State: run.State, Tasks: []TaskReport{}}
 	for _, t := range d.Tasks {
 		ti := byID[t.ID]
 		tr := TaskReport{TaskID: t.ID, State: ti.State, TryNumber: ti.TryNumber, StartDate: FormatTime(ti.StartDate),
 			EndDate: FormatTime(ti.EndDate), Requirements: map[string]int{}}
-		entry, err := st.LatestEntry(ctx, run.PK, t.ID)
+		entry, queued := latest[t.ID]
 		switch {
-		case err == nil:
+		case queued:
 			for _, n := range entry.Needs {
 				if !n.Implicit {
 					tr.Requirements[n.Pool] = n.Slots
