@@ -92,9 +92,7 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 			ti.StartDate = timeZero
 		}
 		ti.EndDate, ti.Reason = timeZero, ""
-		if err := tx.UpdateTI(&ti.TaskInstance); err != nil {
-			return err
-		}
+		l.touch(p, ti)
 		p.admitted = append(p.admitted, le)
 		l.notify(p, Notice{Kind: NoticeAdmitted, DAGID: le.run.DAGID, RunID: le.run.RunID, TaskID: le.TaskID,
 			Try: le.TryNumber, Duration: p.now.Sub(le.CreatedAt), Pool: firstPool(le)})

@@ -112,9 +112,7 @@ func (l *loop) advance(tx *store.Tx, p *passState, run *liveRun) ([]readyTask, e
 				ti.State = string(next)
 				ti.Reason = fmt.Sprintf("%s: trigger rule %s", next, ti.task.TriggerRule)
 				run.dirty = true
-				if err := tx.UpdateTI(&ti.TaskInstance); err != nil {
-					return nil, err
-				}
+				l.touch(p, ti)
 			}
 		case dag.StateUpForRetry:
 			if !p.now.Before(ti.NextAt) {
@@ -205,7 +203,8 @@ func (l *loop) enqueue(tx *store.Tx, p *passState, r readyTask, queued map[strin
 	l.entries[e.ID] = le
 	ti.entry = le
 	ti.State, ti.NextAt = string(dag.StateScheduled), time.Time{}
-	return tx.UpdateTI(&ti.TaskInstance)
+	l.touch(p, ti)
+	return nil
 }
 
 // refusal returns a pool's own message when it refuses a new entry, or "".
@@ -398,9 +397,7 @@ func (l *loop) retireRun(tx *store.Tx, p *passState, run *liveRun, reason string
 		}
 		if !dag.State(ti.State).Terminal() && ti.State != string(dag.StateRunning) {
 			ti.State, ti.Reason = string(dag.StateFailed), reason
-			if err := tx.UpdateTI(&ti.TaskInstance); err != nil {
-				return err
-			}
+			l.touch(p, ti)
 		}
 	}
 	run.State, run.EndDate, run.Reason = string(dag.RunFailed), p.now, reason

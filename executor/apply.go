@@ -22,7 +22,8 @@ func (l *loop) apply(tx *store.Tx, p *passState, ev event) error {
 		if le.pokes == 0 {
 			le.ti.StartDate = ev.start
 		}
-		return tx.UpdateTI(&le.ti.TaskInstance)
+		l.touch(p, le.ti)
+		return nil
 	case *evFinished:
 		return l.finish(tx, p, ev)
 	case *evTrigger:
@@ -98,14 +99,16 @@ func (l *loop) finish(tx *store.Tx, p *passState, ev *evFinished) error {
 			State: "success", StartDate: ev.start, EndDate: ev.end}); err != nil {
 			return err
 		}
-		return tx.UpdateTI(&ti.TaskInstance)
+		l.touch(p, ti)
+		return nil
 	case ev.skip:
 		ti.State, ti.Reason = string(dag.StateSkipped), ev.reason
 		if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
 			State: "skipped", StartDate: ev.start, EndDate: ev.end, Reason: ev.reason}); err != nil {
 			return err
 		}
-		return tx.UpdateTI(&ti.TaskInstance)
+		l.touch(p, ti)
+		return nil
 	}
 	return l.failAttempt(tx, p, run, ti, le.TryNumber, ev.reason, ev.end, ev.noRetry)
 }
@@ -132,7 +135,8 @@ func (l *loop) failAttempt(tx *store.Tx, p *passState, run *liveRun, ti *liveTI,
 		ti.NextAt = time.Time{}
 		l.log.Info("task failed", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, keyTry, try, "reason", reason)
 	}
-	return tx.UpdateTI(&ti.TaskInstance)
+	l.touch(p, ti)
+	return nil
 }
 
 // command applies an operator command to a task instance of a run this daemon owns.
@@ -223,5 +227,6 @@ func (l *loop) markFailed(tx *store.Tx, p *passState, run *liveRun, ti *liveTI, 
 		ti.EndDate = p.now
 	}
 	run.dirty = true
-	return tx.UpdateTI(&ti.TaskInstance)
+	l.touch(p, ti)
+	return nil
 }

@@ -20,10 +20,9 @@ func (l *loop) applyChanges(tx *store.Tx, p *passState) error {
 			if _, ok := run.tis[t.ID]; ok {
 				continue
 			}
-			ti := &liveTI{TaskInstance: store.TaskInstance{Run: run.PK, TaskID: t.ID, State: string(dag.StateNone)}, task: t}
-			if err := tx.InsertTI(&ti.TaskInstance); err != nil {
-				return err
-			}
+			ti := &liveTI{TaskInstance: store.TaskInstance{Run: run.PK, TaskID: t.ID, State: string(dag.StateNone)}, task: t,
+				isNew: true}
+			l.touch(p, ti)
 			run.tis[t.ID] = ti
 			run.dirty, run.noneLeft = true, -1
 		}
@@ -38,9 +37,7 @@ func (l *loop) applyChanges(tx *store.Tx, p *passState) error {
 			}
 			if ti.State != string(dag.StateRunning) {
 				ti.State, ti.Reason, ti.NextAt = string(dag.StateFailed), "task removed from the DAG", time.Time{}
-				if err := tx.UpdateTI(&ti.TaskInstance); err != nil {
-					return err
-				}
+				l.touch(p, ti)
 				run.dirty = true
 			}
 		}

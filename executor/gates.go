@@ -14,7 +14,8 @@ import (
 func (l *loop) openGate(tx *store.Tx, p *passState, run *liveRun, ti *liveTI) error {
 	ti.State, ti.TryNumber, ti.StartDate = string(dag.StateAwaitingApproval), 1, p.now
 	run.dirty = true
-	return tx.UpdateTI(&ti.TaskInstance)
+	l.touch(p, ti)
+	return nil
 }
 
 func gateDeadline(ti *liveTI) time.Time {
@@ -78,5 +79,6 @@ func (l *loop) decideGate(tx *store.Tx, p *passState, run *liveRun, ti *liveTI, 
 		StartDate: ti.StartDate, EndDate: ti.EndDate, Reason: reason}); err != nil {
 		return err
 	}
-	return tx.UpdateTI(&ti.TaskInstance)
+	l.touch(p, ti)
+	return nil
 }

@@ -262,7 +262,10 @@ func (l *loop) shutdown() {
 				return err
 			}
 		}
-		return l.endRuns(tx, p)
+		if err := l.endRuns(tx, p); err != nil {
+			return err
+		}
+		return flushTIs(tx, p)
 	}); err != nil {
 		l.log.Warn("shutdown: could not record the last completions; they replay on restart", "err", err)
 	}

@@ -34,6 +34,36 @@ type liveTI struct {
 	store.TaskInstance
 	task  *dag.Task
 	entry *liveEntry // its waiting or admitted queue entry
+	// A pass changes a task instance several times (queued, then admitted, say); it is written
+	// once, at the end of the pass. isNew means the row does not exist yet.
+	dirty, isNew bool
+}
+
+// touch marks a task instance to be written at the end of the pass.
+func (l *loop) touch(p *passState, ti *liveTI) {
+	if !ti.dirty {
+		ti.dirty = true
+		p.dirtyTIs = append(p.dirtyTIs, ti)
+	}
+}
+
+// flushTIs writes every task instance the pass changed, once each.
+func flushTIs(tx *store.Tx, p *passState) error {
+	for _, ti := range p.dirtyTIs {
+		ti.dirty = false
+		if ti.isNew {
+			ti.isNew = false
+			if err := tx.InsertTI(&ti.TaskInstance); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := tx.UpdateTI(&ti.TaskInstance); err != nil {
+			return err
+		}
+	}
+	p.dirtyTIs = p.dirtyTIs[:0]
+	return nil
 }
 
 // liveEntry is one of this daemon's queue entries.

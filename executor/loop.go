@@ -351,6 +351,9 @@ func (l *loop) pass(ctx context.Context) error {
 	if err := l.endRuns(tx, p); err != nil {
 		return err
 	}
+	if err := flushTIs(tx, p); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return err
 	}
@@ -375,6 +378,7 @@ type passState struct {
 	renewed  bool
 	triggers []*pendingTrigger
 	notices  []Notice
+	dirtyTIs []*liveTI // written once, before the commit
 }
 
 func (l *loop) afterCommit(p *passState) {

@@ -62,7 +62,8 @@ func (l *loop) rescheduleEntry(tx *store.Tx, p *passState, le *liveEntry, ev *ev
 	ti.State, ti.NextAt, ti.TryNumber = string(dag.StateUpForReschedule), next, le.TryNumber
 	ti.StartDate, ti.EndDate = first, ev.end
 	run.dirty = true
-	return tx.UpdateTI(&ti.TaskInstance)
+	l.touch(p, ti)
+	return nil
 }
 
 // pokeInterval is the wait before poke n+1: poke_interval, doubled per poke with
@@ -99,7 +100,8 @@ func (l *loop) sensorTimedOut(tx *store.Tx, p *passState, le *liveEntry, at time
 			StartDate: ti.StartDate, EndDate: at, Reason: reason}); err != nil {
 			return err
 		}
-		return tx.UpdateTI(&ti.TaskInstance)
+		l.touch(p, ti)
+		return nil
 	}
 	return l.failAttempt(tx, p, run, ti, le.TryNumber, reason, at, true)
 }
@@ -116,7 +118,8 @@ func (l *loop) sensorDue(tx *store.Tx, p *passState, run *liveRun, ti *liveTI) e
 	}
 	if ti.State == string(dag.StateUpForReschedule) && !p.now.Before(ti.NextAt) {
 		ti.State, ti.NextAt = string(dag.StateScheduled), time.Time{}
-		return tx.UpdateTI(&ti.TaskInstance)
+		l.touch(p, ti)
+		return nil
 	}
 	return nil
 }

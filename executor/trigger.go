@@ -114,10 +114,9 @@ func (l *loop) newRun(tx *store.Tx, p *passState, d *dag.DAG, runType string, lo
 	}
 	lr := newLiveRun(r, d)
 	for _, t := range d.Tasks {
-		ti := &liveTI{TaskInstance: store.TaskInstance{Run: r.PK, TaskID: t.ID, State: string(dag.StateNone)}, task: t}
-		if err := tx.InsertTI(&ti.TaskInstance); err != nil {
-			return nil, err
-		}
+		ti := &liveTI{TaskInstance: store.TaskInstance{Run: r.PK, TaskID: t.ID, State: string(dag.StateNone)}, task: t,
+			isNew: true}
+		l.touch(p, ti)
 		lr.tis[t.ID] = ti
 	}
 	lr.dirty = true
@@ -215,9 +214,7 @@ func (l *loop) refuseRun(tx *store.Tx, p *passState, run *liveRun, reason string
 			delete(l.entries, le.ID)
 			ti.entry = nil
 			ti.State, ti.Reason = string(dag.StateFailed), reason
-			if err := tx.UpdateTI(&ti.TaskInstance); err != nil {
-				return err
-			}
+			l.touch(p, ti)
 		}
 	}
 	run.dirty = true
