@@ -40,7 +40,17 @@ func (e *env) dagsTestCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			dags, errs := e.loadDAGs(ctx, cfg, st)
+			host, _ := os.Hostname()
+			dm, err := executor.New(executor.Config{
+				Store: st, Settings: cfg, DAGsDir: e.dags(), GoDAGs: e.goDAGs, StateDir: stateDir,
+				Logger: e.logger(), DaemonID: fmt.Sprintf("test:%s:%d", host, os.Getpid()),
+				Test: &executor.TestRun{DAGID: args[0], Conf: conf},
+			})
+			if err != nil {
+				return err
+			}
+			// The daemon parses the DAGs once; the same load serves this check and its run.
+			dags, errs := dm.DAGs()
 			d := findDAG(dags, args[0])
 			if d == nil {
 				for _, ie := range errs {
@@ -49,15 +59,6 @@ func (e *env) dagsTestCmd() *cobra.Command {
 					}
 				}
 				return &ExitError{Code: ExitUsage, Err: fmt.Errorf("dag %s not found or invalid", args[0])}
-			}
-			host, _ := os.Hostname()
-			dm, err := executor.New(executor.Config{
-				Store: st, Settings: cfg, DAGsDir: e.dags(), GoDAGs: e.goDAGs, StateDir: stateDir,
-				Logger: e.logger(), DaemonID: fmt.Sprintf("test:%s:%d", host, os.Getpid()),
-				Test: &executor.TestRun{DAGID: d.ID, Conf: conf},
-			})
-			if err != nil {
-				return err
 			}
 			if err := dm.Start(ctx); err != nil {
 				return err

@@ -182,8 +182,12 @@ func (d *Daemon) Command(ctx context.Context, c store.Command) error {
 	}
 }
 
-// DAGs returns the loaded DAGs and the import errors of the broken files.
-func (d *Daemon) DAGs() ([]*dag.DAG, []*dag.ImportError) { return d.loop.reg.snapshot() }
+// DAGs returns the loaded DAGs and the import errors of the broken files. Before Start, it
+// loads them (Start then uses what it loaded).
+func (d *Daemon) DAGs() ([]*dag.DAG, []*dag.ImportError) {
+	d.loop.reg.ensure()
+	return d.loop.reg.snapshot()
+}
 
 // Wake asks the loop for a pass (after an outside write it should notice at once).
 func (d *Daemon) Wake() { d.loop.wake() }

@@ -23,7 +23,7 @@ func (l *loop) start(ctx context.Context) error {
 	if err := l.compileRules(); err != nil {
 		return err
 	}
-	l.reg.reload(true)
+	l.reg.ensure()
 	l.regChanged = true
 	l.reboot = true
 	now := l.clock.Now()

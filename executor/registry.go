@@ -18,10 +18,11 @@ type registry struct {
 	goDAGs []*dag.DAG
 	opts   func() dag.LoadOptions
 
-	mu    sync.RWMutex
-	dags  map[string]*dag.DAG
-	errs  []*dag.ImportError
-	stamp string
+	mu     sync.RWMutex
+	loaded bool
+	dags   map[string]*dag.DAG
+	errs   []*dag.ImportError
+	stamp  string
 }
 
 func newRegistry(dir string, goDAGs []*dag.DAG, opts func() dag.LoadOptions) *registry {
@@ -84,9 +85,19 @@ func (r *registry) reload(force bool) bool {
 		m[d.ID] = d
 	}
 	r.mu.Lock()
-	r.dags, r.errs, r.stamp = m, errs, stamp
+	r.dags, r.errs, r.stamp, r.loaded = m, errs, stamp, true
 	r.mu.Unlock()
 	return true
+}
+
+// ensure loads the DAGs unless they are loaded already.
+func (r *registry) ensure() {
+	r.mu.RLock()
+	loaded := r.loaded
+	r.mu.RUnlock()
+	if !loaded {
+		r.reload(true)
+	}
 }
 
 func (r *registry) get(id string) *dag.DAG {
