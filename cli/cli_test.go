@@ -229,31 +229,12 @@ tasks:
   - {id: a, bash: sleep 30, pool_requirements: {db: 1}, priority_weight: 5, weight_rule: absolute}
   - {id: b, bash: echo b, pool_requirements: {db: 1}, weight_rule: absolute}
 `})
-	cfg, err := config.Load(p.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(p.state, 0o755)
-	st, err := store.Open(context.Background(), filepath.Join(p.state, "poolflow.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	admitted := make(chan string, 10)
-	d, err := executor.New(executor.Config{Store: st, Settings: cfg, DAGsDir: p.dags, StateDir: p.state, DaemonID: "cli-test",
-		KillGrace: 100 * time.Millisecond, ShutdownGrace: time.Second,
-		Notify: func(n executor.Notice) {
-			if n.Kind == executor.NoticeAdmitted {
-				admitted <- n.TaskID
-			}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Stop()
+	d, st := p.daemon(t, "cli-test", func(n executor.Notice) {
+		if n.Kind == executor.NoticeAdmitted {
+			admitted <- n.TaskID
+		}
+	})
 	res, err := d.Trigger(context.Background(), executor.TriggerRequest{DAGID: "q", RunID: "r1"})
 	if err != nil {
 		t.Fatal(err)
@@ -356,25 +337,7 @@ func TestGateAndPauseCommands(t *testing.T) {
 		"gate.yaml": "tasks:\n  - {id: ok, approval: {}}\n  - {id: after, depends_on: [ok], bash: echo after}\n",
 		"busy.yaml": "tasks:\n  - {id: a, bash: sleep 30, pool_requirements: {db: 1}}\n",
 	})
-	cfg, err := config.Load(p.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(p.state, 0o755)
-	st, err := store.Open(context.Background(), filepath.Join(p.state, "poolflow.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	d, err := executor.New(executor.Config{Store: st, Settings: cfg, DAGsDir: p.dags, StateDir: p.state, DaemonID: "cli-gate",
-		KillGrace: 100 * time.Millisecond, ShutdownGrace: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Stop()
+	_, st := p.daemon(t, "cli-gate", nil)
 
 	if out, errOut, code := p.run("dags", "trigger", "gate", "--run-id", "g1"); code != 0 || !strings.Contains(out, "created run g1") {
 		t.Fatalf("trigger: %d %s%s", code, out, errOut)
@@ -424,4 +387,32 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// daemon starts a daemon over the project in-process, as `poolflow serve` would, and stops it
+// (and closes its store) when the test ends.
+func (p *project) daemon(t *testing.T, id string, notify func(executor.Notice)) (*executor.Daemon, *store.Store) {
+	t.Helper()
+	cfg, err := config.Load(p.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(p.state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), filepath.Join(p.state, "poolflow.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	d, err := executor.New(executor.Config{Store: st, Settings: cfg, DAGsDir: p.dags, StateDir: p.state, DaemonID: id,
+		KillGrace: 100 * time.Millisecond, ShutdownGrace: time.Second, Notify: notify})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Stop() })
+	return d, st
 }
