@@ -2,6 +2,7 @@ package dag
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +19,15 @@ type ImportError struct {
 	Field        string // dotted path, e.g. "pool_requirements.two"; "" for the whole DAG or task
 	Value        string // the offending value as written, when there is one
 	Msg          string
+
+	// lazy computes Msg when the error is shown: naming a cycle costs a graph search, which
+	// only the errors kept under the cap of a file need.
+	lazy func() string
 }
+
+// maxErrorsPerFile bounds the errors reported for one file (or Go DAG): past it, one more
+// error says how many were left out. A broken file often breaks in one way many times.
+const maxErrorsPerFile = 20
 
 // Error formats the problem as
 // `dags/s4.yaml:3:5: dag s4, task cannot_run: pool_requirements.two: 4 slots exceed capacity 2`.
@@ -69,4 +78,24 @@ func sortErrors(errs []*ImportError) {
 			cmp.Compare(a.Column, b.Column),
 		)
 	})
+}
+
+// finishErrors sorts the errors of one file, keeps the first maxErrorsPerFile and adds one
+// "... and N more" error, placed at the first one left out, then fills in deferred messages.
+func finishErrors(errs []*ImportError) []*ImportError {
+	sortErrors(errs)
+	if len(errs) > maxErrorsPerFile {
+		cut := errs[maxErrorsPerFile]
+		more := &ImportError{
+			File: cut.File, Line: cut.Line, Column: cut.Column, DAGID: cut.DAGID,
+			Msg: fmt.Sprintf("... and %d more", len(errs)-maxErrorsPerFile),
+		}
+		errs = append(errs[:maxErrorsPerFile:maxErrorsPerFile], more)
+	}
+	for _, e := range errs {
+		if e.lazy != nil {
+			e.Msg, e.lazy = e.lazy(), nil
+		}
+	}
+	return errs
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 )
@@ -35,8 +36,7 @@ func Parse(path string, data []byte, opts LoadOptions) (*DAG, []*ImportError) {
 		errs = append(errs, validate(d, opts)...)
 	}
 	if len(errs) > 0 {
-		sortErrors(errs)
-		return nil, errs
+		return nil, finishErrors(errs)
 	}
 	return d, nil
 }
@@ -48,14 +48,14 @@ func decode(path string, data []byte) (*DAG, []*ImportError) {
 	src := newSourceMap(path)
 	r := newReader(path, src)
 	r.dagID = id
-	body, err := parseYAML(data)
+	body, anchors, err := parseYAML(data)
 	if err != nil {
 		return nil, []*ImportError{syntaxError(path, id, err)}
 	}
 	if body == nil {
 		return nil, []*ImportError{{File: path, Line: 1, Column: 1, DAGID: id, Msg: "empty file"}}
 	}
-	r.collectAnchors(body)
+	r.anchors = anchors
 	top := at{task: srcDAG}
 	src.put(srcDAG, "", nodePos(body))
 	es, ok := r.mapping(body, top)
@@ -113,18 +113,29 @@ func decode(path string, data []byte) (*DAG, []*ImportError) {
 	return d, r.errs
 }
 
-// parseYAML parses data into the body of its single document; nil for an empty file.
-func parseYAML(data []byte) (body ast.Node, err error) {
+// parseYAML parses data into the body of its single document; nil for an empty file. The
+// limits of limits.go are checked at each stage before the next one is built.
+func parseYAML(data []byte) (body ast.Node, anchors map[string]ast.Node, err error) {
 	defer func() {
 		// The parser has panicked on malformed input before; a broken file must not stop the
 		// daemon from loading the others.
 		if p := recover(); p != nil {
-			body, err = nil, fmt.Errorf("yaml parser failed: %v", p)
+			body, anchors, err = nil, nil, fmt.Errorf("yaml parser failed: %v", p)
 		}
 	}()
-	f, err := parser.ParseBytes(data, 0)
+	if err := checkSize(data); err != nil {
+		return nil, nil, err
+	}
+	tokens := lexer.Tokenize(string(data))
+	if tk := tokens.InvalidToken(); tk == nil {
+		// A file with an invalid token gets the parser's message for it instead.
+		if err := checkTokens(tokens); err != nil {
+			return nil, nil, err
+		}
+	}
+	f, err := parser.Parse(tokens, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var bodies []ast.Node
 	for _, doc := range f.Docs {
@@ -134,11 +145,16 @@ func parseYAML(data []byte) (body ast.Node, err error) {
 	}
 	switch len(bodies) {
 	case 0:
-		return nil, nil
+		return nil, nil, nil
 	case 1:
-		return bodies[0], nil
+	default:
+		return nil, nil, &docError{nodePos(bodies[1]), fmt.Sprintf("one DAG per file, found %d documents", len(bodies))}
 	}
-	return nil, &docError{nodePos(bodies[1]), fmt.Sprintf("one DAG per file, found %d documents", len(bodies))}
+	anchors = collectAnchors(bodies[0])
+	if err := checkAliases(bodies[0], anchors); err != nil {
+		return nil, nil, err
+	}
+	return bodies[0], anchors, nil
 }
 
 // docError is a file that parses but is not one document.
@@ -152,8 +168,11 @@ func (e *docError) Error() string { return e.msg }
 // syntaxError converts a parser error, which carries the offending token.
 func syntaxError(path, id string, err error) *ImportError {
 	ie := &ImportError{File: path, DAGID: id, Msg: err.Error()}
-	if de, ok := err.(*docError); ok {
-		ie.Line, ie.Column = de.pos.line, de.pos.col
+	switch e := err.(type) {
+	case *docError:
+		ie.Line, ie.Column = e.pos.line, e.pos.col
+	case *limitError:
+		ie.Line, ie.Column = e.pos.line, e.pos.col
 	}
 	if pe, ok := err.(interface {
 		GetMessage() string

@@ -18,8 +18,10 @@ const maxIDLength = 250
 // offending tokens.
 func Validate(d *DAG, opts LoadOptions) []*ImportError {
 	errs := validate(d, opts)
-	sortErrors(errs)
-	return errs
+	if len(errs) == 0 {
+		return nil
+	}
+	return finishErrors(errs)
 }
 
 type validator struct {
@@ -27,10 +29,12 @@ type validator struct {
 	src  *sourceMap
 	opts LoadOptions
 	errs []*ImportError
+	// reported dedupes the errors of inherited fields, reported once under default_args.
+	reported map[errKey]bool
 }
 
 func validate(d *DAG, opts LoadOptions) []*ImportError {
-	v := &validator{d: d, src: d.src, opts: opts}
+	v := &validator{d: d, src: d.src, opts: opts, reported: map[errKey]bool{}}
 	v.checkDAG()
 	first := v.checkIDs()
 	for i, t := range d.Tasks {
@@ -42,19 +46,28 @@ func validate(d *DAG, opts LoadOptions) []*ImportError {
 
 // fail records an error about field path of task i (srcDAG for the DAG itself).
 func (v *validator) fail(i int, path, value, format string, args ...any) {
+	v.add(i, path, value, fmt.Sprintf(format, args...), nil)
+}
+
+// failLazy records an error whose message is computed only if the error is shown.
+func (v *validator) failLazy(i int, path, value string, msg func() string) {
+	v.add(i, path, value, "", msg)
+}
+
+func (v *validator) add(i int, path, value, msg string, lazy func() string) {
 	p := v.src.at(i, path)
 	e := &ImportError{
 		File: v.d.File, Line: p.line, Column: p.col, DAGID: v.d.ID,
-		Field: v.src.display(i, path), Value: value, Msg: fmt.Sprintf(format, args...),
+		Field: v.src.display(i, path), Value: value, Msg: msg, lazy: lazy,
 	}
 	if v.src.fromDefaults(i, path) {
 		// The same problem for every task that inherits the field: report it once.
 		e.Field = "default_args." + e.Field
-		for _, o := range v.errs {
-			if o.Line == e.Line && o.Column == e.Column && o.Field == e.Field && o.Msg == e.Msg {
-				return
-			}
+		k := errKey{p, e.Field, e.Msg}
+		if v.reported[k] {
+			return
 		}
+		v.reported[k] = true
 	} else if i >= 0 && !v.d.IsJob {
 		// A job's task is the DAG itself; naming it twice says nothing.
 		if id := v.d.Tasks[i].ID; id != "" {

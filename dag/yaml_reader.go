@@ -7,10 +7,6 @@ import (
 	"github.com/goccy/go-yaml/ast"
 )
 
-// maxNodes bounds the nodes the reader visits, so that aliases nested into each other (the
-// "billion laughs") or an alias inside its own anchor cannot make a small file expensive.
-const maxNodes = 100_000
-
 // reader turns YAML AST nodes into Go values, recording every problem as an ImportError with
 // the node's position and the positions of the fields it reads in a sourceMap.
 type reader struct {
@@ -19,8 +15,13 @@ type reader struct {
 	errs    []*ImportError
 	src     *sourceMap
 	anchors map[string]ast.Node
-	budget  int
-	spent   bool // the budget ran out; reported once
+	// reported dedupes the errors of inherited fields, reported once under default_args.
+	reported map[errKey]bool
+}
+
+type errKey struct {
+	pos        srcPos
+	field, msg string
 }
 
 // at names where a value sits: the task index (srcDAG, srcDefaultArgs or an index into
@@ -59,7 +60,7 @@ func joinPath(base, name string) string {
 }
 
 func newReader(file string, src *sourceMap) *reader {
-	return &reader{file: file, src: src, anchors: map[string]ast.Node{}, budget: maxNodes}
+	return &reader{file: file, src: src, anchors: map[string]ast.Node{}, reported: map[errKey]bool{}}
 }
 
 func position(n ast.Node) srcPos {
@@ -89,11 +90,13 @@ func (r *reader) fail(n ast.Node, a at, value, format string, args ...any) {
 
 func (r *reader) failAt(p srcPos, a at, value, format string, args ...any) {
 	r.src.markBad(a.task, strings.TrimSuffix(a.path, keySuffix))
-	r.errs = append(r.errs, &ImportError{
+	e := &ImportError{
 		File: r.file, Line: p.line, Column: p.col,
 		DAGID: r.dagID, TaskID: a.taskID, Field: a.field(),
 		Value: value, Msg: fmt.Sprintf(format, args...),
-	})
+	}
+	r.reported[errKey{p, e.Field, e.Msg}] = true
+	r.errs = append(r.errs, e)
 }
 
 // failOnce records an error about a field of task that may come from default_args; an
@@ -102,11 +105,8 @@ func (r *reader) failOnce(task int, a at, value, format string, args ...any) {
 	p := r.src.at(task, a.path+keySuffix)
 	if r.src.fromDefaults(task, a.path) {
 		a = at{task: srcDefaultArgs, path: a.path, show: "default_args"}
-		msg := fmt.Sprintf(format, args...)
-		for _, e := range r.errs {
-			if e.Line == p.line && e.Column == p.col && e.Field == a.field() && e.Msg == msg {
-				return
-			}
+		if r.reported[errKey{p, a.field(), fmt.Sprintf(format, args...)}] {
+			return
 		}
 	}
 	r.failAt(p, a, value, format, args...)
@@ -118,12 +118,14 @@ func (r *reader) record(a at, n ast.Node) { r.src.put(a.task, a.path, nodePos(n)
 // collectAnchors indexes every anchor of the document so aliases can be resolved. YAML lets a
 // later anchor reuse a name; the last definition wins here, which only matters for files that
 // redefine an anchor after using it.
-func (r *reader) collectAnchors(n ast.Node) {
+func collectAnchors(n ast.Node) map[string]ast.Node {
+	anchors := map[string]ast.Node{}
 	ast.Walk(visitFunc(func(n ast.Node) {
 		if a, ok := n.(*ast.AnchorNode); ok && a.Name != nil && a.Value != nil {
-			r.anchors[a.Name.GetToken().Value] = a.Value
+			anchors[a.Name.GetToken().Value] = a.Value
 		}
 	}), n)
+	return anchors
 }
 
 type visitFunc func(ast.Node)
@@ -133,26 +135,10 @@ func (f visitFunc) Visit(n ast.Node) ast.Visitor {
 	return f
 }
 
-// spend takes one node from the budget; false once it is exhausted.
-func (r *reader) spend(n ast.Node, a at) bool {
-	if r.budget <= 0 {
-		if !r.spent {
-			r.spent = true
-			r.fail(n, a, "", "document too large after alias expansion (over %d nodes)", maxNodes)
-		}
-		return false
-	}
-	r.budget--
-	return true
-}
-
 // resolve looks through anchors, aliases and tags to the node holding the value. It returns
 // nil for an explicit or implicit null, and ok=false after reporting an unknown alias.
 func (r *reader) resolve(n ast.Node, a at) (ast.Node, bool) {
 	for range 64 {
-		if !r.spend(n, a) {
-			return nil, false
-		}
 		switch v := n.(type) {
 		case nil, *ast.NullNode:
 			return nil, true
@@ -179,7 +165,7 @@ func (r *reader) resolve(n ast.Node, a at) (ast.Node, bool) {
 	return nil, false
 }
 
-// peek resolves like resolve but reports nothing and spends no budget: for looking at a value
+// peek resolves like resolve but reports nothing: for looking at a value
 // that is then read (and its problems reported) by another method.
 func (r *reader) peek(n ast.Node) ast.Node {
 	for range 64 {
@@ -240,9 +226,6 @@ func (r *reader) mappingDepth(n ast.Node, a at, depth int) ([]entry, bool) {
 	var own, merged []entry
 	ok = true
 	for _, mv := range m.Values {
-		if !r.spend(mv, a) {
-			return nil, false
-		}
 		if mk, isMerge := mv.Key.(*ast.MergeKeyNode); isMerge && mk != nil {
 			es, mok := r.mergeSources(mv.Value, a, depth)
 			ok = ok && mok

@@ -196,17 +196,17 @@ func (r *reader) finish(ts *taskSpec, base at) *Task {
 		req := "pool_requirements." + ts.pool
 		src.put(ts.idx, "pool_requirements", src.at(ts.idx, poolPath))
 		src.put(ts.idx, req+keySuffix, src.at(ts.idx, poolPath))
-		src.name[srcKey{ts.idx, "pool_requirements"}] = "pool"
-		src.name[srcKey{ts.idx, req + keySuffix}] = "pool"
+		src.setName(ts.idx, "pool_requirements", "pool")
+		src.setName(ts.idx, req+keySuffix, "pool")
 		if src.fromDefaults(ts.idx, poolPath) {
-			src.inherited[srcKey{ts.idx, "pool_requirements"}] = true
+			src.setInherited(ts.idx, "pool_requirements")
 		}
 		if ts.set["pool_slots"] {
 			src.put(ts.idx, req, src.at(ts.idx, slotsPath))
-			src.name[srcKey{ts.idx, req}] = "pool_slots"
+			src.setName(ts.idx, req, "pool_slots")
 		} else {
 			src.put(ts.idx, req, src.at(ts.idx, poolPath))
-			src.name[srcKey{ts.idx, req}] = "pool"
+			src.setName(ts.idx, req, "pool")
 		}
 	}
 	if len(t.PoolRequirements) == 0 && !src.isBad(ts.idx, "pool_requirements") {
