@@ -93,6 +93,7 @@ func (d *DAG) add(t *Task, opts []TaskOption) *Task {
 	}
 	applyTaskDefaults(t)
 	d.Tasks = append(d.Tasks, t)
+	d.derived.reset()
 	return t
 }
 

@@ -10,10 +10,21 @@ import (
 )
 
 // LoadDir loads every *.yaml and *.yml file of dir (not its subfolders, not dot files), in file
-// name order. A
-// broken file does not stop the others; a dag_id already defined by an earlier file is an
-// error of the later one, which is not loaded. The DAGs come back sorted by id.
+// name order. A broken file does not stop the others; a dag_id already defined by an earlier
+// file is an error of the later one, which is not loaded. The DAGs come back sorted by id. To
+// load the same folder repeatedly, a [Loader] decodes only the files that changed.
 func LoadDir(dir string, opts LoadOptions) ([]*DAG, []*ImportError) {
+	return loadDir(dir, func(path string) (*DAG, []*ImportError) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, []*ImportError{{File: path, Msg: fmt.Sprintf("read file: %v", err)}}
+		}
+		return Parse(path, data, opts)
+	})
+}
+
+// loadDir lists the DAG files of dir and loads each with load.
+func loadDir(dir string, load func(path string) (*DAG, []*ImportError)) ([]*DAG, []*ImportError) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, []*ImportError{{File: dir, Msg: fmt.Sprintf("read dags folder: %v", err)}}
@@ -30,12 +41,7 @@ func LoadDir(dir string, opts LoadOptions) ([]*DAG, []*ImportError) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		data, err := os.ReadFile(path)
-		if err != nil {
-			errs = append(errs, &ImportError{File: path, Msg: fmt.Sprintf("read file: %v", err)})
-			continue
-		}
-		d, ferrs := Parse(path, data, opts)
+		d, ferrs := load(path)
 		errs = append(errs, ferrs...)
 		if d == nil {
 			continue

@@ -76,6 +76,8 @@ type DAG struct {
 
 	// src locates the YAML tokens of the fields, for errors found after parsing; nil for Go DAGs.
 	src *sourceMap
+	// derived caches the id index, Order and Weights (graph.go).
+	derived derived
 }
 
 // Task is one node of a DAG with every default already applied.
@@ -142,14 +144,4 @@ const (
 // Approval is a gate waiting for a person (§5.2).
 type Approval struct {
 	Timeout time.Duration // 0 = none
-}
-
-// Task returns the task with the given id, or nil.
-func (d *DAG) Task(id string) *Task {
-	for _, t := range d.Tasks {
-		if t.ID == id {
-			return t
-		}
-	}
-	return nil
 }

@@ -32,13 +32,7 @@ var dagFields = fieldSet(
 // when there is any.
 func Parse(path string, data []byte, opts LoadOptions) (*DAG, []*ImportError) {
 	d, errs := decode(path, data)
-	if d != nil {
-		errs = append(errs, validate(d, opts)...)
-	}
-	if len(errs) > 0 {
-		return nil, finishErrors(errs)
-	}
-	return d, nil
+	return validated(d, errs, opts)
 }
 
 // decode builds the DAG from the file. It returns the DAG, with defaults applied, even when
