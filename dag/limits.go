@@ -51,6 +51,8 @@ func checkSize(data []byte) error {
 			continue
 		case ',', '[', ']', '{', '}', ':':
 			n++
+			space = true // what follows starts a token of its own
+			continue
 		default:
 			if space {
 				n++
