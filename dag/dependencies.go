@@ -203,12 +203,15 @@ func (c *cycleFinder) reaches(a, b int) (found, ok bool) {
 		return true, true
 	}
 	c.seen[b], c.bwd = -m, append(c.bwd[:0], b)
+	var fwdWork, bwdWork int
 	for len(c.fwd) > 0 && len(c.bwd) > 0 {
 		if c.work > maxCycleWork {
 			return false, false
 		}
-		// Expand the smaller frontier by one level.
-		forward := len(c.fwd) <= len(c.bwd)
+		// Expand by one level the side that has cost less so far: a side that ends soon
+		// (no edges taken yet at a task) ends the search.
+		forward := fwdWork <= bwdWork
+		before := c.work
 		front, adj, own, other := c.fwd, c.out, m, -m
 		if !forward {
 			front, adj, own, other = c.bwd, c.in, -m, m
@@ -228,9 +231,9 @@ func (c *cycleFinder) reaches(a, b int) (found, ok bool) {
 			}
 		}
 		if forward {
-			c.fwd = next
+			c.fwd, fwdWork = next, fwdWork+c.work-before+1
 		} else {
-			c.bwd = next
+			c.bwd, bwdWork = next, bwdWork+c.work-before+1
 		}
 	}
 	return false, true

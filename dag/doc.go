@@ -4,11 +4,15 @@
 //
 // # Loading
 //
-// [Parse] reads one YAML file and [LoadDir] every *.yaml / *.yml file of a folder. The YAML is
-// walked as an AST (goccy/go-yaml) rather than decoded into structs, so that every problem of a
-// file is reported at once, each as an [ImportError] carrying the file:line:column of the
-// offending token, the DAG id, the task id, the field and the value. Anchors, aliases and merge
-// keys (<<) are resolved. A DAG with any error is not returned.
+// [Parse] reads one YAML file and [LoadDir] every *.yaml / *.yml file of a folder; a [Loader]
+// does the same repeatedly, decoding only the files that changed. The YAML is walked as an AST
+// (goccy/go-yaml) rather than decoded into structs, so that every problem of a file is reported
+// at once, each as an [ImportError] carrying the file:line:column of the offending token, the
+// DAG id, the task id, the field and the value; a file reports at most 20, then "... and N
+// more". Anchors, aliases and merge keys (<<) are resolved. A DAG with any error is not
+// returned. A file is refused before it is parsed when it is over 8 MiB or about 1.5 million
+// tokens, nests deeper than 100 levels, has a block mapping of over 5,000 keys, or aliases
+// that add over 100,000 nodes or sit inside their own anchor (see limits.go).
 //
 // Choices made where SPEC §2 is silent:
 //   - Top-level keys starting with "x-" are ignored, as Compose's extension fields: a place to
@@ -38,6 +42,8 @@
 //
 // [Trigger] decides a task's next state from its upstream states exactly as Airflow's
 // trigger_rule_dep does (with flag_upstream_failed), [RunEndState] the end of a run,
-// [PriorityWeights] the effective priority under each task's weight rule, [RetryDelay] the wait
-// before the next attempt and [Task.Fingerprint] whether a task definition changed.
+// [DAG.Weights] the effective priority under each task's weight rule, [DAG.Order] a
+// topological order, [RetryDelay] the wait before the next attempt and [Task.Fingerprint]
+// whether a task definition changed. Weights, Order and Task are computed once per DAG and
+// shared, so a DAG must not change after it is loaded (adding a task to a Go DAG resets them).
 package dag

@@ -100,3 +100,35 @@ func BenchmarkLoaderUnchanged(b *testing.B) {
 		}
 	}
 }
+
+// TestParseClosedChain is a 10,000-task chain whose first task depends on its last, written
+// forwards and backwards: one cycle, reported at the dependency that closes it, found without
+// a search per edge over all earlier tasks.
+func TestParseClosedChain(t *testing.T) {
+	t.Parallel()
+	const n = 10_000
+	for _, backwards := range []bool{false, true} {
+		var b strings.Builder
+		b.WriteString("tasks:\n")
+		for k := range n {
+			i := k
+			if backwards {
+				i = n - 1 - k
+			}
+			fmt.Fprintf(&b, "  - id: t%d\n    bash: \"true\"\n    depends_on: [t%d]\n", i, (i+n-1)%n)
+		}
+		_, errs := Parse("ring.yaml", []byte(b.String()), LoadOptions{})
+		if len(errs) != 1 {
+			t.Fatalf("backwards %v: %d errors:\n%s", backwards, len(errs), errorLines(errs[:min(len(errs), 3)]))
+		}
+		// Named from the task that comes first in the file.
+		prefix, suffix := "cycle: t0 -> t1 -> t2 -> ", " -> t9999 -> t0"
+		if backwards {
+			prefix, suffix = "cycle: t9999 -> t0 -> t1 -> ", " -> t9998 -> t9999"
+		}
+		msg := errs[0].Msg
+		if !strings.HasPrefix(msg, prefix) || !strings.HasSuffix(msg, suffix) {
+			t.Errorf("backwards %v: %s: %.60s...%s", backwards, errs[0].TaskID, msg, msg[len(msg)-30:])
+		}
+	}
+}
