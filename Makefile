@@ -2,7 +2,7 @@
 GO ?= go
 export CGO_ENABLED := 1
 
-.PHONY: run test lint bench build fuzz
+.PHONY: run test lint bench bench-large build fuzz
 
 # The daemon with the example DAGs of dags/ (YAML and one Go DAG) on an embedded SQLite store
 # under ./state; the API and UI listen on http://127.0.0.1:8080.
@@ -21,11 +21,16 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-# Go benchmarks (admission passes, rules, the SQLite-backed admission path), then the
-# end-to-end benchmark against `seq 1000 | xargs -P 8 -I{} true`.
+# One table: fan-out 1k/10k and chain 1k/10k (synchronous full and normal) run by
+# `poolflow dags test` against xargs -P 8 / a bash loop, the machine's fsync and fork floor,
+# peak RSS, then the admission-pass benchmarks; the rules benchmark first.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./pools/ ./rules/ ./executor/
+	$(GO) test -run '^$$' -bench . -benchmem ./rules/
 	$(GO) run ./cmd/poolflow-bench
+
+# bench with the 100,000-task fan-out too.
+bench-large:
+	$(GO) run ./cmd/poolflow-bench -large
 
 # Short fuzzing of every fuzz target.
 fuzz:

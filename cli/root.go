@@ -158,7 +158,11 @@ func (e *env) openStore(ctx context.Context, cfg *config.Config) (*store.Store, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, dir, err
 	}
-	st, err := store.Open(ctx, filepath.Join(dir, "poolflow.db"), store.Options{})
+	var opts store.Options
+	if cfg != nil {
+		opts.Synchronous = cfg.Synchronous
+	}
+	st, err := store.Open(ctx, filepath.Join(dir, "poolflow.db"), opts)
 	return st, dir, err
 }
 

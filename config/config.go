@@ -20,7 +20,18 @@ type Config struct {
 	Pools    []pools.Spec
 	Rules    []RuleSpec
 	APIToken string // api.token; POOLFLOW_API_TOKEN overrides
+	// Synchronous is store.synchronous: SyncFull (the default, "" means it too) or SyncNormal.
+	Synchronous string
 }
+
+// store.synchronous values. full: no acknowledged write is lost, even on power loss (one fsync
+// per commit). normal: a crash of the process loses nothing either, but a power loss or an OS
+// crash may lose the last commits (SQLite's WAL is synced at checkpoints only); the database
+// stays consistent.
+const (
+	SyncFull   = "full"
+	SyncNormal = "normal"
+)
 
 // RuleSpec is one raw pool rule (§6) with its position in the file, compiled by package rules.
 type RuleSpec struct {

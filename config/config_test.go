@@ -50,6 +50,8 @@ rules:
     pool: nowhere
 api:
   token: s3cret
+store:
+  synchronous: normal
 `
 
 func TestParseExample(t *testing.T) {
@@ -86,7 +88,8 @@ func TestParseExample(t *testing.T) {
 			{Name: "heavy-etl", Priority: 10, When: "kind == \"sensor\"\n", Pool: "nowhere", Slots: 1,
 				Line: 28, Column: 5, WhenLine: 31, WhenColumn: 7},
 		},
-		APIToken: "s3cret",
+		APIToken:    "s3cret",
+		Synchronous: SyncNormal,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got\n%+v\nwant\n%+v", c, want)

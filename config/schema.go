@@ -12,12 +12,14 @@ import (
 
 func (r *reader) root(n ast.Node, c *Config) []pools.Spec {
 	var specs []pools.Spec
-	for _, f := range r.fields(n, "", pos{1, 1}, "state", "max_running", "pools", "rules", "api") {
+	for _, f := range r.fields(n, "", pos{1, 1}, "state", "store", "max_running", "pools", "rules", "api") {
 		switch f.key {
 		case "state":
 			for _, g := range r.fields(f.value, f.path, f.at, "path") {
 				c.StatePath, _ = r.str(g)
 			}
+		case "store":
+			r.store(f, c)
 		case "max_running":
 			if v, ok := r.int(f, "an integer, 0 for none"); ok {
 				if v < 0 {
@@ -36,6 +38,22 @@ func (r *reader) root(n ast.Node, c *Config) []pools.Spec {
 		}
 	}
 	return specs
+}
+
+// store reads the store block: synchronous: full (default) | normal.
+func (r *reader) store(f field, c *Config) {
+	for _, g := range r.fields(f.value, f.path, f.at, "synchronous") {
+		v, ok := r.str(g)
+		if !ok {
+			continue
+		}
+		switch v {
+		case SyncFull, SyncNormal:
+			c.Synchronous = v
+		default:
+			r.fail(g.valuePos(), g.path, "invalid value %q (want full or normal)", v)
+		}
+	}
 }
 
 func (r *reader) pools(f field) []pools.Spec {

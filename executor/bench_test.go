@@ -24,3 +24,21 @@ func BenchmarkTestRun1000(b *testing.B) {
 	}
 	b.ReportMetric(float64(1000*b.N)/b.Elapsed().Seconds(), "admissions/s")
 }
+
+// BenchmarkTestRunChain1000 runs a chain t0 → t1 → … → t999 of `true` tasks: one pass, one
+// commit and one process per step, so it shows the loop's cost per step.
+func BenchmarkTestRunChain1000(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("dag_id: bench\ntasks:\n  - {id: t0000, command: [\"true\"]}\n")
+	for i := 1; i < 1000; i++ {
+		fmt.Fprintf(&sb, "  - {id: t%04d, command: [\"true\"], depends_on: [t%04d]}\n", i, i-1)
+	}
+	for i := 0; i < b.N; i++ {
+		bu := setup(b, "max_running: 8\npools:\n  default: -1\n", map[string]string{"bench.yaml": sb.String()})
+		run := bu.testRun(b, "bench", nil)
+		if run.State != "success" {
+			b.Fatalf("run %s", run.State)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(1000*b.N), "µs/step")
+}

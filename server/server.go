@@ -74,7 +74,7 @@ func New(cfg Config) *Server {
 	cfg.Metrics.watch(cfg.Store)
 	s := &Server{cfg: cfg, log: cfg.Logger, writer: cfg.Writer}
 	if s.writer == nil && cfg.Store != nil {
-		w, err := store.Open(context.Background(), cfg.Store.Path(), store.Options{})
+		w, err := store.Open(context.Background(), cfg.Store.Path(), cfg.Store.Options())
 		if err != nil {
 			// Writes still work through the shared handle; the daemon then sees them at its
 			// next reload instead of at once.

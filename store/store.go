@@ -43,13 +43,17 @@ type Store struct {
 	// r serves reads (API, UI, CLI) without waiting behind the writer.
 	r *sql.DB
 
+	opts Options
+
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
 }
 
 // Options tune Open.
 type Options struct {
-	// Synchronous is SQLite's synchronous pragma; "" means FULL (§8).
+	// Synchronous is SQLite's synchronous pragma, "full" or "normal" (any case); "" means FULL
+	// (§8). FULL syncs every commit; NORMAL in WAL mode syncs at checkpoints only, so a power
+	// loss may lose the last commits, never a crash of the process.
 	Synchronous string
 }
 
@@ -59,9 +63,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs // attempts carry it so a restarted daemon finds its own orphans (§4.8)
 	}
-	sync := opts.Synchronous
-	if sync == "" {
+	sync := strings.ToUpper(opts.Synchronous)
+	switch sync {
+	case "":
 		sync = "FULL"
+	case "FULL", "NORMAL":
+	default:
+		return nil, fmt.Errorf("%w: synchronous %q (want full or normal)", ErrInvalidOption, opts.Synchronous)
 	}
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")
@@ -82,13 +90,16 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
-	s := &Store{path: path, w: w, r: r}
+	s := &Store{path: path, w: w, r: r, opts: opts}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
+
+// Options are the options the store was opened with, for a second handle on the same file.
+func (s *Store) Options() Options { return s.opts }
 
 // Path is the database file.
 func (s *Store) Path() string { return s.path }

@@ -157,6 +157,27 @@ func TestPragmas(t *testing.T) {
 	}
 }
 
+// TestSynchronousOption: normal is SQLite's NORMAL (1); anything but full and normal is refused.
+func TestSynchronousOption(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st, err := Open(context.Background(), filepath.Join(dir, "a.db"), Options{Synchronous: "normal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var sync int
+	if err := st.w.QueryRow("PRAGMA synchronous").Scan(&sync); err != nil {
+		t.Fatal(err)
+	}
+	if sync != 1 || st.Options().Synchronous != "normal" {
+		t.Fatalf("synchronous %d, options %+v", sync, st.Options())
+	}
+	if _, err := Open(context.Background(), filepath.Join(dir, "b.db"), Options{Synchronous: "off"}); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("synchronous off: %v, want ErrInvalidOption", err)
+	}
+}
+
 // TestScheduledRunsUnique: two daemons cannot create the same scheduled run.
 func TestScheduledRunsUnique(t *testing.T) {
 	t.Parallel()

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+func printTable(out io.Writer, rows []row, fl floor, rounds, parallel int) {
+	fmt.Fprintf(out, "poolflow dags test vs the shell, `true` tasks, max_running %d, best of %d, interleaved\n", parallel, rounds)
+	fmt.Fprintf(out, "machine floor per chain step: fsync %v + fork %v = %v\n\n", us(fl.fsync), us(fl.fork),
+		us(fl.fsync+fl.fork))
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "work\tpoolflow\tbaseline\tratio\tper task\toverhead/step\tpeak RSS\t")
+	for _, r := range rows {
+		base := "xargs -P " + strconv.Itoa(parallel)
+		overhead := "-"
+		if r.w.chain {
+			base = "bash loop"
+			floor := fl.fsync + fl.fork
+			if r.w.sync != "full" {
+				floor = fl.fork // normal syncs at checkpoints only
+			}
+			overhead = us(r.poolflow/time.Duration(r.w.tasks) - floor)
+		}
+		fmt.Fprintf(tw, "%s\t%v\t%s %v\t%.2f×\t%v\t%s\t%.0f MiB\t\n", r.w.label(), r.poolflow.Round(time.Millisecond), base,
+			r.baseline.Round(time.Millisecond), r.ratio(), us(r.poolflow/time.Duration(r.w.tasks)), overhead,
+			float64(r.rss)/1024)
+	}
+	tw.Flush()
+}
+
+func us(d time.Duration) string {
+	return fmt.Sprintf("%.3f ms", float64(d)/float64(time.Millisecond))
+}
+
+// admissionBench selects the admission-pass benchmarks of package pools.
+const admissionBench = `^BenchmarkAdmit`
+
+var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op(.*)$`)
+
+// printAdmission runs the pools benchmarks and prints their time per pass in milliseconds.
+func printAdmission(out io.Writer) error {
+	cmd := exec.Command("go", "test", "-run", "^$", "-bench", admissionBench, "-benchmem", "./pools/")
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("pools benchmarks: %w\n%s", err, buf.String())
+	}
+	fmt.Fprintln(out, "\nadmission pass (package pools)")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "benchmark\tper pass\tallocations\t")
+	sc := bufio.NewScanner(&buf)
+	for sc.Scan() {
+		m := benchLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		ns, _ := strconv.ParseFloat(m[2], 64)
+		fmt.Fprintf(tw, "%s\t%.3f ms\t%s\t\n", strings.TrimPrefix(m[1], "Benchmark"), ns/1e6, strings.TrimSpace(m[3]))
+	}
+	return tw.Flush()
+}
