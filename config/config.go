@@ -20,6 +20,9 @@ type Config struct {
 	Pools    []pools.Spec
 	Rules    []RuleSpec
 	APIToken string // api.token; POOLFLOW_API_TOKEN overrides
+	// AllowedHosts (server.allowed_hosts) are the host names, optionally with a port, the HTTP
+	// server answers besides loopback names when it listens on loopback (DNS rebinding guard).
+	AllowedHosts []string
 }
 
 // RuleSpec is one raw pool rule (§6) with its position in the file, compiled by package rules.
