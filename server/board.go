@@ -52,6 +52,12 @@ type HolderJSON struct {
 	Slots      int       `json:"slots"`
 	Daemon     string    `json:"daemon"`
 	LeaseUntil time.Time `json:"lease_until"`
+	// The attempt holding the slots, and since when (its admission).
+	DAGID      string     `json:"dag_id"`
+	DAGRunID   string     `json:"dag_run_id"`
+	TaskID     string     `json:"task_id"`
+	TryNumber  int        `json:"try_number"`
+	AdmittedAt *time.Time `json:"admitted_at"`
 }
 
 // EntryJSON is one queue entry.
@@ -127,8 +133,10 @@ func (s *Server) board(ctx context.Context) (BoardJSON, error) {
 			v.DrainingTo = &t
 		}
 		for _, c := range st.claims[p.Name] {
+			e := st.live[c.Entry]
 			v.Holders = append(v.Holders, HolderJSON{QueueID: c.Entry, Label: c.Label, Slots: c.Slots, Daemon: c.Daemon,
-				LeaseUntil: c.LeaseUntil.UTC()})
+				LeaseUntil: c.LeaseUntil.UTC(), DAGID: e.DAGID, DAGRunID: e.RunID, TaskID: e.TaskID, TryNumber: e.TryNumber,
+				AdmittedAt: ts(e.AdmittedAt)})
 		}
 		for _, e := range st.waiting[p.Name] {
 			v.Waiting = append(v.Waiting, entryView(e))

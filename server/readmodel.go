@@ -159,3 +159,18 @@ func ProblemDetail(body []byte) string {
 	}
 	return string(bytes.TrimSpace(body))
 }
+
+// ErrCommandPending says a command was queued for the process that owns the run, which has not
+// applied it yet.
+var ErrCommandPending = errCommandPending
+
+// Command sends an operator command (fail, cancel, force, approve, reject) on a task instance,
+// the way the API's routes do: through this daemon's loop, or through the store to the process
+// that owns the run. It refuses an unknown run or task with a 404 error.
+func (s *Server) Command(ctx context.Context, dagID, runID, taskID, kind, note string) error {
+	t, err := s.taskInstanceByID(ctx, dagID, runID, taskID)
+	if err != nil {
+		return err
+	}
+	return s.sendCommand(ctx, t.run, kind, taskID, note)
+}
