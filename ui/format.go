@@ -33,7 +33,7 @@ var funcs = template.FuncMap{
 		}
 		return many
 	},
-	"add":   func(a, b int) int { return a + b },
+	"add": func(a, b int) int { return a + b },
 	// tiName names a task instance: dag.task, or only the job's name for a job.
 	"tiName": func(dagID, taskID string) string {
 		if dagID == taskID {

@@ -80,12 +80,12 @@ type attemptView struct {
 
 type taskData struct {
 	server.TaskInstanceDetail
-	Attempts  []attemptView
-	CanAct    bool
-	IsGate    bool
-	CanCancel bool
-	CanFail   bool
-	Terminal  bool
+	Attempts   []attemptView
+	CanAct     bool
+	IsGate     bool
+	CanCancel  bool
+	CanFail    bool
+	Terminal   bool
 	CancelPool string
 }
 

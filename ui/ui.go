@@ -174,7 +174,9 @@ func dagPath(dag string) string { return "/ui/dags/" + url.PathEscape(dag) }
 
 func runPath(dag, run string) string { return dagPath(dag) + "/runs/" + url.PathEscape(run) }
 
-func taskPath(dag, run, task string) string { return runPath(dag, run) + "/tasks/" + url.PathEscape(task) }
+func taskPath(dag, run, task string) string {
+	return runPath(dag, run) + "/tasks/" + url.PathEscape(task)
+}
 
 func poolPath(pool string) string { return "/ui/pools#pool-" + url.PathEscape(pool) }
 
