@@ -170,12 +170,21 @@ func stateClass(state string) string {
 	return "st-" + strings.ReplaceAll(state, "_", "-")
 }
 
+// prettyJSON indents a JSON value for reading, with <, > and & as themselves (the template
+// escapes them for HTML).
 func prettyJSON(raw json.RawMessage) string {
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
 		return string(raw)
 	}
-	return buf.String()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return string(raw)
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
 }
 
 type poolSlots struct {

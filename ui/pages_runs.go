@@ -179,6 +179,10 @@ func (u *UI) logTail(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, msg, status)
 		return
 	}
+	if try > max(d.View.TryNumber, 1) {
+		http.Error(w, "no such try", http.StatusNotFound)
+		return
+	}
 	offset, _ := strconv.ParseInt(r.URL.Query().Get("offset"), 10, 64)
 	running := d.View.State == "running" && d.View.TryNumber == try
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
