@@ -72,13 +72,13 @@ func TestNotFoundPages(t *testing.T) {
 	b.trigger(t, "quick", "r1")
 	b.waitRunEnd(t, "quick", "r1")
 	for path, want := range map[string]string{
-		"/ui/dags/nosuch":                        "dag nosuch not found",
-		"/ui/dags/quick/runs/nosuch":             "dag run nosuch of dag quick not found",
-		"/ui/dags/quick/runs/r1/tasks/nosuch":    "task nosuch not found in dag run r1 of dag quick",
-		"/ui/dags/nosuch/runs/r1":                "dag nosuch not found",
+		"/ui/dags/nosuch":                          "dag nosuch not found",
+		"/ui/dags/quick/runs/nosuch":               "dag run nosuch of dag quick not found",
+		"/ui/dags/quick/runs/r1/tasks/nosuch":      "task nosuch not found in dag run r1 of dag quick",
+		"/ui/dags/nosuch/runs/r1":                  "dag nosuch not found",
 		"/ui/dags/quick/runs/r1/tasks/only/logs/9": "",
-		"/ui/nothing/here":                       "There is no page at /ui/nothing/here.",
-		"/ui/dags/diamond?run=nosuch":            "dag run nosuch of dag diamond not found",
+		"/ui/nothing/here":                         "There is no page at /ui/nothing/here.",
+		"/ui/dags/diamond?run=nosuch":              "dag run nosuch of dag diamond not found",
 	} {
 		rec := b.get(t, path)
 		if rec.Code != http.StatusNotFound {
