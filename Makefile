@@ -2,7 +2,7 @@
 GO ?= go
 export CGO_ENABLED := 1
 
-.PHONY: run test lint bench build fuzz
+.PHONY: run test lint bench build fuzz ui-shots
 
 # The daemon with the example DAGs of dags/ (YAML and one Go DAG) on an embedded SQLite store
 # under ./state; the API and UI listen on http://127.0.0.1:8080.
@@ -21,10 +21,17 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+# Full-page screenshots of every UI page, taken by the browser tests (chromedp driving chromium),
+# into ui-shots/.
+ui-shots:
+	rm -rf ui-shots
+	POOLFLOW_UI_SHOTS=$(CURDIR)/ui-shots $(GO) test -count=1 -run 'TestBrowser' ./ui/
+	@ls ui-shots
+
 # Go benchmarks (admission passes, rules, the SQLite-backed admission path), then the
 # end-to-end benchmark against `seq 1000 | xargs -P 8 -I{} true`.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./pools/ ./rules/ ./executor/
+	$(GO) test -run '^$$' -bench . -benchmem ./pools/ ./rules/ ./executor/ ./ui/
 	$(GO) run ./cmd/poolflow-bench
 
 # Short fuzzing of every fuzz target.

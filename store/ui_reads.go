@@ -12,24 +12,30 @@ import (
 // admissions over a time window (the pool timeline). Like the other reads, they use the reader
 // pool.
 
-// LatestRunsByDAG returns each DAG's perDAG newest runs, newest first, by DAG id.
-func (s *Store) LatestRunsByDAG(ctx context.Context, perDAG int) (map[string][]Run, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+runCols+` FROM (
-			SELECT *, ROW_NUMBER() OVER (PARTITION BY dag_id ORDER BY queued_at DESC, id DESC) AS n FROM dag_runs)
-		WHERE n <= ? ORDER BY dag_id, queued_at DESC, id DESC`, perDAG)
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	defer rows.Close()
+// LatestRunsByDAG returns the perDAG newest runs of each of dagIDs, newest first, by DAG id
+// (index dag_runs_dag_queued: the cost follows what is returned).
+func (s *Store) LatestRunsByDAG(ctx context.Context, dagIDs []string, perDAG int) (map[string][]Run, error) {
 	out := map[string][]Run{}
-	for rows.Next() {
-		r, err := scanRun(rows)
+	for _, id := range dagIDs {
+		rows, err := s.r.QueryContext(ctx, `SELECT `+runCols+` FROM dag_runs WHERE dag_id = ?
+			ORDER BY queued_at DESC, id DESC LIMIT ?`, id, perDAG)
 		if err != nil {
 			return nil, unavailable(err)
 		}
-		out[r.DAGID] = append(out[r.DAGID], r)
+		for rows.Next() {
+			r, err := scanRun(rows)
+			if err != nil {
+				rows.Close()
+				return nil, unavailable(err)
+			}
+			out[id] = append(out[id], r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, unavailable(err)
+		}
 	}
-	return out, unavailable(rows.Err())
+	return out, nil
 }
 
 // TaskInstancesOfRuns lists the task instances of several runs, by run key.
@@ -93,10 +99,16 @@ type Holding struct {
 // PoolHoldings lists the admissions into named pools that held slots at some time since since:
 // those still admitted and those that ended after it, by admission time.
 func (s *Store) PoolHoldings(ctx context.Context, since time.Time) ([]Holding, error) {
+	// Two walks by index: the admitted entries (queue_entries_waiting) and those that ended
+	// since (queue_entries_ended).
 	rows, err := s.r.QueryContext(ctx, `SELECT e.id, q.pool, q.slots, e.admitted_at, e.ended_at
 		FROM queue_entries e JOIN entry_requirements q ON q.entry = e.id
-		WHERE q.implicit = 0 AND e.admitted_at IS NOT NULL AND (e.ended_at IS NULL OR e.ended_at >= ?)
-		ORDER BY e.admitted_at, e.id`, Micros(since))
+		WHERE e.state IN ('waiting', 'admitted') AND e.admitted_at IS NOT NULL AND q.implicit = 0
+		UNION ALL
+		SELECT e.id, q.pool, q.slots, e.admitted_at, e.ended_at
+		FROM queue_entries e JOIN entry_requirements q ON q.entry = e.id
+		WHERE e.ended_at >= ? AND e.admitted_at IS NOT NULL AND e.state NOT IN ('waiting', 'admitted') AND q.implicit = 0
+		ORDER BY 4, 1`, Micros(since))
 	if err != nil {
 		return nil, unavailable(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"html/template"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/poolflow/poolflow/server"
@@ -217,13 +218,38 @@ func timeline(hs []store.Holding, from, to time.Time) []step {
 	return out
 }
 
-// timelineSVG draws slots used over the window as a step chart, the capacity as a dashed line,
-// and marks in red the stretches when the pool was full while entries waited, or simply full.
+// buckets reduces a step function to the highest use within each of n equal slices of
+// [from, to], so a busy hour draws in a bounded number of points and every peak stays visible.
+func buckets(steps []step, from, to time.Time, n int) []int {
+	out := make([]int, n)
+	width := to.Sub(from) / time.Duration(n)
+	if width <= 0 {
+		width = 1
+	}
+	for i, st := range steps {
+		end := to
+		if i+1 < len(steps) {
+			end = steps[i+1].At
+		}
+		first := int(st.At.Sub(from) / width)
+		last := int((end.Sub(from) - 1) / width)
+		for b := max(first, 0); b <= min(last, n-1); b++ {
+			out[b] = max(out[b], st.Used)
+		}
+	}
+	return out
+}
+
+// timelineSVG draws slots used over the window as a step chart (the highest use in each slice
+// of a few seconds), the capacity as a dashed line, and the stretches when the pool was full
+// in red.
 func timelineSVG(name string, capacity int, steps []step, from, to time.Time) template.HTML {
 	const w, h, left, bottom, top = 560.0, 120.0, 28.0, 18.0, 8.0
+	const n = 240 // slices of 15 s over an hour
+	used := buckets(steps, from, to, n)
 	peak := 1
-	for _, st := range steps {
-		peak = max(peak, st.Used)
+	for _, u := range used {
+		peak = max(peak, u)
 	}
 	ymax := peak
 	if capacity > 0 {
@@ -231,47 +257,50 @@ func timelineSVG(name string, capacity int, steps []step, from, to time.Time) te
 	}
 	plotW, plotH := w-left-6, h-bottom-top
 	x := func(t time.Time) float64 { return left + plotW*float64(t.Sub(from))/float64(to.Sub(from)) }
+	bx := func(b int) float64 { return left + plotW*float64(b)/n }
 	y := func(v int) float64 { return top + plotH - plotH*float64(v)/float64(ymax) }
+	slice := to.Sub(from) / n
 	var s svg
 	s.open(w, h, "timeline", "slots used in pool "+name+" over the last hour")
-	step := 10 * time.Minute
-	for tick := from.Truncate(step).Add(step); tick.Before(to); tick = tick.Add(step) {
-		tx := x(tick)
+	tick := 10 * time.Minute
+	for t := from.Truncate(tick).Add(tick); t.Before(to); t = t.Add(tick) {
+		tx := x(t)
 		s.raw(`<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/>`, num(tx), num(top), num(tx), num(top+plotH))
-		s.text(tx, h-4, "tick", "middle", clock(tick, step))
+		s.text(tx, h-4, "tick", "middle", clock(t, tick))
 	}
 	s.text(w-6, h-4, "tick", "end", "now")
 	s.raw(`<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s"/>`, num(left), num(top+plotH), num(w-6), num(top+plotH))
 	s.text(left-5, y(0)+4, "tick", "end", "0")
 	s.text(left-5, y(ymax)+8, "tick", "end", itoa(ymax))
-	// Full stretches, under the curve.
+	// Full stretches, merged, under the curve.
 	if capacity > 0 {
-		for i, st := range steps {
-			end := to
-			if i+1 < len(steps) {
-				end = steps[i+1].At
+		for b := 0; b < n; {
+			if used[b] < capacity {
+				b++
+				continue
 			}
-			if st.Used >= capacity {
-				s.raw(`<rect class="full" x="%s" y="%s" width="%s" height="%s">`, num(x(st.At)), num(top),
-					num(max(x(end)-x(st.At), 1)), num(plotH))
-				s.title("full: " + itoa(st.Used) + " of " + itoa(capacity) + " slots from " + clock(st.At, time.Second) +
-					" to " + clock(end, time.Second))
-				s.raw(`</rect>`)
+			e := b
+			for e < n && used[e] >= capacity {
+				e++
 			}
+			s.raw(`<rect class="full" x="%s" y="%s" width="%s" height="%s">`, num(bx(b)), num(top), num(max(bx(e)-bx(b), 1)), num(plotH))
+			s.title("full from " + clock(from.Add(time.Duration(b)*slice), time.Second) + " to " +
+				clock(from.Add(time.Duration(e)*slice), time.Second))
+			s.raw(`</rect>`)
+			b = e
 		}
 	}
-	var line, area []byte
-	px, py := x(steps[0].At), y(steps[0].Used)
-	line = append(line, "M"+num(px)+","+num(py)...)
-	for _, st := range steps[1:] {
-		nx := x(st.At)
-		line = append(line, " H"+num(nx)+" V"+num(y(st.Used))...)
+	var line strings.Builder
+	line.WriteString("M" + num(bx(0)) + "," + num(y(used[0])))
+	for b := 1; b < n; b++ {
+		if used[b] != used[b-1] {
+			line.WriteString(" H" + num(bx(b)) + " V" + num(y(used[b])))
+		}
 	}
-	line = append(line, " H"+num(x(to))...)
-	area = append(area, line...)
-	area = append(area, " V"+num(y(0))+" H"+num(px)+" Z"...)
+	line.WriteString(" H" + num(bx(n)))
+	area := line.String() + " V" + num(y(0)) + " H" + num(bx(0)) + " Z"
 	s.raw(`<path class="area" d="%s"/>`, area)
-	s.raw(`<path class="line" d="%s"/>`, line)
+	s.raw(`<path class="line" d="%s"/>`, line.String())
 	if capacity > 0 {
 		s.raw(`<line class="cap" x1="%s" y1="%s" x2="%s" y2="%s"/>`, num(left), num(y(capacity)), num(w-6), num(y(capacity)))
 	}

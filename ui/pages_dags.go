@@ -61,7 +61,11 @@ func (u *UI) dagList(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	runs, err := u.api.Store().LatestRunsByDAG(ctx, lastRuns)
+	ids := make([]string, len(views))
+	for i, v := range views {
+		ids[i] = v.DAGID
+	}
+	runs, err := u.api.Store().LatestRunsByDAG(ctx, ids, lastRuns)
 	if err != nil {
 		u.fail(w, r, err)
 		return
