@@ -2,7 +2,7 @@
 GO ?= go
 export CGO_ENABLED := 1
 
-.PHONY: run test lint bench bench-large build fuzz
+.PHONY: run test lint bench bench-large build fuzz ui-shots
 
 # The daemon with the example DAGs of dags/ (YAML and one Go DAG) on an embedded SQLite store
 # under ./state; the API and UI listen on http://127.0.0.1:8080.
@@ -21,11 +21,18 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+# Full-page screenshots of every UI page, taken by the browser tests (chromedp driving chromium),
+# into ui-shots/.
+ui-shots:
+	rm -rf ui-shots
+	POOLFLOW_UI_SHOTS=$(CURDIR)/ui-shots $(GO) test -count=1 -run 'TestBrowser' ./ui/
+	@ls ui-shots
+
 # One table: fan-out 1k/10k and chain 1k/10k (synchronous full and normal) run by
 # `poolflow dags test` against xargs -P 8 / a bash loop, the machine's fsync and fork floor,
 # peak RSS, then the admission-pass benchmarks; the rules benchmark first.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./rules/
+	$(GO) test -run '^$$' -bench . -benchmem ./rules/ ./ui/
 	$(GO) run ./cmd/poolflow-bench
 
 # bench with the 100,000-task fan-out too.

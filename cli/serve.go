@@ -14,13 +14,14 @@ import (
 
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/server"
+	"github.com/poolflow/poolflow/ui"
 )
 
 func (e *env) serveCmd() *cobra.Command {
 	var listen, daemonID string
 	c := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the scheduler and the HTTP API",
+		Short: "Run the scheduler, the HTTP API and the web UI",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -53,14 +54,14 @@ func (e *env) serveCmd() *cobra.Command {
 				token = t
 			}
 			srv := server.New(server.Config{Store: st, Daemon: dm, StateDir: stateDir, Token: token, Logger: log,
-				Settings: cfg, Metrics: metrics})
+				Settings: cfg, Metrics: metrics, UI: ui.New, AllowedHosts: cfg.AllowedHosts})
 			defer srv.Close()
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				_ = dm.Stop()
 				return fmt.Errorf("listen %s: %w", listen, err)
 			}
-			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+			hs := server.HTTPServer(srv, server.Timeouts{})
 			log.Info("poolflow serving", "listen", "http://"+ln.Addr().String(), "dags", e.dags(), "state", stateDir,
 				"daemon_id", daemonID)
 			errc := make(chan error, 1)

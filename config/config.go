@@ -22,6 +22,9 @@ type Config struct {
 	APIToken string // api.token; POOLFLOW_API_TOKEN overrides
 	// Synchronous is store.synchronous: SyncFull (the default, "" means it too) or SyncNormal.
 	Synchronous string
+	// AllowedHosts (server.allowed_hosts) are the host names, optionally with a port, the HTTP
+	// server answers besides loopback names when it listens on loopback (DNS rebinding guard).
+	AllowedHosts []string
 }
 
 // store.synchronous values. full: no acknowledged write is lost, even on power loss (one fsync

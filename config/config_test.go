@@ -242,3 +242,39 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+func TestParseAllowedHosts(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, src string
+		want      []string
+		err       string
+	}{
+		{"list", "server:\n  allowed_hosts: [poolflow.internal, 'box:8080']\n", []string{"poolflow.internal", "box:8080"}, ""},
+		{"block list", "server:\n  allowed_hosts:\n    - a.example\n", []string{"a.example"}, ""},
+		{"empty", "server:\n  allowed_hosts:\n", nil, ""},
+		{"not a list", "server:\n  allowed_hosts: a.example\n", nil,
+			`p.yaml:2:18: server.allowed_hosts: invalid value "a.example" (want a list of host names)`},
+		{"bad host", "server:\n  allowed_hosts: [ok, 'http://x/']\n", nil,
+			`p.yaml:2:23: server.allowed_hosts[1]: invalid host "http://x/"`},
+		{"unknown field", "server:\n  listen: x\n", nil, "p.yaml:2:3: server.listen: unknown field"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := Parse("p.yaml", []byte(tt.src))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want it to contain %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(c.AllowedHosts, tt.want) {
+				t.Fatalf("AllowedHosts = %q, want %q", c.AllowedHosts, tt.want)
+			}
+		})
+	}
+}

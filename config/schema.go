@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/goccy/go-yaml/ast"
 
@@ -12,7 +13,7 @@ import (
 
 func (r *reader) root(n ast.Node, c *Config) []pools.Spec {
 	var specs []pools.Spec
-	for _, f := range r.fields(n, "", pos{1, 1}, "state", "store", "max_running", "pools", "rules", "api") {
+	for _, f := range r.fields(n, "", pos{1, 1}, "state", "store", "max_running", "pools", "rules", "api", "server") {
 		switch f.key {
 		case "state":
 			for _, g := range r.fields(f.value, f.path, f.at, "path") {
@@ -34,6 +35,10 @@ func (r *reader) root(n ast.Node, c *Config) []pools.Spec {
 		case "api":
 			for _, g := range r.fields(f.value, f.path, f.at, "token") {
 				c.APIToken, _ = r.str(g)
+			}
+		case "server":
+			for _, g := range r.fields(f.value, f.path, f.at, "allowed_hosts") {
+				c.AllowedHosts = r.hosts(g)
 			}
 		}
 	}
@@ -182,6 +187,31 @@ func (r *reader) rules(f field) []RuleSpec {
 			}
 		}
 		out = append(out, rule)
+	}
+	return out
+}
+
+// hosts reads server.allowed_hosts: a list of host names, each optionally with a port.
+func (r *reader) hosts(f field) []string {
+	seq, ok := f.value.(*ast.SequenceNode)
+	if !ok {
+		if _, null := f.value.(*ast.NullNode); f.value == nil || null {
+			return nil
+		}
+		r.bad(f, "a list of host names")
+		return nil
+	}
+	var out []string
+	for i, item := range seq.Values {
+		g := field{path: fmt.Sprintf("%s[%d]", f.path, i), at: position(item, f.at), value: unwrap(item)}
+		h, ok := r.str(g)
+		switch {
+		case !ok:
+		case h == "" || strings.ContainsAny(h, "/ \t@"):
+			r.fail(g.at, g.path, "invalid host %q (want a name such as poolflow.internal or poolflow.internal:8080)", h)
+		default:
+			out = append(out, h)
+		}
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
@@ -17,12 +18,14 @@ import (
 // recentPerPool is how many terminal entries each pool keeps visible (§4.6).
 const recentPerPool = 50
 
-type boardJSON struct {
-	Pools        []boardPoolJSON `json:"pools"`
+// BoardJSON is GET /pools: every pool with its holders and queue.
+type BoardJSON struct {
+	Pools        []BoardPoolJSON `json:"pools"`
 	TotalEntries int             `json:"total_entries"`
 }
 
-type boardPoolJSON struct {
+// BoardPoolJSON is one pool of GET /pools.
+type BoardPoolJSON struct {
 	Name        string  `json:"name"`
 	Description *string `json:"description"`
 	// Capacity is the slots admission uses now, -1 for unlimited; DrainingTo is the capacity an
@@ -35,23 +38,30 @@ type boardPoolJSON struct {
 	MaxQueued  int    `json:"max_queued"`
 	Source     string `json:"source"`
 	// Holders are the admitted entries holding slots, by queue ID.
-	Holders []holderJSON `json:"holders"`
+	Holders []HolderJSON `json:"holders"`
 	// Waiting lists the waiting entries in admission order.
-	Waiting []entryJSON `json:"waiting"`
+	Waiting []EntryJSON `json:"waiting"`
 	// Recent lists the last terminal entries, newest first.
-	Recent []entryJSON `json:"recent"`
+	Recent []EntryJSON `json:"recent"`
 }
 
-type holderJSON struct {
+// HolderJSON is one claim: the slots an admitted entry holds in the pool.
+type HolderJSON struct {
 	QueueID    int64     `json:"queueId"`
 	Label      string    `json:"label"`
 	Slots      int       `json:"slots"`
 	Daemon     string    `json:"daemon"`
 	LeaseUntil time.Time `json:"lease_until"`
+	// The attempt holding the slots, and since when (its admission).
+	DAGID      string     `json:"dag_id"`
+	DAGRunID   string     `json:"dag_run_id"`
+	TaskID     string     `json:"task_id"`
+	TryNumber  int        `json:"try_number"`
+	AdmittedAt *time.Time `json:"admitted_at"`
 }
 
-// entryJSON is one queue entry.
-type entryJSON struct {
+// EntryJSON is one queue entry.
+type EntryJSON struct {
 	QueueID      int64          `json:"queueId"`
 	DAGID        string         `json:"dag_id"`
 	DAGRunID     string         `json:"dag_run_id"`
@@ -64,51 +74,69 @@ type entryJSON struct {
 	Deadline     *time.Time     `json:"deadline"`
 	Force        bool           `json:"force"`
 	Requirements map[string]int `json:"requirements"`
-	Limits       []limitJSON    `json:"limits"`
+	Limits       []LimitJSON    `json:"limits"`
 	Rule         *string        `json:"rule"`
-	Reason       *reasonJSON    `json:"reason"`
+	Reason       *ReasonJSON    `json:"reason"`
 	EnqueuedAt   time.Time      `json:"enqueued_at"`
 	EndedAt      *time.Time     `json:"ended_at"`
 }
 
-func entryView(e store.Entry) entryJSON {
+func entryView(e store.Entry) EntryJSON {
 	reqs, limits := splitNeeds(e.Needs)
-	v := entryJSON{QueueID: e.ID, DAGID: e.DAGID, DAGRunID: e.RunID, TaskID: e.TaskID, TryNumber: e.TryNumber,
+	v := EntryJSON{QueueID: e.ID, DAGID: e.DAGID, DAGRunID: e.RunID, TaskID: e.TaskID, TryNumber: e.TryNumber,
 		Label: e.Label, State: e.State, Priority: e.Priority, Due: e.Due.UTC(), Deadline: ts(e.Deadline), Force: e.Force,
 		Requirements: reqs, Limits: limits, Rule: strOrNil(e.Rule), EnqueuedAt: e.CreatedAt.UTC(), EndedAt: ts(e.EndedAt)}
-	if e.Reason != "" || e.ReasonCode != "" {
-		v.Reason = &reasonJSON{Code: e.ReasonCode, Text: e.Reason}
-	}
+	v.Reason = EntryReason(e)
 	return v
+}
+
+// EntryReason is why a queue entry waits (a waiting entry) or how it ended (a terminal one), in
+// the words of `poolflow tasks explain`; nil when none is known. It is the one place the API and
+// the UI read an entry's reason from, so its source can change in one place: today the scheduler
+// loop records the reason of each entry it walked; §4.5 wants it computed on read.
+func EntryReason(e store.Entry) *ReasonJSON {
+	if e.Reason == "" && e.ReasonCode == "" {
+		return nil
+	}
+	return &ReasonJSON{Code: orText(e.ReasonCode, "waiting"), Text: e.Reason}
 }
 
 // poolBoard is GET /pools: capacity, occupancy, holders, waiting entries in admission order with
 // priority, due time, deadline, requirements and wait reason, and the recent terminal entries.
 // 503 while pool state is unavailable (§4.9).
 func (s *Server) poolBoard(w http.ResponseWriter, r *http.Request) {
-	st, err := readPoolState(r.Context(), s.cfg.Store)
+	out, err := s.board(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	recent, err := s.cfg.Store.RecentEntries(r.Context(), recentPerPool)
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) board(ctx context.Context) (BoardJSON, error) {
+	st, err := readPoolState(ctx, s.cfg.Store)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return BoardJSON{}, err
 	}
-	out := boardJSON{Pools: []boardPoolJSON{}, TotalEntries: len(st.pools)}
+	recent, err := s.cfg.Store.RecentEntries(ctx, recentPerPool)
+	if err != nil {
+		return BoardJSON{}, err
+	}
+	out := BoardJSON{Pools: []BoardPoolJSON{}, TotalEntries: len(st.pools)}
 	for _, p := range st.pools {
 		u := st.usage(p.Name)
-		v := boardPoolJSON{Name: p.Name, Description: strOrNil(p.Description), Capacity: p.Slots, Occupancy: u.occupied,
+		v := BoardPoolJSON{Name: p.Name, Description: strOrNil(p.Description), Capacity: p.Slots, Occupancy: u.occupied,
 			OpenSlots: openSlots(p, u.occupied), Ordering: p.Ordering, MaxQueued: p.MaxQueued, Source: p.Source,
-			Holders: []holderJSON{}, Waiting: []entryJSON{}, Recent: []entryJSON{}}
+			Holders: []HolderJSON{}, Waiting: []EntryJSON{}, Recent: []EntryJSON{}}
 		if p.TargetSlots != store.NoTarget {
 			t := p.TargetSlots
 			v.DrainingTo = &t
 		}
 		for _, c := range st.claims[p.Name] {
-			v.Holders = append(v.Holders, holderJSON{QueueID: c.Entry, Label: c.Label, Slots: c.Slots, Daemon: c.Daemon,
-				LeaseUntil: c.LeaseUntil.UTC()})
+			e := st.live[c.Entry]
+			v.Holders = append(v.Holders, HolderJSON{QueueID: c.Entry, Label: c.Label, Slots: c.Slots, Daemon: c.Daemon,
+				LeaseUntil: c.LeaseUntil.UTC(), DAGID: e.DAGID, DAGRunID: e.RunID, TaskID: e.TaskID, TryNumber: e.TryNumber,
+				AdmittedAt: ts(e.AdmittedAt)})
 		}
 		for _, e := range st.waiting[p.Name] {
 			v.Waiting = append(v.Waiting, entryView(e))
@@ -118,7 +146,7 @@ func (s *Server) poolBoard(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Pools = append(out.Pools, v)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // cancelEntry is POST /pools/{name}/queue/{key}/cancel: the operator's cancel of a waiting

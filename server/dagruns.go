@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -13,8 +14,8 @@ import (
 	"github.com/poolflow/poolflow/store"
 )
 
-// dagRunJSON is Airflow's DAGRun object plus queued_at (Airflow 2.1+) and our reason.
-type dagRunJSON struct {
+// DAGRunJSON is Airflow's DAGRun object plus queued_at (Airflow 2.1+) and our reason.
+type DAGRunJSON struct {
 	DAGRunID          string          `json:"dag_run_id"`
 	DAGID             string          `json:"dag_id"`
 	LogicalDate       time.Time       `json:"logical_date"`
@@ -32,17 +33,17 @@ type dagRunJSON struct {
 	Reason            *string         `json:"reason"`
 }
 
-// triggerJSON is the answer to a manual start: the run, and when something must wait for a
+// TriggerJSON is the answer to a manual start: the run, and when something must wait for a
 // pool, the seed's queued, queueId and pool naming the first waiting entry.
-type triggerJSON struct {
-	dagRunJSON
+type TriggerJSON struct {
+	DAGRunJSON
 	Queued  bool   `json:"queued"`
 	QueueID int64  `json:"queueId,omitempty"`
 	Pool    string `json:"pool,omitempty"`
 }
 
 type dagRunCollection struct {
-	DAGRuns      []dagRunJSON `json:"dag_runs"`
+	DAGRuns      []DAGRunJSON `json:"dag_runs"`
 	TotalEntries int          `json:"total_entries"`
 }
 
@@ -57,8 +58,8 @@ func runType(t string) string {
 	return t // manual, test
 }
 
-func runView(r store.Run) dagRunJSON {
-	return dagRunJSON{DAGRunID: r.RunID, DAGID: r.DAGID, LogicalDate: r.LogicalDate.UTC(), ExecutionDate: r.LogicalDate.UTC(),
+func runView(r store.Run) DAGRunJSON {
+	return DAGRunJSON{DAGRunID: r.RunID, DAGID: r.DAGID, LogicalDate: r.LogicalDate.UTC(), ExecutionDate: r.LogicalDate.UTC(),
 		QueuedAt: ts(r.QueuedAt), StartDate: ts(r.StartDate), EndDate: ts(r.EndDate), RunType: runType(r.RunType),
 		State: r.State, ExternalTrigger: r.RunType == "manual", Conf: rawConf(r.Conf), Note: strOrNil(r.Note),
 		Reason: strOrNil(r.Reason)}
@@ -75,7 +76,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	id := pathVar(r, "dag_id")
 	if id == "~" {
 		id = ""
-	} else if _, err := s.dagByID(r, id); err != nil {
+	} else if _, err := s.dagByID(r.Context(), id); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -84,7 +85,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := dagRunCollection{DAGRuns: []dagRunJSON{}, TotalEntries: total}
+	out := dagRunCollection{DAGRuns: []DAGRunJSON{}, TotalEntries: total}
 	for _, run := range runs {
 		out.DAGRuns = append(out.DAGRuns, runView(run))
 	}
@@ -93,8 +94,11 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 
 // runOf reads the run named in the path; an unknown one is 404.
 func (s *Server) runOf(r *http.Request) (store.Run, error) {
-	dagID, runID := pathVar(r, "dag_id"), pathVar(r, "dag_run_id")
-	run, err := s.cfg.Store.GetRun(r.Context(), dagID, runID)
+	return s.runByID(r.Context(), pathVar(r, "dag_id"), pathVar(r, "dag_run_id"))
+}
+
+func (s *Server) runByID(ctx context.Context, dagID, runID string) (store.Run, error) {
+	run, err := s.cfg.Store.GetRun(ctx, dagID, runID)
 	if errors.Is(err, store.ErrNotFound) {
 		return run, notFound("dag run %s of dag %s not found", runID, dagID)
 	}
@@ -185,7 +189,7 @@ func (s *Server) triggerRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.findDAG(dagID) == nil {
-		if _, err := s.dagByID(r, dagID); err == nil {
+		if _, err := s.dagByID(r.Context(), dagID); err == nil {
 			s.fail(w, r, conflict("dag %s is not loaded now (see /api/v1/importErrors)", dagID))
 			return
 		}
@@ -209,7 +213,7 @@ func (s *Server) triggerRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, conflict("%s", msg))
 		return
 	}
-	out := triggerJSON{dagRunJSON: runView(res.Run), Queued: res.Queued}
+	out := TriggerJSON{DAGRunJSON: runView(res.Run), Queued: res.Queued}
 	status := http.StatusOK
 	if res.Queued {
 		out.QueueID, out.Pool, status = res.QueueID, res.Pool, http.StatusAccepted

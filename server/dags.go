@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -12,17 +13,17 @@ import (
 	"github.com/poolflow/poolflow/store"
 )
 
-// dagJSON is Airflow's DAG object, plus the fields of its DAGDetail that poolflow has and our
+// DAGJSON is Airflow's DAG object, plus the fields of its DAGDetail that poolflow has and our
 // own (concurrency_policy, is_job).
-type dagJSON struct {
+type DAGJSON struct {
 	DAGID                    string         `json:"dag_id"`
 	Description              *string        `json:"description"`
 	FileLoc                  string         `json:"fileloc"`
 	IsPaused                 bool           `json:"is_paused"`
 	IsActive                 bool           `json:"is_active"`
 	Owners                   []string       `json:"owners"`
-	Tags                     []tagJSON      `json:"tags"`
-	ScheduleInterval         *scheduleJSON  `json:"schedule_interval"`
+	Tags                     []TagJSON      `json:"tags"`
+	ScheduleInterval         *ScheduleJSON  `json:"schedule_interval"`
 	StartDate                *time.Time     `json:"start_date"`
 	Catchup                  bool           `json:"catchup"`
 	MaxActiveRuns            int            `json:"max_active_runs"`
@@ -35,19 +36,20 @@ type dagJSON struct {
 	TaskIDs                  []string       `json:"task_ids"`
 }
 
-type tagJSON struct {
+// TagJSON is a DAG tag in Airflow's shape.
+type TagJSON struct {
 	Name string `json:"name"`
 }
 
-// scheduleJSON is Airflow's ScheduleInterval; every poolflow schedule (cron, @daily, @every,
+// ScheduleJSON is Airflow's ScheduleInterval; every poolflow schedule (cron, @daily, @every,
 // @reboot) is reported as a CronExpression holding the text as written.
-type scheduleJSON struct {
+type ScheduleJSON struct {
 	Type  string `json:"__type"`
 	Value string `json:"value"`
 }
 
 type dagCollection struct {
-	DAGs         []dagJSON `json:"dags"`
+	DAGs         []DAGJSON `json:"dags"`
 	TotalEntries int       `json:"total_entries"`
 }
 
@@ -66,19 +68,19 @@ func strOrNil(s string) *string {
 	return &s
 }
 
-func dagView(d *dag.DAG, row store.DAGRow) dagJSON {
-	v := dagJSON{DAGID: d.ID, Description: strOrNil(d.Description), FileLoc: d.File, IsPaused: row.Paused, IsActive: true,
-		Owners: []string{}, Tags: []tagJSON{}, StartDate: ts(d.StartDate), Catchup: d.Catchup, MaxActiveRuns: d.MaxActiveRuns,
+func dagView(d *dag.DAG, row store.DAGRow) DAGJSON {
+	v := DAGJSON{DAGID: d.ID, Description: strOrNil(d.Description), FileLoc: d.File, IsPaused: row.Paused, IsActive: true,
+		Owners: []string{}, Tags: []TagJSON{}, StartDate: ts(d.StartDate), Catchup: d.Catchup, MaxActiveRuns: d.MaxActiveRuns,
 		MaxActiveTasks: d.MaxActiveTasks, Params: d.Params, ConcurrencyPolicy: d.ConcurrencyPolicy, IsJob: d.IsJob,
 		TaskIDs: []string{}}
 	if d.Owner != "" {
 		v.Owners = []string{d.Owner}
 	}
 	for _, t := range d.Tags {
-		v.Tags = append(v.Tags, tagJSON{Name: t})
+		v.Tags = append(v.Tags, TagJSON{Name: t})
 	}
 	if d.Schedule != "" {
-		v.ScheduleInterval = &scheduleJSON{Type: "CronExpression", Value: d.Schedule}
+		v.ScheduleInterval = &ScheduleJSON{Type: "CronExpression", Value: d.Schedule}
 	}
 	if v.Params == nil {
 		v.Params = map[string]any{}
@@ -94,11 +96,11 @@ func dagView(d *dag.DAG, row store.DAGRow) dagJSON {
 }
 
 // inactiveView is a DAG the store knows but that is not loaded now (removed, or broken).
-func inactiveView(row store.DAGRow, broken bool) dagJSON {
-	v := dagJSON{DAGID: row.DAGID, FileLoc: row.File, IsPaused: row.Paused, Owners: []string{}, Tags: []tagJSON{},
+func inactiveView(row store.DAGRow, broken bool) DAGJSON {
+	v := DAGJSON{DAGID: row.DAGID, FileLoc: row.File, IsPaused: row.Paused, Owners: []string{}, Tags: []TagJSON{},
 		Params: map[string]any{}, ConcurrencyPolicy: dag.PolicyAllow, HasImportErrors: broken, TaskIDs: []string{}}
 	if row.Schedule != "" {
-		v.ScheduleInterval = &scheduleJSON{Type: "CronExpression", Value: row.Schedule}
+		v.ScheduleInterval = &ScheduleJSON{Type: "CronExpression", Value: row.Schedule}
 	}
 	return v
 }
@@ -125,8 +127,8 @@ func (s *Server) findDAG(id string) *dag.DAG {
 
 // dagViews lists every DAG: the loaded ones, then (when withInactive) those only the store
 // remembers.
-func (s *Server) dagViews(r *http.Request, withInactive bool) ([]dagJSON, error) {
-	rows, err := s.cfg.Store.ListDAGRows(r.Context())
+func (s *Server) dagViews(ctx context.Context, withInactive bool) ([]DAGJSON, error) {
+	rows, err := s.cfg.Store.ListDAGRows(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +136,7 @@ func (s *Server) dagViews(r *http.Request, withInactive bool) ([]dagJSON, error)
 	for _, row := range rows {
 		byID[row.DAGID] = row
 	}
-	var out []dagJSON
+	var out []DAGJSON
 	seen := map[string]bool{}
 	for _, d := range s.loadedDAGs() {
 		out = append(out, dagView(d, byID[d.ID]))
@@ -142,7 +144,7 @@ func (s *Server) dagViews(r *http.Request, withInactive bool) ([]dagJSON, error)
 	}
 	if withInactive {
 		broken := map[string]bool{}
-		if ies, err := s.cfg.Store.ListImportErrors(r.Context()); err == nil {
+		if ies, err := s.cfg.Store.ListImportErrors(ctx); err == nil {
 			for _, ie := range ies {
 				broken[ie.File] = true
 			}
@@ -152,7 +154,7 @@ func (s *Server) dagViews(r *http.Request, withInactive bool) ([]dagJSON, error)
 				out = append(out, inactiveView(row, broken[row.File]))
 			}
 		}
-		slices.SortFunc(out, func(a, b dagJSON) int { return strings.Compare(a.DAGID, b.DAGID) })
+		slices.SortFunc(out, func(a, b DAGJSON) int { return strings.Compare(a.DAGID, b.DAGID) })
 	}
 	return out, nil
 }
@@ -180,12 +182,12 @@ func (s *Server) listDAGs(w http.ResponseWriter, r *http.Request) {
 	}
 	pattern := strings.ToLower(r.URL.Query().Get("dag_id_pattern"))
 	tags := r.URL.Query()["tags"]
-	all, err := s.dagViews(r, !onlyActive)
+	all, err := s.dagViews(r.Context(), !onlyActive)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	out := []dagJSON{}
+	out := []DAGJSON{}
 	for _, v := range all {
 		if pausedSet && v.IsPaused != paused {
 			continue
@@ -193,7 +195,7 @@ func (s *Server) listDAGs(w http.ResponseWriter, r *http.Request) {
 		if pattern != "" && !strings.Contains(strings.ToLower(v.DAGID), pattern) {
 			continue
 		}
-		if len(tags) > 0 && !slices.ContainsFunc(v.Tags, func(t tagJSON) bool { return slices.Contains(tags, t.Name) }) {
+		if len(tags) > 0 && !slices.ContainsFunc(v.Tags, func(t TagJSON) bool { return slices.Contains(tags, t.Name) }) {
 			continue
 		}
 		out = append(out, v)
@@ -202,21 +204,21 @@ func (s *Server) listDAGs(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, dagCollection{DAGs: out[lo:hi], TotalEntries: len(out)})
 }
 
-func (s *Server) dagByID(r *http.Request, id string) (dagJSON, error) {
-	all, err := s.dagViews(r, true)
+func (s *Server) dagByID(ctx context.Context, id string) (DAGJSON, error) {
+	all, err := s.dagViews(ctx, true)
 	if err != nil {
-		return dagJSON{}, err
+		return DAGJSON{}, err
 	}
 	for _, v := range all {
 		if v.DAGID == id {
 			return v, nil
 		}
 	}
-	return dagJSON{}, notFound("dag %s not found", id)
+	return DAGJSON{}, notFound("dag %s not found", id)
 }
 
 func (s *Server) getDAG(w http.ResponseWriter, r *http.Request) {
-	v, err := s.dagByID(r, pathVar(r, "dag_id"))
+	v, err := s.dagByID(r.Context(), pathVar(r, "dag_id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -245,7 +247,7 @@ func (s *Server) patchDAG(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badRequest("update_mask", "only is_paused can be updated, got %q", v))
 		return
 	}
-	if _, err := s.dagByID(r, id); err != nil {
+	if _, err := s.dagByID(r.Context(), id); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -270,7 +272,7 @@ func (s *Server) patchDAG(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.wake()
-	v, err := s.dagByID(r, id)
+	v, err := s.dagByID(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
 		return

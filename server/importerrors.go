@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// importErrorJSON is Airflow's ImportError object.
-type importErrorJSON struct {
+// ImportErrorJSON is Airflow's ImportError object.
+type ImportErrorJSON struct {
 	ImportErrorID int       `json:"import_error_id"`
 	Timestamp     time.Time `json:"timestamp"`
 	Filename      string    `json:"filename"`
@@ -14,7 +14,7 @@ type importErrorJSON struct {
 }
 
 type importErrorCollection struct {
-	ImportErrors []importErrorJSON `json:"import_errors"`
+	ImportErrors []ImportErrorJSON `json:"import_errors"`
 	TotalEntries int               `json:"total_entries"`
 }
 
@@ -31,10 +31,10 @@ func (s *Server) listImportErrors(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := importErrorCollection{ImportErrors: []importErrorJSON{}, TotalEntries: len(rows)}
+	out := importErrorCollection{ImportErrors: []ImportErrorJSON{}, TotalEntries: len(rows)}
 	lo, hi := p.slice(len(rows))
 	for i := lo; i < hi; i++ {
-		out.ImportErrors = append(out.ImportErrors, importErrorJSON{ImportErrorID: i + 1,
+		out.ImportErrors = append(out.ImportErrors, ImportErrorJSON{ImportErrorID: i + 1,
 			Timestamp: rows[i].UpdatedAt.UTC(), Filename: rows[i].File, StackTrace: rows[i].Message})
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -136,7 +136,7 @@ func TestBoardOrder(t *testing.T) {
 			t.Fatalf("start %s: %d %s", start.run, rec.Code, rec.Body)
 		}
 	}
-	var board boardJSON
+	var board BoardJSON
 	if err := json.Unmarshal(b.must(t, http.StatusOK, http.MethodGet, "/pools", ""), &board); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ type poolState struct {
 	claims  map[string][]store.Claim // by pool
 	waiting map[string][]store.Entry // by pool, in admission order
 	states  map[int64]string         // entry → state, for every waiting or admitted entry
+	live    map[int64]store.Entry    // every waiting or admitted entry, by queue ID
 }
 
 func readPoolState(ctx context.Context, st *store.Store) (*poolState, error) {
@@ -31,7 +32,7 @@ func readPoolState(ctx context.Context, st *store.Store) (*poolState, error) {
 		return nil, err
 	}
 	s := &poolState{pools: ps, claims: map[string][]store.Claim{}, waiting: map[string][]store.Entry{},
-		states: map[int64]string{}}
+		states: map[int64]string{}, live: make(map[int64]store.Entry, len(live))}
 	held := map[int64]bool{}
 	for _, c := range claims {
 		s.claims[c.Pool] = append(s.claims[c.Pool], c)
@@ -39,6 +40,7 @@ func readPoolState(ctx context.Context, st *store.Store) (*poolState, error) {
 	}
 	for _, e := range live {
 		s.states[e.ID] = e.State
+		s.live[e.ID] = e
 		if e.State != "waiting" {
 			continue
 		}

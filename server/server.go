@@ -33,8 +33,12 @@ type Config struct {
 	// another process). It must be a different connection from the daemon's, so that the daemon
 	// sees those writes as outside changes and reloads. nil = New opens one on Store's file.
 	Writer *store.Store
-	// UI, when set, is mounted under /ui/ and / redirects there.
-	UI http.Handler
+	// UI, when set, builds the web UI from the server (whose read models and actions it uses);
+	// it is mounted under /ui/ and / redirects there.
+	UI func(api *Server) http.Handler
+	// AllowedHosts are host names (or name:port) served besides loopback names when the server
+	// listens on loopback (server.allowed_hosts); see hostAllowed.
+	AllowedHosts []string
 	// Now is the clock for written timestamps; nil = time.Now.
 	Now func() time.Time
 	// CommandWait bounds how long a command to a run owned by another process is awaited
@@ -49,6 +53,9 @@ type Server struct {
 	log       *slog.Logger
 	writer    *store.Store
 	ownWriter bool
+	handler   http.Handler // router behind guard
+	uploads   chan struct{}
+	origins   *http.CrossOriginProtection
 }
 
 // maxBody caps request bodies (1 MiB).
@@ -72,7 +79,8 @@ func New(cfg Config) *Server {
 		cfg.Metrics = NewMetrics()
 	}
 	cfg.Metrics.watch(cfg.Store)
-	s := &Server{cfg: cfg, log: cfg.Logger, writer: cfg.Writer}
+	s := &Server{cfg: cfg, log: cfg.Logger, writer: cfg.Writer, uploads: make(chan struct{}, maxUploads),
+		origins: http.NewCrossOriginProtection()}
 	if s.writer == nil && cfg.Store != nil {
 		w, err := store.Open(context.Background(), cfg.Store.Path(), cfg.Store.Options())
 		if err != nil {
@@ -85,6 +93,7 @@ func New(cfg Config) *Server {
 		}
 	}
 	s.router = s.routes()
+	s.handler = s.guard(s.router)
 	return s
 }
 
@@ -97,7 +106,7 @@ func (s *Server) Close() error {
 	return nil
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // route is one registered route: the table both the router and the OpenAPI test read.
 type route struct {
@@ -153,10 +162,13 @@ func (s *Server) routes() *mux.Router {
 		if rt.auth {
 			h = s.requireToken(h)
 		}
+		if rt.method != http.MethodGet && rt.method != http.MethodHead {
+			h = s.mutation(h)
+		}
 		r.Handle(rt.path, h).Methods(rt.method)
 	}
 	if s.cfg.UI != nil {
-		r.PathPrefix("/ui/").Handler(s.cfg.UI)
+		r.PathPrefix("/ui/").Handler(s.cfg.UI(s))
 		r.Handle("/", http.RedirectHandler("/ui/", http.StatusFound)).Methods(http.MethodGet, http.MethodHead)
 	}
 	return r

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"sort"
 	"time"
@@ -9,9 +10,9 @@ import (
 	"github.com/poolflow/poolflow/store"
 )
 
-// taskInstanceJSON is Airflow's TaskInstance object with poolflow's pool fields: requirements
+// TaskInstanceJSON is Airflow's TaskInstance object with poolflow's pool fields: requirements
 // (named pools → slots), limits (the implicit pools of §4.2), the queue entry, and why it waits.
-type taskInstanceJSON struct {
+type TaskInstanceJSON struct {
 	TaskID         string     `json:"task_id"`
 	DAGID          string     `json:"dag_id"`
 	DAGRunID       string     `json:"dag_run_id"`
@@ -31,7 +32,7 @@ type taskInstanceJSON struct {
 	Note           *string    `json:"note"`
 
 	Requirements  map[string]int `json:"requirements"`
-	Limits        []limitJSON    `json:"limits"`
+	Limits        []LimitJSON    `json:"limits"`
 	QueueID       *int64         `json:"queue_id"`
 	QueueState    *string        `json:"queue_state"`
 	QueueDeadline *time.Time     `json:"queue_deadline"`
@@ -39,34 +40,34 @@ type taskInstanceJSON struct {
 	Rule          *string        `json:"rule"`
 	NextAt        *time.Time     `json:"next_at"`
 	Reason        *string        `json:"reason"`
-	WaitReason    *reasonJSON    `json:"wait_reason"`
+	WaitReason    *ReasonJSON    `json:"wait_reason"`
 }
 
-// limitJSON is one implicit pool an attempt needs one slot of.
-type limitJSON struct {
+// LimitJSON is one implicit pool an attempt needs one slot of.
+type LimitJSON struct {
 	Pool     string `json:"pool"`
 	Slots    int    `json:"slots"`
 	Capacity int    `json:"capacity"`
 }
 
-// reasonJSON is a wait reason: its stable code (§4.5, or upstream, retry, approval,
+// ReasonJSON is a wait reason: its stable code (§4.5, or upstream, retry, approval,
 // reschedule, queued for waits outside the pools) and the words the CLI and UI show.
-type reasonJSON struct {
+type ReasonJSON struct {
 	Code string `json:"code"`
 	Text string `json:"text"`
 }
 
 type taskInstanceCollection struct {
-	TaskInstances []taskInstanceJSON `json:"task_instances"`
+	TaskInstances []TaskInstanceJSON `json:"task_instances"`
 	TotalEntries  int                `json:"total_entries"`
 }
 
 // splitNeeds separates an entry's named requirements from its implicit limits.
-func splitNeeds(needs []store.Requirement) (map[string]int, []limitJSON) {
-	reqs, limits := map[string]int{}, []limitJSON{}
+func splitNeeds(needs []store.Requirement) (map[string]int, []LimitJSON) {
+	reqs, limits := map[string]int{}, []LimitJSON{}
 	for _, n := range needs {
 		if n.Implicit {
-			limits = append(limits, limitJSON{Pool: n.Pool, Slots: n.Slots, Capacity: n.Capacity})
+			limits = append(limits, LimitJSON{Pool: n.Pool, Slots: n.Slots, Capacity: n.Capacity})
 		} else {
 			reqs[n.Pool] = n.Slots
 		}
@@ -77,10 +78,10 @@ func splitNeeds(needs []store.Requirement) (map[string]int, []limitJSON) {
 
 // tiView builds a task instance's JSON. weight is its effective priority under its weight rule
 // (used until it has a queue entry, whose priority is the one admission orders by).
-func tiView(run store.Run, ti store.TaskInstance, task *dag.Task, weight int, entry *store.Entry) taskInstanceJSON {
-	v := taskInstanceJSON{TaskID: ti.TaskID, DAGID: run.DAGID, DAGRunID: run.RunID, ExecutionDate: run.LogicalDate.UTC(),
+func tiView(run store.Run, ti store.TaskInstance, task *dag.Task, weight int, entry *store.Entry) TaskInstanceJSON {
+	v := TaskInstanceJSON{TaskID: ti.TaskID, DAGID: run.DAGID, DAGRunID: run.RunID, ExecutionDate: run.LogicalDate.UTC(),
 		StartDate: ts(ti.StartDate), EndDate: ts(ti.EndDate), State: ti.State, TryNumber: ti.TryNumber, MapIndex: -1,
-		Requirements: map[string]int{}, Limits: []limitJSON{}, NextAt: ts(ti.NextAt), Reason: strOrNil(ti.Reason)}
+		Requirements: map[string]int{}, Limits: []LimitJSON{}, NextAt: ts(ti.NextAt), Reason: strOrNil(ti.Reason)}
 	if !ti.StartDate.IsZero() && !ti.EndDate.IsZero() {
 		d := ti.EndDate.Sub(ti.StartDate).Seconds()
 		v.Duration = &d
@@ -123,27 +124,29 @@ func tiView(run store.Run, ti store.TaskInstance, task *dag.Task, weight int, en
 
 // waitReason says why a task instance that is not running or ended is waiting, in the words of
 // `poolflow tasks explain`; nil when it is not waiting.
-func waitReason(run store.Run, ti store.TaskInstance, entry *store.Entry) *reasonJSON {
+func waitReason(run store.Run, ti store.TaskInstance, entry *store.Entry) *ReasonJSON {
 	switch dag.State(ti.State) {
 	case dag.StateScheduled:
-		if entry != nil && entry.State == "waiting" && entry.Reason != "" {
-			return &reasonJSON{Code: orText(entry.ReasonCode, "waiting"), Text: entry.Reason}
+		if entry != nil && entry.State == "waiting" {
+			if r := EntryReason(*entry); r != nil {
+				return r
+			}
 		}
 		if run.State == "queued" {
-			return &reasonJSON{Code: "run_queued", Text: orText(run.Reason, "waiting: the run waits to start (max_active_runs)")}
+			return &ReasonJSON{Code: "run_queued", Text: orText(run.Reason, "waiting: the run waits to start (max_active_runs)")}
 		}
-		return &reasonJSON{Code: "queued", Text: "waiting: queued for the next admission pass"}
+		return &ReasonJSON{Code: "queued", Text: "waiting: queued for the next admission pass"}
 	case dag.StateNone:
 		if run.State == "queued" {
-			return &reasonJSON{Code: "run_queued", Text: orText(run.Reason, "waiting: the run waits to start (max_active_runs)")}
+			return &ReasonJSON{Code: "run_queued", Text: orText(run.Reason, "waiting: the run waits to start (max_active_runs)")}
 		}
-		return &reasonJSON{Code: "upstream", Text: "waiting: upstream tasks have not finished"}
+		return &ReasonJSON{Code: "upstream", Text: "waiting: upstream tasks have not finished"}
 	case dag.StateUpForRetry:
-		return &reasonJSON{Code: "retry", Text: "waiting: retry at " + fmtTime(ti.NextAt) + " after " + orText(ti.Reason, "a failed attempt")}
+		return &ReasonJSON{Code: "retry", Text: "waiting: retry at " + fmtTime(ti.NextAt) + " after " + orText(ti.Reason, "a failed attempt")}
 	case dag.StateUpForReschedule:
-		return &reasonJSON{Code: "reschedule", Text: "waiting: sensor pokes again at " + fmtTime(ti.NextAt)}
+		return &ReasonJSON{Code: "reschedule", Text: "waiting: sensor pokes again at " + fmtTime(ti.NextAt)}
 	case dag.StateAwaitingApproval:
-		return &reasonJSON{Code: "approval", Text: "waiting: for a person to approve or reject"}
+		return &ReasonJSON{Code: "approval", Text: "waiting: for a person to approve or reject"}
 	}
 	return nil
 }
@@ -164,12 +167,12 @@ func fmtTime(t time.Time) string {
 
 // runTasks reads the run's task instances in DAG order (unknown tasks last, by id) with their
 // newest queue entries.
-func (s *Server) runTasks(r *http.Request, run store.Run) ([]store.TaskInstance, map[string]store.Entry, *dag.DAG, error) {
-	tis, err := s.cfg.Store.ListTaskInstances(r.Context(), run.PK)
+func (s *Server) runTasks(ctx context.Context, run store.Run) ([]store.TaskInstance, map[string]store.Entry, *dag.DAG, error) {
+	tis, err := s.cfg.Store.ListTaskInstances(ctx, run.PK)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	entries, err := s.cfg.Store.LatestEntries(r.Context(), run.PK)
+	entries, err := s.cfg.Store.LatestEntries(ctx, run.PK)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -221,12 +224,12 @@ func (s *Server) listTaskInstances(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	tis, entries, d, err := s.runTasks(r, run)
+	tis, entries, d, err := s.runTasks(r.Context(), run)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	out := taskInstanceCollection{TaskInstances: []taskInstanceJSON{}, TotalEntries: len(tis)}
+	out := taskInstanceCollection{TaskInstances: []TaskInstanceJSON{}, TotalEntries: len(tis)}
 	weights := weightsOf(d)
 	lo, hi := p.slice(len(tis))
 	for _, ti := range tis[lo:hi] {
@@ -248,15 +251,18 @@ type taskInstance struct {
 }
 
 func (s *Server) taskInstanceOf(r *http.Request) (*taskInstance, error) {
-	run, err := s.runOf(r)
+	return s.taskInstanceByID(r.Context(), pathVar(r, "dag_id"), pathVar(r, "dag_run_id"), pathVar(r, "task_id"))
+}
+
+func (s *Server) taskInstanceByID(ctx context.Context, dagID, runID, id string) (*taskInstance, error) {
+	run, err := s.runByID(ctx, dagID, runID)
 	if err != nil {
 		return nil, err
 	}
-	tis, entries, d, err := s.runTasks(r, run)
+	tis, entries, d, err := s.runTasks(ctx, run)
 	if err != nil {
 		return nil, err
 	}
-	id := pathVar(r, "task_id")
 	for _, ti := range tis {
 		if ti.TaskID == id {
 			return &taskInstance{run: run, ti: ti, all: tis, entry: entryOf(entries, id), dag: d, task: taskOf(d, id),
@@ -266,7 +272,7 @@ func (s *Server) taskInstanceOf(r *http.Request) (*taskInstance, error) {
 	return nil, notFound("task %s not found in dag run %s of dag %s", id, run.RunID, run.DAGID)
 }
 
-func (t *taskInstance) view() taskInstanceJSON {
+func (t *taskInstance) view() TaskInstanceJSON {
 	return tiView(t.run, t.ti, t.task, weightsOf(t.dag)[t.ti.TaskID], t.entry)
 }
 

@@ -37,35 +37,32 @@ func (s *Store) LatestEntries(ctx context.Context, run int64) (map[string]Entry,
 
 // RecentEntries returns, per named pool, the last perPool entries that ended (done, expired,
 // cancelled, rejected, retired), newest first (§4.6: recent terminal entries stay visible).
+// Each pool's list walks the entries backwards by end time (index queue_entries_ended), so its
+// cost follows perPool, not the history.
 func (s *Store) RecentEntries(ctx context.Context, perPool int) (map[string][]Entry, error) {
-	// The union of every pool's newest perPool contains each pool's newest perPool, so sorting
-	// and trimming per pool afterwards gives exactly them.
-	es, err := entriesWhere(ctx, s.r, `e.id IN (SELECT entry FROM (
-			SELECT q.entry, ROW_NUMBER() OVER (PARTITION BY q.pool ORDER BY x.ended_at DESC, x.id DESC) AS n
-			FROM entry_requirements q JOIN queue_entries x ON x.id = q.entry
-			WHERE q.implicit = 0 AND x.state NOT IN ('waiting', 'admitted')) WHERE n <= ?)`, perPool)
+	ps, err := s.ListPools(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string][]Entry{}
-	for _, e := range es {
-		for _, n := range e.Needs {
-			if !n.Implicit {
-				out[n.Pool] = append(out[n.Pool], e)
-			}
+	for _, p := range ps {
+		es, err := entriesWhere(ctx, s.r, `e.id IN (SELECT x.id FROM queue_entries x
+				JOIN entry_requirements q ON q.entry = x.id AND q.pool = ? AND q.implicit = 0
+				WHERE x.ended_at IS NOT NULL AND x.state NOT IN ('waiting', 'admitted')
+				ORDER BY x.ended_at DESC, x.id DESC LIMIT ?)`, p.Name, perPool)
+		if err != nil {
+			return nil, err
 		}
-	}
-	for pool, list := range out {
-		sort.SliceStable(list, func(i, j int) bool {
-			if !list[i].EndedAt.Equal(list[j].EndedAt) {
-				return list[i].EndedAt.After(list[j].EndedAt)
+		if len(es) == 0 {
+			continue
+		}
+		sort.SliceStable(es, func(i, j int) bool {
+			if !es[i].EndedAt.Equal(es[j].EndedAt) {
+				return es[i].EndedAt.After(es[j].EndedAt)
 			}
-			return list[i].ID > list[j].ID
+			return es[i].ID > es[j].ID
 		})
-		if len(list) > perPool {
-			list = list[:perPool]
-		}
-		out[pool] = list
+		out[p.Name] = es
 	}
 	return out, nil
 }

@@ -1,3 +1,26 @@
-// Package ui is poolflow's server-side rendered web UI (§7.3): templates and static assets
-// embedded in the binary, and the page handlers that read the server's read models.
+// Package ui is poolflow's web UI (SPEC §7.3): server-side rendered pages (html/template) under
+// /ui/, with their templates, stylesheet, script and pictures embedded in the binary. Nothing is
+// fetched at run time and there is no build step.
+//
+// Pages: the DAG list (with import errors), a DAG (graph view and grid of recent runs × tasks,
+// trigger form, pause), a run (tasks and a Gantt chart of its attempts), a task instance (its
+// attempts and logs, the wait reason, cancel, approve/reject, mark failed) and the Resource
+// pools page (capacity, occupancy, holders, the queue in admission order with reasons and cancel
+// buttons, recent terminal entries, and a timeline of slots used over the last hour).
+//
+// Reads go through the server's read models (server.Server's DAGs, TaskInstances, PoolBoard…),
+// so a page shows exactly what the API answers, wait reasons in the words of `poolflow tasks
+// explain`. Actions are form posts that the UI sends through the API's own handler
+// (server.Server.Call) with the token of the sign-in cookie: one code path for a click and a
+// request. Pictures (graph, Gantt, occupancy bars, pool timeline) are SVG drawn here on the server.
+//
+// Every page reads without JavaScript. The small script of static/app.js makes them live: it
+// re-fetches the page it shows every couple of seconds and swaps in the regions marked
+// data-live, follows a running attempt's log, keeps relative times fresh, and submits action
+// forms without leaving the page.
+//
+// Security: all output goes through html/template (SVG text is escaped by the builder of
+// svg.go). The sign-in form stores the API token in an HttpOnly, SameSite=Strict cookie; every
+// POST must carry an Origin (or Sec-Fetch-Site) of this server. Without a configured token the UI
+// acts as the API does: open, same origin only.
 package ui

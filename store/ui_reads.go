@@ -1,0 +1,128 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"time"
+)
+
+// Reads the web UI needs beyond the API's: several runs' task instances at once (the grid), a
+// run's ended attempts (the Gantt chart), each DAG's latest runs (the DAG list) and the pools'
+// admissions over a time window (the pool timeline). Like the other reads, they use the reader
+// pool.
+
+// LatestRunsByDAG returns the perDAG newest runs of each of dagIDs, newest first, by DAG id
+// (index dag_runs_dag_queued: the cost follows what is returned).
+func (s *Store) LatestRunsByDAG(ctx context.Context, dagIDs []string, perDAG int) (map[string][]Run, error) {
+	out := map[string][]Run{}
+	for _, id := range dagIDs {
+		rows, err := s.r.QueryContext(ctx, `SELECT `+runCols+` FROM dag_runs WHERE dag_id = ?
+			ORDER BY queued_at DESC, id DESC LIMIT ?`, id, perDAG)
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		for rows.Next() {
+			r, err := scanRun(rows)
+			if err != nil {
+				rows.Close()
+				return nil, unavailable(err)
+			}
+			out[id] = append(out[id], r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, unavailable(err)
+		}
+	}
+	return out, nil
+}
+
+// TaskInstancesOfRuns lists the task instances of several runs, by run key.
+func (s *Store) TaskInstancesOfRuns(ctx context.Context, runs []int64) (map[int64][]TaskInstance, error) {
+	out := map[int64][]TaskInstance{}
+	const chunk = 500 // well under SQLite's bound on variables
+	for len(runs) > 0 {
+		n := min(len(runs), chunk)
+		args := make([]any, n)
+		for i, r := range runs[:n] {
+			args[i] = r
+		}
+		rows, err := s.r.QueryContext(ctx, `SELECT run, task_id, state, try_number, start_date, end_date, next_at,
+			COALESCE(reason, '') FROM task_instances WHERE run IN (?`+strings.Repeat(", ?", n-1)+`)`, args...)
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		tis, err := scanTIs(rows)
+		if err != nil {
+			return nil, err
+		}
+		for _, ti := range tis {
+			out[ti.Run] = append(out[ti.Run], ti)
+		}
+		runs = runs[n:]
+	}
+	return out, nil
+}
+
+// RunAttempts lists every ended attempt of a run, by task id and try number.
+func (s *Store) RunAttempts(ctx context.Context, run int64) ([]Attempt, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT run, task_id, try_number, state, start_date, end_date, COALESCE(reason, '')
+		FROM attempts WHERE run = ? ORDER BY task_id, try_number`, run)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	defer rows.Close()
+	var out []Attempt
+	for rows.Next() {
+		var a Attempt
+		var start, end sql.NullInt64
+		if err := rows.Scan(&a.Run, &a.TaskID, &a.TryNumber, &a.State, &start, &end, &a.Reason); err != nil {
+			return nil, unavailable(err)
+		}
+		a.StartDate, a.EndDate = timeOf(start), timeOf(end)
+		out = append(out, a)
+	}
+	return out, unavailable(rows.Err())
+}
+
+// Holding is one admission's hold on one named pool: from its admission to its end (zero while
+// still held).
+type Holding struct {
+	Entry      int64
+	Pool       string
+	Slots      int
+	AdmittedAt time.Time
+	EndedAt    time.Time
+}
+
+// PoolHoldings lists the admissions into named pools that held slots at some time since since:
+// those still admitted and those that ended after it, by admission time.
+func (s *Store) PoolHoldings(ctx context.Context, since time.Time) ([]Holding, error) {
+	// Two walks by index: the admitted entries (queue_entries_waiting) and those that ended
+	// since (queue_entries_ended).
+	rows, err := s.r.QueryContext(ctx, `SELECT e.id, q.pool, q.slots, e.admitted_at, e.ended_at
+		FROM queue_entries e JOIN entry_requirements q ON q.entry = e.id
+		WHERE e.state IN ('waiting', 'admitted') AND e.admitted_at IS NOT NULL AND q.implicit = 0
+		UNION ALL
+		SELECT e.id, q.pool, q.slots, e.admitted_at, e.ended_at
+		FROM queue_entries e JOIN entry_requirements q ON q.entry = e.id
+		WHERE e.ended_at >= ? AND e.admitted_at IS NOT NULL AND e.state NOT IN ('waiting', 'admitted') AND q.implicit = 0
+		ORDER BY 4, 1`, Micros(since))
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	defer rows.Close()
+	var out []Holding
+	for rows.Next() {
+		var h Holding
+		var admitted int64
+		var ended sql.NullInt64
+		if err := rows.Scan(&h.Entry, &h.Pool, &h.Slots, &admitted, &ended); err != nil {
+			return nil, unavailable(err)
+		}
+		h.AdmittedAt, h.EndedAt = FromMicros(admitted), timeOf(ended)
+		out = append(out, h)
+	}
+	return out, unavailable(rows.Err())
+}

@@ -1,0 +1,202 @@
+package ui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+)
+
+// funcs are the template helpers: links, times, durations, states.
+var funcs = template.FuncMap{
+	"dagPath":  dagPath,
+	"runPath":  runPath,
+	"taskPath": taskPath,
+	"poolPath": poolPath,
+	"esc":      escape,
+	"rel":      relTime,
+	"abs":      absTime,
+	"dur":      duration,
+	"span":     span,
+	"state":    stateClass,
+	"pretty":   prettyJSON,
+	"sortedReqs": func(m map[string]int) []poolSlots {
+		return sortedReqs(m)
+	},
+	"plural": func(n int, one, many string) string {
+		if n == 1 {
+			return one
+		}
+		return many
+	},
+	"add": func(a, b int) int { return a + b },
+	// tiName names a task instance: dag.task, or only the job's name for a job.
+	"tiName": func(dagID, taskID string) string {
+		if dagID == taskID {
+			return dagID
+		}
+		return dagID + "." + taskID
+	},
+	"words": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
+	"legendStates": func() []string {
+		return []string{"none", "scheduled", "running", "success", "failed", "up_for_retry", "up_for_reschedule",
+			"awaiting_approval", "upstream_failed", "skipped"}
+	},
+	"deref": func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	},
+}
+
+func escape(s string) string { return url.PathEscape(s) }
+
+// when accepts a time.Time or *time.Time; ok is false for a zero or nil time.
+func when(v any) (time.Time, bool) {
+	switch t := v.(type) {
+	case time.Time:
+		return t, !t.IsZero()
+	case *time.Time:
+		if t == nil {
+			return time.Time{}, false
+		}
+		return *t, !t.IsZero()
+	}
+	return time.Time{}, false
+}
+
+// relTime renders a <time> with the relative time as text and the absolute one on hover; the
+// script keeps the text fresh. A missing time is a dash.
+func relTime(now time.Time, v any) template.HTML {
+	t, ok := when(v)
+	if !ok {
+		return `<span class="muted">–</span>`
+	}
+	return template.HTML(fmt.Sprintf(`<time datetime="%s" title="%s">%s</time>`,
+		t.UTC().Format(time.RFC3339Nano), template.HTMLEscapeString(absTime(t)), template.HTMLEscapeString(ago(now, t))))
+}
+
+func absTime(v any) string {
+	t, ok := when(v)
+	if !ok {
+		return "–"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// ago is "just now", "5s ago", "3 min ago", "in 2 h"… (app.js computes the same words).
+func ago(now, t time.Time) string {
+	d := now.Sub(t)
+	future := d < 0
+	if future {
+		d = -d
+	}
+	var s string
+	switch {
+	case d < 2*time.Second:
+		return "just now"
+	case d < time.Minute:
+		s = fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		s = fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		s = fmt.Sprintf("%d h", int(d.Hours()))
+	default:
+		s = fmt.Sprintf("%d days", int(d.Hours()/24))
+	}
+	if future {
+		return "in " + s
+	}
+	return s + " ago"
+}
+
+// duration renders seconds (a *float64 from the API, or a time.Duration) as "1.2s", "3m 04s"…
+func duration(v any) string {
+	var d time.Duration
+	switch x := v.(type) {
+	case *float64:
+		if x == nil {
+			return "–"
+		}
+		d = time.Duration(*x * float64(time.Second))
+	case float64:
+		d = time.Duration(x * float64(time.Second))
+	case time.Duration:
+		d = x
+	default:
+		return "–"
+	}
+	return fmtDuration(d)
+}
+
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "–"
+	case d < time.Second:
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%dm %02ds", int(d.Minutes()), int(d.Seconds())%60)
+	default:
+		return fmt.Sprintf("%dh %02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+}
+
+// span is the duration from start to end, or to now while it lasts.
+func span(now time.Time, start, end any) string {
+	s, ok := when(start)
+	if !ok {
+		return "–"
+	}
+	e, ok := when(end)
+	if !ok {
+		e = now
+	}
+	return fmtDuration(e.Sub(s))
+}
+
+// stateClass is the CSS class of a state's colour (Airflow's colours, see style.css).
+func stateClass(state string) string {
+	if state == "" {
+		state = "none"
+	}
+	return "st-" + strings.ReplaceAll(state, "_", "-")
+}
+
+// prettyJSON indents a JSON value for reading, with <, > and & as themselves (the template
+// escapes them for HTML).
+func prettyJSON(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return string(raw)
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+type poolSlots struct {
+	Pool  string
+	Slots int
+}
+
+func sortedReqs(m map[string]int) []poolSlots {
+	out := make([]poolSlots, 0, len(m))
+	for p, n := range m {
+		out = append(out, poolSlots{p, n})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pool < out[j].Pool })
+	return out
+}

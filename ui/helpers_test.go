@@ -1,0 +1,272 @@
+package ui
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/poolflow/poolflow/config"
+	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/server"
+	"github.com/poolflow/poolflow/store"
+)
+
+const testToken = "s3cret"
+
+// testConfig: db is a strict one-slot pool, so one holder makes everyone else wait.
+const testConfig = `
+max_running: 8
+pools:
+  db:
+    slots: 1
+    ordering: strict
+    description: the database
+  default: 4
+`
+
+// testDAGs: quick succeeds at once; diamond has four tasks; hold keeps db until the file
+// "release" exists in the test's folder; held waits for db; gate is an approval gate; talk logs
+// a line, waits for the file "go-on", then logs another; quotes echoes its params.
+func testDAGs(dir string) map[string]string {
+	return map[string]string{
+		"quick.yaml": `
+description: one quick task
+tags: [demo]
+owner: tests
+tasks:
+  - id: only
+    command: ["true"]
+`,
+		"diamond.yaml": `
+tasks:
+  - id: start
+    command: ["true"]
+  - id: left
+    depends_on: [start]
+    command: ["true"]
+  - id: right
+    depends_on: [start]
+    command: ["true"]
+  - id: join
+    depends_on: [left, right]
+    command: ["true"]
+`,
+		"hold.yaml": `
+tasks:
+  - id: keep
+    bash: "while [ ! -e '` + filepath.Join(dir, "release") + `' ]; do sleep 0.05; done"
+    pool_requirements: {db: 1}
+`,
+		"held.yaml": `
+tasks:
+  - id: load
+    command: ["true"]
+    pool_requirements: {db: 1}
+    queue_timeout: 1h
+`,
+		"gate.yaml": `
+tasks:
+  - id: approve
+    approval: {timeout: 24h}
+  - id: publish
+    depends_on: [approve]
+    command: ["true"]
+`,
+		"talk.yaml": `
+tasks:
+  - id: say
+    bash: "echo first line; while [ ! -e '` + filepath.Join(dir, "go-on") + `' ]; do sleep 0.05; done; echo second line"
+`,
+		"quotes.yaml": `
+params: {name: world}
+tasks:
+  - id: say
+    bash: "printenv POOLFLOW_PARAMS; echo '<script>alert(2)</script>'"
+`,
+	}
+}
+
+// bundle is one test's fixtures: a real SQLite file, a started daemon, the API server with the
+// UI mounted.
+type bundle struct {
+	dir      string
+	st       *store.Store
+	daemon   *executor.Daemon
+	srv      *server.Server
+	notices  chan executor.Notice
+	stateDir string
+}
+
+type setupOpts struct {
+	token string
+}
+
+func setup(t testing.TB, opts setupOpts) *bundle {
+	t.Helper()
+	dir := t.TempDir()
+	b := &bundle{dir: dir, stateDir: filepath.Join(dir, "state"), notices: make(chan executor.Notice, 10000)}
+	dagsDir := filepath.Join(dir, "dags")
+	for _, d := range []string{dagsDir, b.stateDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, body := range testDAGs(dir) {
+		if err := os.WriteFile(filepath.Join(dagsDir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Parse("poolflow.yaml", []byte(testConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), filepath.Join(b.stateDir, "poolflow.db"), store.Options{Synchronous: "OFF"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	b.st = st
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d, err := executor.New(executor.Config{Store: st, Settings: cfg, DAGsDir: dagsDir, StateDir: b.stateDir,
+		DaemonID: "ui-test", Logger: quiet, KillGrace: 200 * time.Millisecond, ShutdownGrace: 2 * time.Second,
+		Notify: func(n executor.Notice) {
+			select {
+			case b.notices <- n:
+			default:
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Release what hold keeps, so that stopping does not wait for it.
+	t.Cleanup(func() {
+		_ = os.WriteFile(filepath.Join(dir, "release"), nil, 0o644)
+		_ = os.WriteFile(filepath.Join(dir, "go-on"), nil, 0o644)
+		_ = d.Stop()
+	})
+	b.daemon = d
+	b.srv = server.New(server.Config{Store: st, Daemon: d, StateDir: b.stateDir, Token: opts.token, Logger: quiet,
+		Settings: cfg, UI: New, CommandWait: 2 * time.Second})
+	t.Cleanup(func() { b.srv.Close() })
+	return b
+}
+
+// request sends one request in process. Form posts carry this server's Origin unless the test
+// sets another (or none, with origin "-").
+func (b *bundle) request(t testing.TB, method, path string, form url.Values, hdr map[string]string) *httptest.ResponseRecorder {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req := httptest.NewRequest(method, path, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", "http://example.com")
+	}
+	for k, v := range hdr {
+		if v == "-" {
+			req.Header.Del(k)
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	b.srv.ServeHTTP(rec, req)
+	return rec
+}
+
+func (b *bundle) get(t testing.TB, path string) *httptest.ResponseRecorder {
+	t.Helper()
+	return b.request(t, http.MethodGet, path, nil, nil)
+}
+
+// page fetches a page and fails unless it answers want.
+func (b *bundle) page(t testing.TB, want int, path string) string {
+	t.Helper()
+	rec := b.get(t, path)
+	if rec.Code != want {
+		t.Fatalf("GET %s: %d, want %d\n%s", path, rec.Code, want, rec.Body.String())
+	}
+	return rec.Body.String()
+}
+
+// trigger starts a run over the API with a fixed id.
+func (b *bundle) trigger(t testing.TB, dagID, runID string) {
+	t.Helper()
+	status, body := b.srv.Call(context.Background(), http.MethodPost, "/api/v1/dags/"+dagID+"/dagRuns",
+		map[string]any{"dag_run_id": runID}, testToken)
+	if status != http.StatusOK && status != http.StatusAccepted {
+		t.Fatalf("trigger %s: %d %s", dagID, status, body)
+	}
+}
+
+// waitRunEnd waits for the daemon's notice that a run ended and returns its state.
+func (b *bundle) waitRunEnd(t testing.TB, dagID, runID string) string {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case n := <-b.notices:
+			if n.Kind == executor.NoticeRunEnded && n.DAGID == dagID && n.RunID == runID {
+				return n.State
+			}
+		case <-timeout:
+			t.Fatalf("run %s of %s did not end", runID, dagID)
+		}
+	}
+}
+
+// waitAdmitted waits for the notice that a task of a run was admitted.
+func (b *bundle) waitAdmitted(t testing.TB, dagID, runID, taskID string) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case n := <-b.notices:
+			if n.Kind == executor.NoticeAdmitted && n.DAGID == dagID && n.RunID == runID && n.TaskID == taskID {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("%s of run %s was not admitted", taskID, runID)
+		}
+	}
+}
+
+// waitWaiting waits until a task's queue entry is waiting with a reason recorded.
+func (b *bundle) waitWaiting(t testing.TB, dagID, runID, taskID string) server.TaskInstanceDetail {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		d, err := b.srv.TaskInstance(context.Background(), dagID, runID, taskID)
+		if err == nil && d.Entry != nil && d.Entry.State == "waiting" && d.Entry.Reason != "" {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s of run %s is not waiting with a reason (%v)", taskID, runID, err)
+		}
+		b.daemon.Wake()
+		select {
+		case <-b.notices:
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (b *bundle) release(t testing.TB, name string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(b.dir, name), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,239 @@
+package ui
+
+import (
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/server"
+	"github.com/poolflow/poolflow/store"
+)
+
+// lastRuns is how many runs the DAG list shows per DAG; gridRuns how many the grid shows.
+const (
+	lastRuns = 10
+	gridRuns = 25
+)
+
+type dagRow struct {
+	DAG    server.DAGJSON
+	Runs   []store.Run // oldest first
+	Next   time.Time
+	NextIs string // words when there is no next time: manual only, paused, at daemon start
+}
+
+type dagsData struct {
+	Rows         []dagRow
+	ImportErrors []store.ImportErrorRow
+	Tag          string
+	Tags         []string
+	Total        int
+}
+
+// nextFire says when a DAG's schedule fires next.
+func nextFire(schedule string, paused bool, now time.Time) (time.Time, string) {
+	switch {
+	case schedule == "":
+		return time.Time{}, "manual only"
+	case paused:
+		return time.Time{}, "paused"
+	}
+	sched, reboot, err := dag.ParseSchedule(schedule)
+	if err != nil {
+		return time.Time{}, "invalid schedule"
+	}
+	if reboot {
+		return time.Time{}, "at daemon start"
+	}
+	return sched.Next(now), ""
+}
+
+func (u *UI) dagList(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	views, err := u.api.DAGs(ctx)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	ids := make([]string, len(views))
+	for i, v := range views {
+		ids[i] = v.DAGID
+	}
+	runs, err := u.api.Store().LatestRunsByDAG(ctx, ids, lastRuns)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	ies, err := u.api.Store().ListImportErrors(ctx)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	now := u.api.Now()
+	tag := r.URL.Query().Get("tag")
+	data := dagsData{ImportErrors: ies, Tag: tag, Total: len(views)}
+	seen := map[string]bool{}
+	for _, v := range views {
+		for _, t := range v.Tags {
+			if !seen[t.Name] {
+				seen[t.Name] = true
+				data.Tags = append(data.Tags, t.Name)
+			}
+		}
+		if tag != "" && !slices.ContainsFunc(v.Tags, func(t server.TagJSON) bool { return t.Name == tag }) {
+			continue
+		}
+		row := dagRow{DAG: v, Runs: slices.Clone(runs[v.DAGID])}
+		slices.Reverse(row.Runs)
+		sched := ""
+		if v.ScheduleInterval != nil {
+			sched = v.ScheduleInterval.Value
+		}
+		row.Next, row.NextIs = nextFire(sched, v.IsPaused, now)
+		if !v.IsActive {
+			row.NextIs = "not loaded"
+		}
+		data.Rows = append(data.Rows, row)
+	}
+	slices.Sort(data.Tags)
+	u.render(w, r, http.StatusOK, "dags", "DAGs", "dags", data)
+}
+
+type gridCell struct {
+	State string
+	Href  string
+	Title string
+}
+
+type gridRow struct {
+	Task  string
+	Kind  string
+	Cells []gridCell
+}
+
+type dagData struct {
+	DAG      server.DAGJSON
+	Def      *dag.DAG
+	Graph    template.HTML
+	Selected *store.Run
+	Runs     []store.Run // the grid's runs, oldest first
+	Recent   []store.Run // the same, newest first
+	Grid     []gridRow
+	Conf     string // the trigger form's default conf: the DAG's params
+	Next     time.Time
+	NextIs   string
+	Schedule string
+	Counts   map[string]int // run states among the grid's runs
+}
+
+func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := mux.Vars(r)["dag"]
+	view, def, err := u.api.DAG(ctx, id)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	runs, _, err := u.api.Store().ListRuns(ctx, id, gridRuns, 0)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	recent := slices.Clone(runs)
+	slices.Reverse(runs)
+	data := dagData{DAG: view, Def: def, Runs: runs, Recent: recent, Counts: map[string]int{}}
+	if view.ScheduleInterval != nil {
+		data.Schedule = view.ScheduleInterval.Value
+	}
+	data.Next, data.NextIs = nextFire(data.Schedule, view.IsPaused, u.api.Now())
+	conf, _ := json.MarshalIndent(view.Params, "", "  ")
+	data.Conf = string(conf)
+	pks := make([]int64, len(runs))
+	for i, run := range runs {
+		pks[i] = run.PK
+		data.Counts[run.State]++
+	}
+	tis, err := u.api.Store().TaskInstancesOfRuns(ctx, pks)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	// Rows: the DAG's tasks in file order, then tasks only old runs have.
+	var tasks []string
+	kinds := map[string]string{}
+	if def != nil {
+		for _, t := range def.Tasks {
+			tasks = append(tasks, t.ID)
+			kinds[t.ID] = string(t.Kind)
+		}
+	}
+	for _, run := range runs {
+		for _, ti := range tis[run.PK] {
+			if !slices.Contains(tasks, ti.TaskID) {
+				tasks = append(tasks, ti.TaskID)
+			}
+		}
+	}
+	for _, task := range tasks {
+		row := gridRow{Task: task, Kind: kinds[task]}
+		for _, run := range runs {
+			c := gridCell{State: "none", Title: task + " in " + run.RunID + ": not in this run"}
+			for _, ti := range tis[run.PK] {
+				if ti.TaskID == task {
+					c = gridCell{State: ti.State, Href: taskPath(id, run.RunID, task),
+						Title: task + " in " + run.RunID + ": " + strings.ReplaceAll(ti.State, "_", " ")}
+					if ti.TryNumber > 1 {
+						c.Title += " (try " + itoa(ti.TryNumber) + ")"
+					}
+				}
+			}
+			row.Cells = append(row.Cells, c)
+		}
+		data.Grid = append(data.Grid, row)
+	}
+	// The graph shows the selected run (?run=), else the newest.
+	if sel := r.URL.Query().Get("run"); sel != "" {
+		for i := range runs {
+			if runs[i].RunID == sel {
+				data.Selected = &runs[i]
+			}
+		}
+		if data.Selected == nil {
+			run, err := u.api.Run(ctx, id, sel)
+			if err != nil {
+				u.fail(w, r, err)
+				return
+			}
+			data.Selected = &run
+		}
+	} else if len(runs) > 0 {
+		data.Selected = &runs[len(runs)-1]
+	}
+	if def != nil {
+		info := map[string]nodeInfo{}
+		if data.Selected != nil {
+			views, err := u.api.TaskInstances(ctx, *data.Selected)
+			if err != nil {
+				u.fail(w, r, err)
+				return
+			}
+			for _, v := range views {
+				in := nodeInfo{State: v.State, Href: taskPath(id, data.Selected.RunID, v.TaskID)}
+				if v.WaitReason != nil {
+					in.Reason = v.WaitReason.Text
+				} else if v.Reason != nil {
+					in.Reason = *v.Reason
+				}
+				info[v.TaskID] = in
+			}
+		}
+		data.Graph = graphSVG(def, info)
+	}
+	u.render(w, r, http.StatusOK, "dag", id, "dags", data)
+}

@@ -1,0 +1,101 @@
+package ui
+
+import (
+	"html/template"
+	"net/http"
+	"time"
+
+	"github.com/poolflow/poolflow/server"
+	"github.com/poolflow/poolflow/store"
+)
+
+// timelineWindow is how far back the pool timeline looks.
+const timelineWindow = time.Hour
+
+type waitingRow struct {
+	server.EntryJSON
+	Position int
+	Slots    int // slots it needs in this pool
+	Href     string
+}
+
+type poolCard struct {
+	server.BoardPoolJSON
+	Bar      template.HTML
+	Timeline template.HTML
+	Waiting  []waitingRow
+	Peak     int
+	FullFor  time.Duration // how long it was full within the window
+	Percent  int
+	State    string // free | busy | full | over
+}
+
+type poolsData struct {
+	Pools   []poolCard
+	Waiting int
+	Held    int
+	From    time.Time
+}
+
+func (u *UI) poolsPage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	board, err := u.api.PoolBoard(ctx)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	now := u.api.Now()
+	from := now.Add(-timelineWindow)
+	holdings, err := u.api.Store().PoolHoldings(ctx, from)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	byPool := map[string][]int{}
+	for i, h := range holdings {
+		byPool[h.Pool] = append(byPool[h.Pool], i)
+	}
+	data := poolsData{From: from}
+	for _, p := range board.Pools {
+		c := poolCard{BoardPoolJSON: p, Bar: occupancyBar(p)}
+		hs := make([]store.Holding, 0, len(byPool[p.Name]))
+		for _, i := range byPool[p.Name] {
+			hs = append(hs, holdings[i])
+		}
+		steps := timeline(hs, from, now)
+		for i, st := range steps {
+			c.Peak = max(c.Peak, st.Used)
+			end := now
+			if i+1 < len(steps) {
+				end = steps[i+1].At
+			}
+			if p.Capacity > 0 && st.Used >= p.Capacity {
+				c.FullFor += end.Sub(st.At)
+			}
+		}
+		c.Timeline = timelineSVG(p.Name, p.Capacity, steps, from, now)
+		for i, e := range p.Waiting {
+			c.Waiting = append(c.Waiting, waitingRow{EntryJSON: e, Position: i + 1, Slots: e.Requirements[p.Name],
+				Href: taskPath(e.DAGID, e.DAGRunID, e.TaskID)})
+		}
+		switch {
+		case p.Capacity < 0:
+			c.State = "free"
+		case p.Occupancy > p.Capacity:
+			c.State = "over"
+		case p.Occupancy == p.Capacity:
+			c.State = "full"
+		case p.Occupancy > 0:
+			c.State = "busy"
+		default:
+			c.State = "free"
+		}
+		if p.Capacity > 0 {
+			c.Percent = min(100*p.Occupancy/p.Capacity, 100)
+		}
+		data.Waiting += len(p.Waiting)
+		data.Held += p.Occupancy
+		data.Pools = append(data.Pools, c)
+	}
+	u.render(w, r, http.StatusOK, "pools", "Resource pools", "pools", data)
+}

@@ -1,0 +1,215 @@
+package ui
+
+import (
+	"errors"
+	"html/template"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"strconv"
+
+	"github.com/gorilla/mux"
+
+	"github.com/poolflow/poolflow/server"
+	"github.com/poolflow/poolflow/store"
+)
+
+type runData struct {
+	Run   store.Run
+	View  server.DAGRunJSON
+	Tasks []server.TaskInstanceJSON
+	Gantt template.HTML
+	// Counts are the task states of the run.
+	Counts map[string]int
+	Loaded bool
+}
+
+func (u *UI) runPage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	v := mux.Vars(r)
+	if _, _, err := u.api.DAG(ctx, v["dag"]); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	run, err := u.api.Run(ctx, v["dag"], v["run"])
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	tis, err := u.api.TaskInstances(ctx, run)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	attempts, err := u.api.Store().RunAttempts(ctx, run.PK)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	data := runData{Run: run, View: server.RunView(run), Tasks: tis, Counts: map[string]int{}}
+	_, def, _ := u.api.DAG(ctx, run.DAGID)
+	data.Loaded = def != nil
+	names := make([]string, len(tis))
+	hrefs := map[string]string{}
+	for i, ti := range tis {
+		names[i] = ti.TaskID
+		hrefs[ti.TaskID] = taskPath(run.DAGID, run.RunID, ti.TaskID)
+		data.Counts[ti.State]++
+	}
+	data.Gantt = ganttSVG(names, hrefs, ganttBars(tis, attempts, u.api.Now()))
+	u.render(w, r, http.StatusOK, "run", run.RunID+" · "+run.DAGID, "dags", data)
+}
+
+// logTailBytes is how much of a log the task page shows; the rest is behind the raw link.
+const logTailBytes = 256 << 10
+
+type attemptView struct {
+	Try       int
+	State     string
+	Start     any // time.Time or *time.Time
+	End       any
+	Reason    string
+	Log       string
+	LogOffset int64 // where the shown text ends in the file, for following
+	Truncated bool
+	NoLog     bool
+	Current   bool // the task instance's latest try
+	Running   bool
+}
+
+type taskData struct {
+	server.TaskInstanceDetail
+	Attempts   []attemptView
+	CanAct     bool
+	IsGate     bool
+	CanCancel  bool
+	CanFail    bool
+	Terminal   bool
+	CancelPool string
+}
+
+func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	v := mux.Vars(r)
+	if _, _, err := u.api.DAG(ctx, v["dag"]); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	d, err := u.api.TaskInstance(ctx, v["dag"], v["run"], v["task"])
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	ended, err := u.api.Store().ListAttempts(ctx, d.Run.PK, d.View.TaskID)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	data := taskData{TaskInstanceDetail: d, CanAct: u.canAct(r)}
+	state := d.View.State
+	data.Terminal = state == "success" || state == "failed" || state == "skipped" || state == "upstream_failed"
+	data.IsGate = state == "awaiting_approval"
+	data.CanCancel = d.Entry != nil && d.Entry.State == "waiting"
+	data.CanFail = !data.Terminal && (d.Run.State == "running" || d.Run.State == "queued")
+	byTry := map[int]store.Attempt{}
+	for _, a := range ended {
+		byTry[a.TryNumber] = a
+	}
+	last := d.View.TryNumber
+	if a := len(ended); a > 0 && ended[a-1].TryNumber > last {
+		last = ended[a-1].TryNumber
+	}
+	for try := last; try >= 1; try-- {
+		av := attemptView{Try: try, Current: try == d.View.TryNumber}
+		if a, ok := byTry[try]; ok {
+			av.State, av.Reason = a.State, a.Reason
+			av.Start, av.End = a.StartDate, a.EndDate
+		} else if av.Current {
+			av.State = state
+			av.Start, av.End = d.View.StartDate, d.View.EndDate
+			av.Running = state == "running"
+		}
+		if data.CanAct && !data.IsGate {
+			av.Log, av.LogOffset, av.Truncated, av.NoLog = readTail(u.api.LogPath(d.Run, d.View.TaskID, try), logTailBytes)
+		}
+		data.Attempts = append(data.Attempts, av)
+	}
+	u.render(w, r, http.StatusOK, "task", d.View.TaskID+" · "+d.Run.RunID, "dags", data)
+}
+
+// readTail reads up to n bytes of the end of a file; missing says there is no file.
+func readTail(path string, n int64) (text string, size int64, truncated, missing bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, false, true
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return "", 0, false, true
+	}
+	size = info.Size()
+	from := max(size-n, 0)
+	buf := make([]byte, size-from)
+	if _, err := f.ReadAt(buf, from); err != nil && !errors.Is(err, io.EOF) {
+		return "", 0, false, true
+	}
+	return string(buf), size, from > 0, false
+}
+
+// logTail is GET .../logs/{try}?offset=N: the log's bytes after offset, for the script that
+// follows a running attempt. X-Log-Size is where the text ends; X-Log-Running is 1 while the
+// attempt still runs.
+func (u *UI) logTail(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	v := mux.Vars(r)
+	if !u.canAct(r) {
+		http.Error(w, "sign in to read logs", http.StatusUnauthorized)
+		return
+	}
+	try, err := strconv.Atoi(v["try"])
+	if err != nil || try < 1 {
+		http.Error(w, "no such try", http.StatusNotFound)
+		return
+	}
+	d, err := u.api.TaskInstance(ctx, v["dag"], v["run"], v["task"])
+	if err != nil {
+		status, msg := u.api.StatusOf(err)
+		http.Error(w, msg, status)
+		return
+	}
+	if try > max(d.View.TryNumber, 1) {
+		http.Error(w, "no such try", http.StatusNotFound)
+		return
+	}
+	offset, _ := strconv.ParseInt(r.URL.Query().Get("offset"), 10, 64)
+	running := d.View.State == "running" && d.View.TryNumber == try
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("X-Log-Running", map[bool]string{true: "1", false: "0"}[running])
+	f, err := os.Open(u.api.LogPath(d.Run, d.View.TaskID, try))
+	if errors.Is(err, fs.ErrNotExist) {
+		w.Header().Set("X-Log-Size", "0")
+		return
+	}
+	if err != nil {
+		http.Error(w, "cannot read the log", http.StatusInternalServerError)
+		return
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		http.Error(w, "cannot read the log", http.StatusInternalServerError)
+		return
+	}
+	size := info.Size()
+	if offset < 0 || offset > size {
+		offset = size
+	}
+	// At most one tail's worth per answer; the script asks again for the rest.
+	n := min(size-offset, logTailBytes)
+	w.Header().Set("X-Log-Size", strconv.FormatInt(offset+n, 10))
+	_, _ = io.Copy(w, io.NewSectionReader(f, offset, n))
+}

@@ -1,0 +1,372 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/poolflow/poolflow/store"
+)
+
+func TestRootRedirectsToUI(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	rec := b.get(t, "/")
+	if rec.Code != http.StatusFound || rec.Header().Get("Location") != "/ui/" {
+		t.Fatalf("GET /: %d %q", rec.Code, rec.Header().Get("Location"))
+	}
+}
+
+// TestPages opens every page of a finished run and checks what each must show.
+func TestPages(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.trigger(t, "diamond", "r1")
+	if st := b.waitRunEnd(t, "diamond", "r1"); st != "success" {
+		t.Fatalf("run ended %s", st)
+	}
+	tests := []struct {
+		path string
+		want []string
+	}{
+		{"/ui/", []string{`href="/ui/dags/diamond"`, "one quick task", `class="chip" href="/ui/?tag=demo"`,
+			`href="/ui/dags/diamond/runs/r1"`, "manual only"}},
+		{"/ui/?tag=demo", []string{`href="/ui/dags/quick"`}},
+		{"/ui/dags/diamond", []string{`<svg`, `data-task="join"`, `class="grid"`, `data-runs="1" data-tasks="4"`,
+			`action="/ui/dags/diamond/trigger"`, `href="/ui/dags/diamond/runs/r1/tasks/left"`}},
+		{"/ui/dags/diamond?run=r1", []string{`data-state="success"`}},
+		{"/ui/dags/diamond/runs/r1", []string{`class="gantt"`, `href="/ui/dags/diamond/runs/r1/tasks/start"`,
+			`href="/ui/pools#pool-default"`, "success"}},
+		{"/ui/dags/diamond/runs/r1/tasks/join", []string{"try 1", `id="log-1"`, "Requirements", "_global"}},
+		{"/ui/pools", []string{`id="pool-db"`, "the database", `class="timeline"`, `class="occupancy"`, "strict",
+			"Recent terminal entries"}},
+		{"/ui/login", []string{"no API token configured"}},
+	}
+	for _, tt := range tests {
+		body := b.page(t, http.StatusOK, tt.path)
+		for _, w := range tt.want {
+			if !strings.Contains(body, w) {
+				t.Errorf("GET %s: no %q in the page", tt.path, w)
+			}
+		}
+		if !strings.Contains(body, `<script src="/ui/static/app.js" defer></script>`) {
+			t.Errorf("GET %s: no script", tt.path)
+		}
+	}
+	if rec := b.get(t, "/ui/static/style.css"); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "prefers-color-scheme: dark") {
+		t.Errorf("style.css: %d", rec.Code)
+	}
+	if rec := b.get(t, "/ui/static/app.js"); rec.Code != http.StatusOK {
+		t.Errorf("app.js: %d", rec.Code)
+	}
+}
+
+func TestNotFoundPages(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.trigger(t, "quick", "r1")
+	b.waitRunEnd(t, "quick", "r1")
+	for path, want := range map[string]string{
+		"/ui/dags/nosuch":                          "dag nosuch not found",
+		"/ui/dags/quick/runs/nosuch":               "dag run nosuch of dag quick not found",
+		"/ui/dags/quick/runs/r1/tasks/nosuch":      "task nosuch not found in dag run r1 of dag quick",
+		"/ui/dags/nosuch/runs/r1":                  "dag nosuch not found",
+		"/ui/dags/quick/runs/r1/tasks/only/logs/9": "",
+		"/ui/nothing/here":                         "There is no page at /ui/nothing/here.",
+		"/ui/dags/diamond?run=nosuch":              "dag run nosuch of dag diamond not found",
+	} {
+		rec := b.get(t, path)
+		if rec.Code != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", path, rec.Code)
+			continue
+		}
+		if want == "" {
+			continue
+		}
+		body := rec.Body.String()
+		if !strings.Contains(strings.ToLower(body), strings.ToLower(want)) || !strings.Contains(body, "<h1>Not found</h1>") {
+			t.Errorf("GET %s: the 404 page does not say %q:\n%s", path, want, body)
+		}
+	}
+}
+
+// TestEscaping: a DAG id, a conf and an import error full of markup come out as text.
+func TestEscaping(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	evil := `<script>alert("x")</script>`
+	err := b.st.WithTx(context.Background(), func(tx *store.Tx) error {
+		if err := tx.UpsertDAG(evil, "dags/"+evil+".yaml", "@daily", time.Now()); err != nil {
+			return err
+		}
+		return tx.SetImportErrors(map[string]string{"dags/" + evil + ".yaml": "dags/x.yaml:1:1: " + evil}, time.Now())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := `{"q": "it's \"quoted\" </script><script>alert(1)</script>", "n": 1}`
+	rec := b.request(t, http.MethodPost, "/ui/dags/quotes/trigger",
+		url.Values{"conf": {conf}, "run_id": {"q1"}, "queue": {"yes"}}, nil)
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/ui/dags/quotes/runs/q1" {
+		t.Fatalf("trigger: %d %q %s", rec.Code, rec.Header().Get("Location"), rec.Body.String())
+	}
+	b.waitRunEnd(t, "quotes", "q1")
+	pages := []string{"/ui/", "/ui/dags/" + url.PathEscape(evil), "/ui/dags/quotes/runs/q1", "/ui/dags/quotes/runs/q1/tasks/say"}
+	for _, p := range pages {
+		rec := b.get(t, p)
+		body := rec.Body.String()
+		if strings.Contains(body, "<script>alert") {
+			t.Errorf("GET %s: markup from data reached the page unescaped", p)
+		}
+	}
+	if body := b.page(t, http.StatusOK, "/ui/"); !strings.Contains(body, "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;") {
+		t.Errorf("the DAG list does not show the id as text")
+	}
+	run := b.page(t, http.StatusOK, "/ui/dags/quotes/runs/q1")
+	if !strings.Contains(run, `it&#39;s \&#34;quoted\&#34; &lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;`) {
+		t.Errorf("the run page does not show the conf as text:\n%s", run)
+	}
+	// The task's log holds the params as the task printed them.
+	task := b.page(t, http.StatusOK, "/ui/dags/quotes/runs/q1/tasks/say")
+	if !strings.Contains(task, `&lt;script&gt;alert(2)&lt;/script&gt;`) {
+		t.Errorf("the task page does not show the log as text")
+	}
+	nf := b.get(t, "/ui/dags/"+url.PathEscape("<b>nosuch</b>"))
+	if nf.Code != http.StatusNotFound || strings.Contains(nf.Body.String(), "<b>nosuch") {
+		t.Errorf("404 page: %d, escaped: %v", nf.Code, !strings.Contains(nf.Body.String(), "<b>nosuch"))
+	}
+}
+
+func TestTriggerForm(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	fetch := map[string]string{"X-Poolflow-Fetch": "1"}
+	tests := []struct {
+		name   string
+		form   url.Values
+		status int
+		msg    string
+	}{
+		{"bad json", url.Values{"conf": {`{"a": }`}}, http.StatusBadRequest, "conf: not valid JSON"},
+		{"not an object", url.Values{"conf": {`[1, 2]`}}, http.StatusBadRequest, "Conf: want a JSON object"},
+		{"bad run id", url.Values{"run_id": {"a/b"}}, http.StatusBadRequest, `Dag_run_id: "a/b" may only hold`},
+		{"ok", url.Values{"conf": {`{"name": "you"}`}, "run_id": {"t1"}}, http.StatusOK, "Run t1 started."},
+		{"duplicate", url.Values{"run_id": {"t1"}}, http.StatusConflict, "t1"},
+	}
+	for _, tt := range tests {
+		rec := b.request(t, http.MethodPost, "/ui/dags/quick/trigger", tt.form, fetch)
+		var res actionResult
+		if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil {
+			t.Fatalf("%s: answer is not JSON: %s", tt.name, rec.Body.String())
+		}
+		if rec.Code != tt.status || !strings.Contains(res.Message, tt.msg) || res.OK != (tt.status < 300) {
+			t.Errorf("%s: %d %+v, want %d with %q", tt.name, rec.Code, res, tt.status, tt.msg)
+		}
+	}
+	// Without the script, a refusal is a page saying why, with the API's status.
+	rec := b.request(t, http.MethodPost, "/ui/dags/quick/trigger", url.Values{"conf": {`"x"`}}, nil)
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "The action was refused") {
+		t.Errorf("form without script: %d", rec.Code)
+	}
+	rec = b.request(t, http.MethodPost, "/ui/dags/nosuch/trigger", url.Values{}, nil)
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("unknown DAG: %d", rec.Code)
+	}
+	// no-queue: refused when the pool is full.
+	b.trigger(t, "hold", "h1")
+	b.waitAdmitted(t, "hold", "h1", "keep")
+	rec = b.request(t, http.MethodPost, "/ui/dags/held/trigger", url.Values{"queue": {"no"}}, fetch)
+	if rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), "asked not to queue") {
+		t.Errorf("no-queue: %d %s", rec.Code, rec.Body.String())
+	}
+}
+
+func TestOriginIsChecked(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	for _, tt := range []struct {
+		name string
+		hdr  map[string]string
+		want int
+	}{
+		{"no origin", map[string]string{"Origin": "-"}, http.StatusForbidden},
+		{"other site", map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden},
+		{"cross-site fetch", map[string]string{"Origin": "-", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		{"same origin", nil, http.StatusSeeOther},
+		{"same-origin fetch", map[string]string{"Origin": "-", "Sec-Fetch-Site": "same-origin"}, http.StatusSeeOther},
+	} {
+		rec := b.request(t, http.MethodPost, "/ui/dags/quick/pause", url.Values{"paused": {"true"}}, tt.hdr)
+		if rec.Code != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, rec.Code, tt.want)
+		}
+	}
+	if !strings.Contains(b.page(t, http.StatusOK, "/ui/dags/quick"), "paused") {
+		t.Error("the DAG is not shown paused")
+	}
+}
+
+func TestSignIn(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{token: testToken})
+	form := url.Values{"run_id": {"s1"}}
+	rec := b.request(t, http.MethodPost, "/ui/dags/quick/trigger", form, nil)
+	if rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), "Sign in") {
+		t.Fatalf("without a cookie: %d", rec.Code)
+	}
+	if body := b.page(t, http.StatusOK, "/ui/dags/quick"); !strings.Contains(body, `href="/ui/login?next=%2fui%2fdags%2fquick"`) {
+		t.Errorf("no sign-in link on the page")
+	}
+	rec = b.request(t, http.MethodPost, "/ui/login", url.Values{"token": {"wrong"}, "next": {"/ui/dags/quick"}}, nil)
+	if rec.Code != http.StatusUnauthorized || len(rec.Result().Cookies()) != 0 {
+		t.Fatalf("wrong token: %d, cookies %v", rec.Code, rec.Result().Cookies())
+	}
+	rec = b.request(t, http.MethodPost, "/ui/login", url.Values{"token": {testToken}, "next": {"//evil.example/"}}, nil)
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/ui/" {
+		t.Fatalf("sign-in: %d to %q", rec.Code, rec.Header().Get("Location"))
+	}
+	cookies := rec.Result().Cookies()
+	if len(cookies) != 1 || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode ||
+		cookies[0].Value != testToken || cookies[0].Path != "/ui/" {
+		t.Fatalf("cookie %+v", cookies)
+	}
+	cookie := map[string]string{"Cookie": cookies[0].String()}
+	rec = b.request(t, http.MethodPost, "/ui/dags/quick/trigger", form, cookie)
+	if rec.Code != http.StatusSeeOther {
+		t.Fatalf("with the cookie: %d %s", rec.Code, rec.Body.String())
+	}
+	b.waitRunEnd(t, "quick", "s1")
+	// Logs are behind the token too.
+	if body := b.page(t, http.StatusOK, "/ui/dags/quick/runs/s1/tasks/only"); !strings.Contains(body, "Logs need the API token") {
+		t.Error("logs shown without a cookie")
+	}
+	if rec := b.get(t, "/ui/dags/quick/runs/s1/tasks/only/logs/1"); rec.Code != http.StatusUnauthorized {
+		t.Errorf("log tail without a cookie: %d", rec.Code)
+	}
+	rec = b.request(t, http.MethodGet, "/ui/dags/quick/runs/s1/tasks/only", nil, cookie)
+	if strings.Contains(rec.Body.String(), "Logs need the API token") || !strings.Contains(rec.Body.String(), `id="log-1"`) {
+		t.Error("logs not shown with the cookie")
+	}
+	rec = b.request(t, http.MethodPost, "/ui/logout", url.Values{}, cookie)
+	if c := rec.Result().Cookies(); rec.Code != http.StatusSeeOther || len(c) != 1 || c[0].MaxAge >= 0 {
+		t.Errorf("sign-out: %d %v", rec.Code, c)
+	}
+}
+
+// TestActions cancels a waiting entry from the pools page and from the task page, approves and
+// rejects gates, and marks a task failed, through the forms.
+func TestActions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.trigger(t, "hold", "h1")
+	b.waitAdmitted(t, "hold", "h1", "keep")
+	b.trigger(t, "held", "w1")
+	d := b.waitWaiting(t, "held", "w1", "load")
+	pools := b.page(t, http.StatusOK, "/ui/pools")
+	reason := d.Entry.Reason
+	if !strings.Contains(reason, "pool db is full") || !strings.Contains(pools, htmlText(reason)) {
+		t.Fatalf("the pools page does not give the reason %q", reason)
+	}
+	cancel := "/ui/pools/db/queue/" + itoa(int(d.Entry.ID)) + "/cancel"
+	if !strings.Contains(pools, `action="`+cancel+`"`) {
+		t.Fatalf("no cancel form for entry %d", d.Entry.ID)
+	}
+	rec := b.request(t, http.MethodPost, cancel, url.Values{"back": {"/ui/pools"}}, nil)
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/ui/pools" {
+		t.Fatalf("cancel: %d %s", rec.Code, rec.Body.String())
+	}
+	if rec := b.request(t, http.MethodPost, cancel, url.Values{}, nil); rec.Code != http.StatusConflict {
+		t.Errorf("second cancel: %d", rec.Code)
+	}
+	task := b.page(t, http.StatusOK, "/ui/dags/held/runs/w1/tasks/load")
+	if !strings.Contains(task, "failed") {
+		t.Errorf("the cancelled task is not failed")
+	}
+	// The task page's cancel, on another waiting entry.
+	b.trigger(t, "held", "w2")
+	b.waitWaiting(t, "held", "w2", "load")
+	if !strings.Contains(b.page(t, http.StatusOK, "/ui/dags/held/runs/w2/tasks/load"), `id="cancel-entry"`) {
+		t.Error("no cancel button on a waiting task")
+	}
+	rec = b.request(t, http.MethodPost, "/ui/dags/held/runs/w2/tasks/load/cancel", url.Values{}, nil)
+	if rec.Code != http.StatusSeeOther {
+		t.Errorf("task cancel: %d %s", rec.Code, rec.Body.String())
+	}
+	// Mark failed.
+	rec = b.request(t, http.MethodPost, "/ui/dags/hold/runs/h1/tasks/keep/fail", url.Values{}, nil)
+	if rec.Code != http.StatusSeeOther {
+		t.Errorf("mark failed: %d %s", rec.Code, rec.Body.String())
+	}
+	if st := b.waitRunEnd(t, "hold", "h1"); st != "failed" {
+		t.Errorf("marked-failed run ended %s", st)
+	}
+	// Gates.
+	b.trigger(t, "gate", "g1")
+	b.trigger(t, "gate", "g2")
+	page := b.page(t, http.StatusOK, "/ui/dags/gate/runs/g1/tasks/approve")
+	if !strings.Contains(page, `id="approve"`) || !strings.Contains(page, "waiting: for a person to approve or reject") {
+		t.Fatalf("no approval form")
+	}
+	rec = b.request(t, http.MethodPost, "/ui/dags/gate/runs/g1/tasks/approve/approve", url.Values{"note": {`"ok" <b>`}}, nil)
+	if rec.Code != http.StatusSeeOther {
+		t.Fatalf("approve: %d %s", rec.Code, rec.Body.String())
+	}
+	if st := b.waitRunEnd(t, "gate", "g1"); st != "success" {
+		t.Errorf("approved run ended %s", st)
+	}
+	rec = b.request(t, http.MethodPost, "/ui/dags/gate/runs/g2/tasks/approve/reject", url.Values{"note": {"no"}},
+		map[string]string{"X-Poolflow-Fetch": "1"})
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "approve rejectd") && !strings.Contains(rec.Body.String(), "rejected") {
+		t.Errorf("reject: %d %s", rec.Code, rec.Body.String())
+	}
+	if st := b.waitRunEnd(t, "gate", "g2"); st != "failed" {
+		t.Errorf("rejected run ended %s", st)
+	}
+	if page := b.page(t, http.StatusOK, "/ui/dags/gate/runs/g1/tasks/approve"); !strings.Contains(page, "approved by api") ||
+		!strings.Contains(page, "&#34;ok&#34; &lt;b&gt;") {
+		t.Errorf("the decision and its note are not shown")
+	}
+	rec = b.request(t, http.MethodPost, "/ui/dags/gate/runs/g1/tasks/approve/approve", url.Values{}, nil)
+	if rec.Code != http.StatusConflict {
+		t.Errorf("second approve: %d", rec.Code)
+	}
+}
+
+func TestLogTail(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.trigger(t, "talk", "l1")
+	b.waitAdmitted(t, "talk", "l1", "say")
+	path := "/ui/dags/talk/runs/l1/tasks/say/logs/1"
+	var rec = b.get(t, path)
+	for !strings.Contains(rec.Body.String(), "first line") { // the task writes it right after it starts
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-b.notices:
+		}
+		rec = b.get(t, path)
+	}
+	if rec.Header().Get("X-Log-Running") != "1" {
+		t.Errorf("running attempt: X-Log-Running %q", rec.Header().Get("X-Log-Running"))
+	}
+	size := rec.Header().Get("X-Log-Size")
+	b.release(t, "go-on")
+	b.waitRunEnd(t, "talk", "l1")
+	rec = b.get(t, path+"?offset="+size)
+	if rec.Body.String() != "second line\n" || rec.Header().Get("X-Log-Running") != "0" {
+		t.Errorf("tail after %s: %q running %q", size, rec.Body.String(), rec.Header().Get("X-Log-Running"))
+	}
+}
+
+var entityRE = regexp.MustCompile(`[&<>"']`)
+
+// htmlText is how html/template writes a text.
+func htmlText(s string) string {
+	return entityRE.ReplaceAllStringFunc(s, func(c string) string {
+		return map[string]string{"&": "&amp;", "<": "&lt;", ">": "&gt;", `"`: "&#34;", "'": "&#39;"}[c]
+	})
+}

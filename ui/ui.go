@@ -1,0 +1,204 @@
+package ui
+
+import (
+	"bytes"
+	"embed"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/poolflow/poolflow/server"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// UI is the web UI's handler.
+type UI struct {
+	api     *server.Server
+	router  *mux.Router
+	pages   map[string]*template.Template
+	static  http.Handler
+	origins *http.CrossOriginProtection
+	log     *slog.Logger
+}
+
+// New builds the UI on the server's read models; it has the signature of server.Config.UI.
+func New(api *server.Server) http.Handler {
+	u := &UI{api: api, origins: http.NewCrossOriginProtection(), log: slog.Default()}
+	u.pages = parsePages()
+	sub, _ := fs.Sub(staticFS, "static")
+	u.static = http.StripPrefix("/ui/static/", http.FileServerFS(sub))
+	u.router = u.routes()
+	return u
+}
+
+func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) { u.router.ServeHTTP(w, r) }
+
+func (u *UI) routes() *mux.Router {
+	r := mux.NewRouter()
+	get := func(path string, h http.HandlerFunc) { r.HandleFunc(path, h).Methods(http.MethodGet, http.MethodHead) }
+	post := func(path string, h http.HandlerFunc) { r.Handle(path, u.sameOrigin(h)).Methods(http.MethodPost) }
+	const ti = "/ui/dags/{dag}/runs/{run}/tasks/{task}"
+	get("/ui/", u.dagList)
+	get("/ui/dags/{dag}", u.dagPage)
+	get("/ui/dags/{dag}/runs/{run}", u.runPage)
+	get(ti, u.taskPage)
+	get(ti+"/logs/{try}", u.logTail)
+	get("/ui/pools", u.poolsPage)
+	get("/ui/login", u.loginPage)
+	r.PathPrefix("/ui/static/").Handler(u.cacheStatic(u.static)).Methods(http.MethodGet, http.MethodHead)
+	post("/ui/login", u.login)
+	post("/ui/logout", u.logout)
+	post("/ui/dags/{dag}/trigger", u.trigger)
+	post("/ui/dags/{dag}/pause", u.pause)
+	post(ti+"/{action:approve|reject|fail|cancel}", u.taskAction)
+	post("/ui/pools/{pool}/queue/{id}/cancel", u.cancelEntry)
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.errorPage(w, r, http.StatusNotFound, "There is no page at "+r.URL.Path+".")
+	})
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.errorPage(w, r, http.StatusMethodNotAllowed, "Method "+r.Method+" is not allowed here.")
+	})
+	return r
+}
+
+func (u *UI) cacheStatic(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Assets change only with the binary; an hour keeps pages fast without stale releases.
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// sameOrigin refuses a POST that a browser did not send from one of this server's pages: it
+// must carry Sec-Fetch-Site: same-origin or an Origin equal to this server (CSRF). A request with
+// neither header is refused too: every browser sends one on a POST, and nothing else posts forms.
+func (u *UI) sameOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Origin") == "" && r.Header.Get("Sec-Fetch-Site") == "" {
+			u.actionError(w, r, http.StatusForbidden, "This form must be sent from a poolflow page (no Origin header).")
+			return
+		}
+		if err := u.origins.Check(r); err != nil {
+			u.actionError(w, r, http.StatusForbidden, "Refused: the form was sent from another site (Origin "+
+				r.Header.Get("Origin")+").")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// page is what every page template gets.
+type page struct {
+	Title    string
+	Nav      string // dags | pools
+	Now      time.Time
+	Path     string // the request's path and query, for "next" links
+	SignedIn bool
+	Token    bool // the server needs a token for actions
+	Data     any
+}
+
+// render executes a page template with status; the body is built in memory first so an error
+// never leaves half a page.
+func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name, title, nav string, data any) {
+	t, ok := u.pages[name]
+	if !ok {
+		panic("ui: no page template " + name)
+	}
+	p := page{Title: title, Nav: nav, Now: u.api.Now(), Path: r.URL.RequestURI(), SignedIn: u.signedIn(r),
+		Token: u.api.TokenRequired(), Data: data}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
+		u.log.Error("ui: render failed", "page", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	// Everything is served from here: no inline script, no other origin.
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "+
+		"script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+type errorData struct {
+	Status  int
+	Heading string
+	Message string
+}
+
+// errorPage is the page for an unknown DAG, run, task or path (404) and other failures.
+func (u *UI) errorPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	heading := http.StatusText(status)
+	if status == http.StatusNotFound {
+		heading = "Not found"
+	}
+	u.render(w, r, status, "error", heading, "", errorData{Status: status, Heading: heading, Message: msg})
+}
+
+// fail answers a read error with the status the API would give it.
+func (u *UI) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, msg := u.api.StatusOf(err)
+	if status == http.StatusInternalServerError {
+		u.log.Error("ui: page failed", "path", r.URL.Path, "err", err)
+	}
+	u.errorPage(w, r, status, upperFirst(msg)+".")
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// Paths of the pages, escaped; templates build every link through them.
+
+func dagPath(dag string) string { return "/ui/dags/" + url.PathEscape(dag) }
+
+func runPath(dag, run string) string { return dagPath(dag) + "/runs/" + url.PathEscape(run) }
+
+func taskPath(dag, run, task string) string {
+	return runPath(dag, run) + "/tasks/" + url.PathEscape(task)
+}
+
+func poolPath(pool string) string { return "/ui/pools#pool-" + url.PathEscape(pool) }
+
+func apiPath(parts ...string) string {
+	var b strings.Builder
+	b.WriteString("/api/v1")
+	for i, p := range parts {
+		if i%2 == 1 {
+			p = url.PathEscape(p)
+		}
+		b.WriteString("/" + p)
+	}
+	return b.String()
+}
+
+func parsePages() map[string]*template.Template {
+	shared := []string{"templates/layout.html", "templates/parts.html"}
+	out := map[string]*template.Template{}
+	for _, name := range []string{"dags", "dag", "run", "task", "pools", "login", "error", "action"} {
+		t := template.New(name).Funcs(funcs)
+		t = template.Must(t.ParseFS(templateFS, append(shared, "templates/"+name+".html")...))
+		out[name] = t
+	}
+	return out
+}
