@@ -51,7 +51,7 @@ type Store struct {
 
 // Options tune Open.
 type Options struct {
-	// Synchronous is SQLite's synchronous pragma, "full" or "normal" (any case); "" means FULL
+	// Synchronous is SQLite's synchronous pragma, "full" or "normal" (any case; "off" for tests); "" means FULL
 	// (§8). FULL syncs every commit; NORMAL in WAL mode syncs at checkpoints only, so a power
 	// loss may lose the last commits, never a crash of the process.
 	Synchronous string
@@ -67,7 +67,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	switch sync {
 	case "":
 		sync = "FULL"
-	case "FULL", "NORMAL":
+	case "FULL", "NORMAL", "OFF": // OFF syncs nothing: for tests only, not offered by poolflow.yaml
 	default:
 		return nil, fmt.Errorf("%w: synchronous %q (want full or normal)", ErrInvalidOption, opts.Synchronous)
 	}
