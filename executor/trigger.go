@@ -116,10 +116,9 @@ func (l *loop) newRun(tx *store.Tx, p *passState, d *dag.DAG, runType string, lo
 	for _, t := range d.Tasks {
 		ti := &liveTI{TaskInstance: store.TaskInstance{Run: r.PK, TaskID: t.ID, State: string(dag.StateNone)}, task: t,
 			isNew: true}
+		lr.add(ti)
 		l.touch(p, ti)
-		lr.tis[t.ID] = ti
 	}
-	lr.dirty = true
 	l.runs[r.PK] = lr
 	p.newRuns = append(p.newRuns, lr)
 	l.log.Info("run created", keyDAG, d.ID, keyRun, runID, "run_type", runType)
@@ -205,8 +204,7 @@ func firstPool(le *liveEntry) string {
 
 // refuseRun ends a run that may not wait: its waiting entries are rejected and it fails.
 func (l *loop) refuseRun(tx *store.Tx, p *passState, run *liveRun, reason string) error {
-	for _, id := range run.topo {
-		ti := run.tis[id]
+	for _, ti := range run.inOrder() {
 		if le := ti.entry; le != nil && le.State == "waiting" {
 			if err := tx.EndEntry(le.ID, "rejected", "rejected", reason, p.now); err != nil {
 				return err
@@ -217,6 +215,5 @@ func (l *loop) refuseRun(tx *store.Tx, p *passState, run *liveRun, reason string
 			l.touch(p, ti)
 		}
 	}
-	run.dirty = true
 	return nil
 }
