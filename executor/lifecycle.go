@@ -23,7 +23,7 @@ func (l *loop) start(ctx context.Context) error {
 		return err
 	}
 	l.reg.ensure()
-	l.regChanged = true
+	l.regChanged, l.regGen = true, l.reg.generation()
 	l.reboot = true
 	now := l.clock.Now()
 	var old []store.Claim

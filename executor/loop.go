@@ -62,6 +62,7 @@ type loop struct {
 	dv         int64
 	loaded     bool
 	regChanged bool
+	regGen     uint64 // the registry generation the loop last applied
 	reboot     bool // @reboot runs still to create
 	runs       map[int64]*liveRun
 	entries    map[int64]*liveEntry // this daemon's waiting and admitted entries
@@ -130,7 +131,6 @@ func (l *loop) testResult() (store.Run, bool) {
 
 // run is the loop goroutine: wait for an event, a timer or an outside change, then pass.
 func (l *loop) run(ctx context.Context) error {
-	polls := 0
 	for {
 		if l.cfg.Test != nil && l.isTestDone() {
 			l.shutdown()
@@ -159,8 +159,7 @@ func (l *loop) run(ctx context.Context) error {
 		case <-l.wakeCh:
 		case <-timer:
 		case <-poll.C:
-			polls++
-			if !l.outsideChange(ctx, polls) && len(l.pending) == 0 {
+			if !l.outsideChange(ctx) && len(l.pending) == 0 {
 				continue
 			}
 		}
@@ -234,8 +233,9 @@ func (l *loop) drainEvents() {
 }
 
 // outsideChange reports whether another process committed to the store or a DAG file changed.
-func (l *loop) outsideChange(ctx context.Context, polls int) bool {
-	if polls%20 == 0 && l.reg.reload(false) {
+func (l *loop) outsideChange(ctx context.Context) bool {
+	if g := l.reg.generation(); g != l.regGen {
+		l.regGen = g
 		l.regChanged = true
 		l.scheds = map[*dag.DAG]*schedule{}
 		return true
