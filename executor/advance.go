@@ -257,14 +257,6 @@ func (l *loop) requirements(run *liveRun, ti *liveTI, try int) ([]store.Requirem
 	return needs, rule
 }
 
-// assign picks the pool of a task that declares none: the rules (§6), else {default: 1}.
-func (l *loop) assign(run *liveRun, ti *liveTI, try int) (pool string, slots int, rule string) {
-	if l.rules != nil {
-		return l.rules(run, ti, try)
-	}
-	return "default", 1, ""
-}
-
 func storeSpec(p store.Pool) pools.Spec {
 	return pools.Spec{Name: p.Name, Slots: p.Slots, MaxQueued: p.MaxQueued, Ordering: pools.Ordering(p.Ordering),
 		StarvationAfter: p.StarvationAfter, IncludeDeferred: p.IncludeDeferred, OnResize: p.OnResize,
