@@ -12,7 +12,7 @@ import (
 type derived struct {
 	// atomic.Value rather than atomic.Pointer, which may not be copied: tests compare DAGs by
 	// value.
-	index, order, weights atomic.Value
+	index, order, weights, layout atomic.Value
 }
 
 func (m *derived) reset() { *m = derived{} }
@@ -29,6 +29,15 @@ func memo[T any](v *atomic.Value, f func() T) T {
 
 // Task returns the task with the given id, or nil.
 func (d *DAG) Task(id string) *Task {
+	if i, ok := d.TaskIndex(id); ok {
+		return d.Tasks[i]
+	}
+	return nil
+}
+
+// TaskIndex returns the index in Tasks of the task with the given id (the first one, if the id
+// is duplicated).
+func (d *DAG) TaskIndex(id string) (int, bool) {
 	index := memo(&d.derived.index, func() map[string]int {
 		m := make(map[string]int, len(d.Tasks))
 		for i := len(d.Tasks) - 1; i >= 0; i-- {
@@ -37,15 +46,15 @@ func (d *DAG) Task(id string) *Task {
 		return m
 	})
 	if i, ok := index[id]; ok && i < len(d.Tasks) && d.Tasks[i].ID == id {
-		return d.Tasks[i]
+		return i, true
 	}
 	// Tasks changed behind the index's back (a test building a DAG by hand): look it up.
-	for _, t := range d.Tasks {
+	for i, t := range d.Tasks {
 		if t.ID == id {
-			return t
+			return i, true
 		}
 	}
-	return nil
+	return 0, false
 }
 
 // Order returns the task ids in topological order: every task after its upstream tasks, and
@@ -55,13 +64,37 @@ func (d *DAG) Task(id string) *Task {
 // upstream).
 func (d *DAG) Order() []string {
 	return memo(&d.derived.order, func() []string {
-		g := newTaskGraph(d)
-		order := g.topological()
+		order := d.Layout().Order
 		out := make([]string, len(order))
 		for k, i := range order {
 			out[k] = d.Tasks[i].ID
 		}
 		return out
+	})
+}
+
+// Layout is the dependency graph by task index, for walking a run: the topological order of
+// Order, each task's position in it, and each task's distinct upstream and downstream tasks.
+type Layout struct {
+	Order []int32   // task indexes in Order's order
+	Pos   []int32   // by task index: its position in Order, -1 for a task that cannot be ordered
+	Up    [][]int32 // by task index, in depends_on order
+	Down  [][]int32 // by task index, in file order
+}
+
+// Layout returns the DAG's Layout, computed once per DAG and shared: the caller must not
+// modify it.
+func (d *DAG) Layout() *Layout {
+	return memo(&d.derived.layout, func() *Layout {
+		g := newTaskGraph(d)
+		l := &Layout{Order: g.topological(), Pos: make([]int32, len(d.Tasks)), Up: g.up, Down: g.down}
+		for i := range l.Pos {
+			l.Pos[i] = -1
+		}
+		for k, i := range l.Order {
+			l.Pos[i] = int32(k)
+		}
+		return l
 	})
 }
 

@@ -243,3 +243,38 @@ func BenchmarkOrder(b *testing.B) {
 		}
 	}
 }
+
+// TestLayoutAgreesWithTasks: Layout's order is Order, Pos inverts it, and Up and Down are the
+// distinct depends_on edges seen from either end.
+func TestLayoutAgreesWithTasks(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		d := randomDAG(t)
+		l := d.Layout()
+		ids := make([]string, len(l.Order))
+		for k, i := range l.Order {
+			ids[k] = d.Tasks[i].ID
+			if l.Pos[i] != int32(k) {
+				t.Fatalf("Pos[%d] = %d, want %d", i, l.Pos[i], k)
+			}
+		}
+		if !slices.Equal(ids, d.Order()) {
+			t.Fatalf("Layout order %v, Order %v", ids, d.Order())
+		}
+		for i, task := range d.Tasks {
+			var ups []string
+			for _, u := range l.Up[i] {
+				ups = append(ups, d.Tasks[u].ID)
+				if !slices.Contains(l.Down[u], int32(i)) {
+					t.Fatalf("edge %s→%s missing from Down", d.Tasks[u].ID, task.ID)
+				}
+			}
+			if !slices.Equal(ups, task.DependsOn) { // randomDAG draws distinct upstream tasks
+				t.Fatalf("Up of %s = %v, depends_on %v", task.ID, ups, task.DependsOn)
+			}
+			if j, ok := d.TaskIndex(task.ID); !ok || j != i {
+				t.Fatalf("TaskIndex(%s) = %d, %v", task.ID, j, ok)
+			}
+		}
+	})
+}

@@ -171,7 +171,8 @@ func (l *loop) expireLeases(tx *store.Tx, p *passState, claims []store.Claim) ([
 				delete(l.running, id)
 			}
 			le.State, le.Replay = "waiting", true
-			le.ti.State = string(dag.StateScheduled)
+			le.ti.State = string(dag.StateScheduled) // RequeueEntry wrote it
+			le.ti.noted()
 		}
 	}
 	kept := claims[:0]

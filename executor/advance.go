@@ -29,10 +29,8 @@ func (l *loop) advanceAll(tx *store.Tx, p *passState) error {
 		if run.State != string(dag.RunRunning) || run.dag == nil {
 			continue
 		}
-		timers := run.timed && l.timerDue(run, p.now)
-		if !timers && (!run.dirty || run.noneLeft == 0) {
-			// Only a task still in state none can become ready when others finish; retries,
-			// pokes and approval timeouts come through timers.
+		l.clockDue(run, p.now)
+		if len(run.frontier) == 0 {
 			continue
 		}
 		r, err := l.advance(tx, p, run)
@@ -50,7 +48,7 @@ func (l *loop) advanceAll(tx *store.Tx, p *passState) error {
 		if a.run.RunID != b.run.RunID {
 			return a.run.RunID < b.run.RunID
 		}
-		return a.run.index[a.ti.TaskID] < b.run.index[b.ti.TaskID]
+		return a.ti.idx < b.ti.idx
 	})
 	queued := l.queuedPerPool()
 	for _, r := range ready {
@@ -61,41 +59,45 @@ func (l *loop) advanceAll(tx *store.Tx, p *passState) error {
 	return nil
 }
 
-// timerDue reports whether a retry time, an approval timeout or a sensor's poke or timeout came.
-func (l *loop) timerDue(run *liveRun, now time.Time) bool {
-	for _, ti := range run.tis {
-		if ti.State == string(dag.StateUpForRetry) && !now.Before(ti.NextAt) {
-			return true
-		}
-		if w := sensorWake(ti); !w.IsZero() && !now.Before(w) {
-			return true
+// clockDue puts on the run's frontier the tasks whose time came: a retry, an approval timeout,
+// a sensor's poke or timeout.
+func (l *loop) clockDue(run *liveRun, now time.Time) {
+	for ti := range run.timers {
+		if w := clockWake(ti); !w.IsZero() && !now.Before(w) && ti.idx >= 0 {
+			run.push(run.layout.Pos[ti.idx])
 		}
 	}
-	return l.gateDue(run, now)
 }
 
-// advance walks one run in dependency order so a skip or failure propagates in one pass.
+// clockWake is when a task instance waiting on a clock needs the loop next; zero for none.
+func clockWake(ti *liveTI) time.Time {
+	switch dag.State(ti.State) {
+	case dag.StateUpForRetry:
+		return ti.NextAt
+	case dag.StateAwaitingApproval:
+		return gateDeadline(ti)
+	case dag.StateScheduled, dag.StateUpForReschedule:
+		return sensorWake(ti)
+	}
+	return time.Time{}
+}
+
+// advance evaluates the run's frontier in dependency order, so a skip or failure propagates
+// through the run in one pass: a task that becomes skipped puts its downstream tasks on the
+// frontier behind it.
 func (l *loop) advance(tx *store.Tx, p *passState, run *liveRun) ([]readyTask, error) {
-	run.dirty = false
 	var ready []readyTask
-	defer func() {
-		run.noneLeft = 0
-		for _, ti := range run.tis {
-			if ti.State == string(dag.StateNone) {
-				run.noneLeft++
-			}
-		}
-	}()
-	for _, id := range run.topo {
-		ti := run.tis[id]
+	for len(run.frontier) > 0 {
+		ti := run.pop()
 		if ti == nil || ti.task == nil {
 			continue
 		}
 		switch dag.State(ti.State) {
 		case dag.StateNone:
-			ups := make([]dag.State, 0, len(run.ups[id]))
-			for _, u := range run.ups[id] {
-				if uti := run.tis[u]; uti != nil {
+			up := run.layout.Up[ti.idx]
+			ups := make([]dag.State, 0, len(up))
+			for _, u := range up {
+				if uti := run.byIdx[u]; uti != nil {
 					ups = append(ups, dag.State(uti.State))
 				}
 			}
@@ -111,7 +113,6 @@ func (l *loop) advance(tx *store.Tx, p *passState, run *liveRun) ([]readyTask, e
 			case dag.StateSkipped, dag.StateUpstreamFailed:
 				ti.State = string(next)
 				ti.Reason = fmt.Sprintf("%s: trigger rule %s", next, ti.task.TriggerRule)
-				run.dirty = true
 				l.touch(p, ti)
 			}
 		case dag.StateUpForRetry:
@@ -256,14 +257,6 @@ func (l *loop) requirements(run *liveRun, ti *liveTI, try int) ([]store.Requirem
 	return needs, rule
 }
 
-// assign picks the pool of a task that declares none: the rules (§6), else {default: 1}.
-func (l *loop) assign(run *liveRun, ti *liveTI, try int) (pool string, slots int, rule string) {
-	if l.rules != nil {
-		return l.rules(run, ti, try)
-	}
-	return "default", 1, ""
-}
-
 func storeSpec(p store.Pool) pools.Spec {
 	return pools.Spec{Name: p.Name, Slots: p.Slots, MaxQueued: p.MaxQueued, Ordering: pools.Ordering(p.Ordering),
 		StarvationAfter: p.StarvationAfter, IncludeDeferred: p.IncludeDeferred, OnResize: p.OnResize,
@@ -316,7 +309,6 @@ func (l *loop) startQueuedRuns(tx *store.Tx, p *passState) error {
 			}
 		}
 		run.State, run.StartDate, run.Reason = string(dag.RunRunning), p.now, ""
-		run.dirty = true
 		p.started = append(p.started, run)
 		active[run.DAGID] = append(active[run.DAGID], run)
 		if err := tx.UpdateRun(&run.Run); err != nil {
@@ -337,8 +329,7 @@ func (l *loop) setRunReason(tx *store.Tx, run *liveRun, reason string) error {
 // replaceRun fails every unfinished task of a run replaced by a newer fire (reason replaced):
 // waiting entries are retired, running attempts are stopped, no retry follows.
 func (l *loop) replaceRun(tx *store.Tx, p *passState, run *liveRun) error {
-	for _, id := range run.topo {
-		ti := run.tis[id]
+	for _, ti := range run.inOrder() {
 		if ti == nil || dag.State(ti.State).Terminal() {
 			continue
 		}
@@ -408,12 +399,5 @@ func (l *loop) retireRun(tx *store.Tx, p *passState, run *liveRun, reason string
 	return nil
 }
 
-// allTerminal is the cheap test before RunEndState: it stops at the first open task.
-func allTerminal(run *liveRun) bool {
-	for _, ti := range run.tis {
-		if !dag.State(ti.State).Terminal() {
-			return false
-		}
-	}
-	return true
-}
+// allTerminal is the cheap test before RunEndState: no task instance is open.
+func allTerminal(run *liveRun) bool { return run.open == 0 }

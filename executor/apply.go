@@ -49,7 +49,8 @@ func (l *loop) finish(tx *store.Tx, p *passState, ev *evFinished) error {
 		// pass already took the entry back.
 		delete(l.entries, ev.entry)
 		ti.entry = nil
-		ti.State = string(dag.StateScheduled)
+		ti.State = string(dag.StateScheduled) // RequeueHeld writes it
+		ti.noted()
 		_, err := tx.RequeueHeld(ev.entry, l.cfg.DaemonID, l.epoch)
 		l.loaded = false
 		return err
@@ -80,7 +81,6 @@ func (l *loop) finish(tx *store.Tx, p *passState, ev *evFinished) error {
 	ti.entry = nil
 	ti.StartDate, ti.EndDate = ev.start, ev.end
 	ti.TryNumber = le.TryNumber
-	run.dirty = true
 	if ev.ok || ev.skip {
 		state := "success"
 		if ev.skip {
@@ -124,7 +124,6 @@ func (l *loop) failAttempt(tx *store.Tx, p *passState, run *liveRun, ti *liveTI,
 		State: "failed", Reason: reason, Duration: ti.EndDate.Sub(ti.StartDate)})
 	ti.TryNumber = try
 	ti.Reason = reason
-	run.dirty = true
 	if !noRetry && ti.task != nil && try < ti.task.Retries+1 {
 		ti.State = string(dag.StateUpForRetry)
 		ti.NextAt = at.Add(dag.RetryDelay(ti.task, try))
@@ -226,7 +225,6 @@ func (l *loop) markFailed(tx *store.Tx, p *passState, run *liveRun, ti *liveTI, 
 	if ti.EndDate.IsZero() && !ti.StartDate.IsZero() {
 		ti.EndDate = p.now
 	}
-	run.dirty = true
 	l.touch(p, ti)
 	return nil
 }

@@ -22,9 +22,8 @@ func (l *loop) applyChanges(tx *store.Tx, p *passState) error {
 			}
 			ti := &liveTI{TaskInstance: store.TaskInstance{Run: run.PK, TaskID: t.ID, State: string(dag.StateNone)}, task: t,
 				isNew: true}
+			run.add(ti)
 			l.touch(p, ti)
-			run.tis[t.ID] = ti
-			run.dirty, run.noneLeft = true, -1
 		}
 		for _, ti := range run.tis {
 			if ti.task != nil || dag.State(ti.State).Terminal() {
@@ -38,7 +37,6 @@ func (l *loop) applyChanges(tx *store.Tx, p *passState) error {
 			if ti.State != string(dag.StateRunning) {
 				ti.State, ti.Reason, ti.NextAt = string(dag.StateFailed), "task removed from the DAG", time.Time{}
 				l.touch(p, ti)
-				run.dirty = true
 			}
 		}
 	}

@@ -121,9 +121,19 @@ func (d *Daemon) Start(ctx context.Context) error {
 	}
 	d.started = true
 	ctx, d.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		// DAG files are parsed here, off the loop; a test run reads them once.
+		if d.cfg.Test == nil {
+			d.loop.reg.watch(ctx, 20*d.cfg.PollEvery, d.loop.wake)
+		}
+	}()
 	go func() {
 		defer close(d.done)
 		d.err = d.loop.run(ctx)
+		d.cancel()
+		<-watched
 	}()
 	return nil
 }

@@ -13,7 +13,6 @@ import (
 
 func (l *loop) openGate(tx *store.Tx, p *passState, run *liveRun, ti *liveTI) error {
 	ti.State, ti.TryNumber, ti.StartDate = string(dag.StateAwaitingApproval), 1, p.now
-	run.dirty = true
 	l.touch(p, ti)
 	return nil
 }
@@ -23,17 +22,6 @@ func gateDeadline(ti *liveTI) time.Time {
 		return time.Time{}
 	}
 	return ti.StartDate.Add(ti.task.Approval.Timeout)
-}
-
-func (l *loop) gateDue(run *liveRun, now time.Time) bool {
-	for _, ti := range run.tis {
-		if ti.State == string(dag.StateAwaitingApproval) {
-			if dl := gateDeadline(ti); !dl.IsZero() && !now.Before(dl) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func (l *loop) checkGateTimeout(tx *store.Tx, p *passState, run *liveRun, ti *liveTI) error {
@@ -74,7 +62,6 @@ func (l *loop) decideGate(tx *store.Tx, p *passState, run *liveRun, ti *liveTI, 
 	if !approved {
 		state, ti.State = "failed", string(dag.StateFailed)
 	}
-	run.dirty = true
 	if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: 1, State: state,
 		StartDate: ti.StartDate, EndDate: ti.EndDate, Reason: reason}); err != nil {
 		return err

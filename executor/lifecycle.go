@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/config"
-	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -24,7 +23,7 @@ func (l *loop) start(ctx context.Context) error {
 		return err
 	}
 	l.reg.ensure()
-	l.regChanged = true
+	l.regChanged, l.regGen = true, l.reg.generation()
 	l.reboot = true
 	now := l.clock.Now()
 	var old []store.Claim
@@ -284,18 +283,8 @@ func (l *loop) nextWake(now time.Time) time.Time {
 	at(l.minLease)
 	at(l.nextFire())
 	for _, run := range l.runs {
-		if !run.timed {
-			continue
-		}
-		for _, ti := range run.tis {
-			switch dag.State(ti.State) {
-			case dag.StateUpForRetry:
-				at(ti.NextAt)
-			case dag.StateAwaitingApproval:
-				at(gateDeadline(ti))
-			case dag.StateScheduled, dag.StateUpForReschedule:
-				at(sensorWake(ti))
-			}
+		for ti := range run.timers {
+			at(clockWake(ti))
 		}
 	}
 	// Starvation thresholds matter only in finite backfill pools that promote.

@@ -12,21 +12,26 @@ import (
 )
 
 // liveRun is an open run this daemon owns, kept in memory and written through to the store.
+//
+// A pass walks only what can change: the frontier holds the tasks whose trigger rule must be
+// evaluated again (those downstream of a task that changed state, and every task when the run
+// starts or is loaded), and timers the tasks waiting on a clock (a retry, an approval timeout, a
+// sensor). So a step of a 10,000-task chain costs the same as a step of a 10-task one.
 type liveRun struct {
 	store.Run
 	dag     *dag.DAG
-	weights map[string]int
-	topo    []string       // tasks in dependency order, file order among equals
-	index   map[string]int // task → position in the file (queue ID order, §4.4)
-	ups     map[string][]string
+	layout  *dag.Layout    // nil when the DAG is gone
+	weights map[string]int // shared with the DAG: read only
 	tis     map[string]*liveTI
+	byIdx   []*liveTI // by task index in dag.Tasks
 	params  map[string]any
-	dirty   bool
-	// noneLeft counts its tasks still in state none after the last advance; -1 = not counted.
-	noneLeft int
-	// timed is set when a task of the run can wait on a timer (a retry, an approval timeout, a
-	// sensor), so the wake-up scan can skip the others.
-	timed bool
+	// frontier holds topological positions (min first) of tasks to evaluate; inFrontier marks them.
+	frontier   posHeap
+	inFrontier []bool
+	// open counts task instances not in a terminal state; the run may end when it is 0.
+	open int
+	// timers holds the task instances that wait on a clock.
+	timers map[*liveTI]struct{}
 }
 
 // liveTI is one task instance of a live run.
@@ -34,17 +39,166 @@ type liveTI struct {
 	store.TaskInstance
 	task  *dag.Task
 	entry *liveEntry // its waiting or admitted queue entry
+	run   *liveRun
+	idx   int32 // index of its task in run.dag.Tasks; -1 when the task is gone
+	// seen is the state run.open, run.timers and the frontier last accounted for.
+	seen string
 	// A pass changes a task instance several times (queued, then admitted, say); it is written
 	// once, at the end of the pass. isNew means the row does not exist yet.
 	dirty, isNew bool
 }
 
-// touch marks a task instance to be written at the end of the pass.
+// touch marks a task instance to be written at the end of the pass, and lets its run account
+// for a change of its state.
 func (l *loop) touch(p *passState, ti *liveTI) {
 	if !ti.dirty {
 		ti.dirty = true
 		p.dirtyTIs = append(p.dirtyTIs, ti)
 	}
+	if ti.run != nil {
+		ti.run.note(ti)
+	}
+}
+
+// noted lets the run account for a state the store already holds (written by a statement of
+// its own rather than by flushTIs).
+func (ti *liveTI) noted() {
+	if ti.run != nil {
+		ti.run.note(ti)
+	}
+}
+
+// add makes ti a task instance of the run and accounts for its state.
+func (r *liveRun) add(ti *liveTI) {
+	r.tis[ti.TaskID] = ti
+	ti.run, ti.idx = r, -1
+	if r.dag != nil && ti.task != nil {
+		if i, ok := r.dag.TaskIndex(ti.TaskID); ok {
+			ti.idx = int32(i)
+			r.byIdx[i] = ti
+		}
+	}
+	ti.seen = ""
+	r.note(ti)
+}
+
+// note accounts for the state of ti: the count of open task instances, the timers, and the
+// frontier — a task whose upstream changed state may be ready, skipped or upstream_failed now.
+func (r *liveRun) note(ti *liveTI) {
+	if ti.seen == ti.State {
+		return
+	}
+	if ti.seen != "" && !dag.State(ti.seen).Terminal() {
+		r.open--
+	}
+	if !dag.State(ti.State).Terminal() {
+		r.open++
+	}
+	first := ti.seen == ""
+	ti.seen = ti.State
+	if waitsOnClock(ti) {
+		r.timers[ti] = struct{}{}
+	} else {
+		delete(r.timers, ti)
+	}
+	if r.layout == nil || ti.idx < 0 {
+		return
+	}
+	if first {
+		r.push(r.layout.Pos[ti.idx])
+	}
+	for _, c := range r.layout.Down[ti.idx] {
+		r.push(r.layout.Pos[c])
+	}
+}
+
+// inOrder lists the run's task instances in dependency order, file order among equals; those
+// whose task is gone come last, by id.
+func (r *liveRun) inOrder() []*liveTI {
+	out := make([]*liveTI, 0, len(r.tis))
+	if r.layout != nil {
+		for _, i := range r.layout.Order {
+			if ti := r.byIdx[i]; ti != nil {
+				out = append(out, ti)
+			}
+		}
+	}
+	var gone []*liveTI
+	for _, ti := range r.tis {
+		if ti.idx < 0 || r.layout == nil || r.layout.Pos[ti.idx] < 0 {
+			gone = append(gone, ti)
+		}
+	}
+	sort.Slice(gone, func(i, j int) bool { return gone[i].TaskID < gone[j].TaskID })
+	return append(out, gone...)
+}
+
+// push adds the task at topological position pos to the frontier.
+func (r *liveRun) push(pos int32) {
+	if pos < 0 || r.inFrontier[pos] {
+		return
+	}
+	r.inFrontier[pos] = true
+	r.frontier.push(pos)
+}
+
+// pop takes the frontier's first task in topological order.
+func (r *liveRun) pop() *liveTI {
+	pos := r.frontier.pop()
+	r.inFrontier[pos] = false
+	return r.byIdx[r.layout.Order[pos]]
+}
+
+// waitsOnClock says whether a task instance waits for a time: its retry, its approval timeout,
+// a reschedule sensor's next poke or timeout.
+func waitsOnClock(ti *liveTI) bool {
+	switch dag.State(ti.State) {
+	case dag.StateUpForRetry, dag.StateAwaitingApproval:
+		return true
+	case dag.StateScheduled, dag.StateUpForReschedule:
+		return isReschedule(ti.task)
+	}
+	return false
+}
+
+// posHeap is a min-heap of topological positions.
+type posHeap []int32
+
+func (h *posHeap) push(x int32) {
+	*h = append(*h, x)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		up := (i - 1) / 2
+		if a[up] <= a[i] {
+			break
+		}
+		a[up], a[i] = a[i], a[up]
+		i = up
+	}
+}
+
+func (h *posHeap) pop() int32 {
+	a := *h
+	x := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	for i := 0; ; {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && a[c+1] < a[c] {
+			c++
+		}
+		if a[i] <= a[c] {
+			break
+		}
+		a[i], a[c] = a[c], a[i]
+		i = c
+	}
+	*h = a
+	return x
 }
 
 // flushTIs writes every task instance the pass changed, once each.
@@ -92,17 +246,15 @@ func (le *liveEntry) admission(block pools.Block) pools.Entry {
 	return *le.pe
 }
 
+// newLiveRun makes a run of DAG d, or of a DAG that is gone when d is nil (endRuns retires it).
 func newLiveRun(r store.Run, d *dag.DAG) *liveRun {
-	lr := &liveRun{Run: r, dag: d, weights: dag.PriorityWeights(d), index: map[string]int{}, noneLeft: -1,
-		ups: map[string][]string{}, tis: map[string]*liveTI{}}
-	for i, t := range d.Tasks {
-		lr.index[t.ID] = i
-		lr.ups[t.ID] = t.DependsOn
+	lr := &liveRun{Run: r, dag: d, tis: map[string]*liveTI{}, timers: map[*liveTI]struct{}{}}
+	if d == nil {
+		return lr
 	}
-	lr.topo = topoOrder(d)
-	for _, t := range d.Tasks {
-		lr.timed = lr.timed || t.Retries > 0 || t.Kind == dag.KindApproval || t.Kind == dag.KindSensor
-	}
+	lr.layout, lr.weights = d.Layout(), d.Weights()
+	lr.byIdx = make([]*liveTI, len(d.Tasks))
+	lr.inFrontier = make([]bool, len(lr.layout.Order))
 	lr.params = map[string]any{}
 	for k, v := range d.Params {
 		lr.params[k] = v
@@ -126,42 +278,6 @@ func (r *liveRun) due() time.Time {
 		return r.LogicalDate
 	}
 	return r.QueuedAt
-}
-
-// topoOrder lists tasks so that every task follows its upstream tasks, keeping file order
-// otherwise; validation has ruled out cycles.
-func topoOrder(d *dag.DAG) []string {
-	indeg := map[string]int{}
-	down := map[string][]string{}
-	for _, t := range d.Tasks {
-		indeg[t.ID] += 0
-		for _, u := range t.DependsOn {
-			indeg[t.ID]++
-			down[u] = append(down[u], t.ID)
-		}
-	}
-	pos := map[string]int{}
-	for i, t := range d.Tasks {
-		pos[t.ID] = i
-	}
-	var ready, out []string
-	for _, t := range d.Tasks {
-		if indeg[t.ID] == 0 {
-			ready = append(ready, t.ID)
-		}
-	}
-	for len(ready) > 0 {
-		sort.Slice(ready, func(i, j int) bool { return pos[ready[i]] < pos[ready[j]] })
-		id := ready[0]
-		ready = ready[1:]
-		out = append(out, id)
-		for _, dn := range down[id] {
-			if indeg[dn]--; indeg[dn] == 0 {
-				ready = append(ready, dn)
-			}
-		}
-	}
-	return out
 }
 
 func label(dagID, taskID string, try int) string {

@@ -70,10 +70,7 @@ func (l *loop) load(tx *store.Tx, now time.Time) error {
 			}
 		}
 		d := l.reg.get(r.DAGID)
-		lr := &liveRun{Run: r, tis: map[string]*liveTI{}} // its DAG is gone: endRuns retires it
-		if d != nil {
-			lr = newLiveRun(r, d)
-		}
+		lr := newLiveRun(r, d) // with d nil, its DAG is gone: endRuns retires it
 		tis, err := tx.TaskInstances(r.PK)
 		if err != nil {
 			return err
@@ -83,9 +80,8 @@ func (l *loop) load(tx *store.Tx, now time.Time) error {
 			if d != nil {
 				lti.task = d.Task(ti.TaskID)
 			}
-			lr.tis[ti.TaskID] = lti
+			lr.add(lti) // every task is on the frontier once: a loaded run is walked whole
 		}
-		lr.dirty = true
 		l.runs[r.PK] = lr
 	}
 	es, err := tx.Entries("waiting", "admitted")

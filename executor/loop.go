@@ -3,12 +3,15 @@ package executor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/pools"
+	"github.com/poolflow/poolflow/rules"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -62,7 +65,8 @@ type loop struct {
 	dv         int64
 	loaded     bool
 	regChanged bool
-	reboot     bool // @reboot runs still to create
+	regGen     uint64 // the registry generation the loop last applied
+	reboot     bool   // @reboot runs still to create
 	runs       map[int64]*liveRun
 	entries    map[int64]*liveEntry // this daemon's waiting and admitted entries
 	foreign    []*liveEntry         // other daemons' waiting entries
@@ -79,13 +83,18 @@ type loop struct {
 	wakeAt     time.Time            // when the loop passes on its own next; zero = recompute
 	renewFail  bool
 	attemptsWG sync.WaitGroup
-	// rules assigns the pool of a task that declares none (§6); nil = {default: 1}.
-	rules func(run *liveRun, ti *liveTI, try int) (pool string, slots int, rule string)
+	// ruleSet assigns the pool of a task that declares none (§6); nil = {default: 1}.
+	ruleSet *rules.Set
 
-	testPK   int64
-	testMu   sync.Mutex
-	testRun  store.Run
-	testDone bool
+	testPK     int64
+	testSuffix string // several dags test processes may start in the same millisecond
+	// ruleCache holds pool rule assignments evaluated before a pass's transaction (rules.go).
+	ruleCache map[ruleKey]assignment
+	// ruleMisses counts assignments evaluated inside a transaction, for tests.
+	ruleMisses int
+	testMu    sync.Mutex
+	testRun   store.Run
+	testDone  bool
 }
 
 func newLoop(cfg *Config) (*loop, error) {
@@ -101,6 +110,8 @@ func newLoop(cfg *Config) (*loop, error) {
 		running: map[int64]*attempt{},
 		scheds:  map[*dag.DAG]*schedule{},
 		dropped: map[string]time.Time{},
+		// A test run's id ends with a random suffix, fixed before any pass needs it.
+		testSuffix: fmt.Sprintf("_%06x", rand.IntN(1<<24)),
 	}
 	l.reg = newRegistry(cfg.DAGsDir, cfg.GoDAGs, l.loadOptions)
 	return l, nil
@@ -130,7 +141,6 @@ func (l *loop) testResult() (store.Run, bool) {
 
 // run is the loop goroutine: wait for an event, a timer or an outside change, then pass.
 func (l *loop) run(ctx context.Context) error {
-	polls := 0
 	for {
 		if l.cfg.Test != nil && l.isTestDone() {
 			l.shutdown()
@@ -159,8 +169,7 @@ func (l *loop) run(ctx context.Context) error {
 		case <-l.wakeCh:
 		case <-timer:
 		case <-poll.C:
-			polls++
-			if !l.outsideChange(ctx, polls) && len(l.pending) == 0 {
+			if !l.outsideChange(ctx) && len(l.pending) == 0 {
 				continue
 			}
 		}
@@ -234,8 +243,9 @@ func (l *loop) drainEvents() {
 }
 
 // outsideChange reports whether another process committed to the store or a DAG file changed.
-func (l *loop) outsideChange(ctx context.Context, polls int) bool {
-	if polls%20 == 0 && l.reg.reload(false) {
+func (l *loop) outsideChange(ctx context.Context) bool {
+	if g := l.reg.generation(); g != l.regGen {
+		l.regGen = g
 		l.regChanged = true
 		l.scheds = map[*dag.DAG]*schedule{}
 		return true
@@ -287,6 +297,8 @@ func (l *loop) failPass(err error) {
 // pass is one decision: apply events, advance runs, admit, and commit once.
 func (l *loop) pass(ctx context.Context) error {
 	now := l.clock.Now()
+	l.prepareRules(now) // CPU work stays out of the write transaction
+	defer clear(l.ruleCache)
 	tx, err := l.st.Begin(ctx)
 	if err != nil {
 		return err

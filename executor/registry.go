@@ -1,28 +1,34 @@
 package executor
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/poolflow/poolflow/dag"
 )
 
 // registry holds the loaded DAGs: YAML files from the DAGs folder, re-read when they change,
 // plus the DAGs registered from Go. A broken file is reported and leaves the others loaded.
+// The folder is watched and parsed off the scheduler loop (watch), and only files that changed
+// are decoded again (dag.Loader), so a large DAG file never stalls a pass.
 type registry struct {
 	dir    string
 	goDAGs []*dag.DAG
 	opts   func() dag.LoadOptions
+	loader dag.Loader
 
 	mu     sync.RWMutex
 	loaded bool
 	dags   map[string]*dag.DAG
 	errs   []*dag.ImportError
 	stamp  string
+	gen    uint64 // incremented by every reload that changed what is loaded
 }
 
 func newRegistry(dir string, goDAGs []*dag.DAG, opts func() dag.LoadOptions) *registry {
@@ -67,7 +73,7 @@ func (r *registry) reload(force bool) bool {
 	var dags []*dag.DAG
 	var errs []*dag.ImportError
 	if r.dir != "" {
-		dags, errs = dag.LoadDir(r.dir, opts)
+		dags, errs = r.loader.LoadDir(r.dir, opts)
 	}
 	m := map[string]*dag.DAG{}
 	for _, d := range dags {
@@ -86,8 +92,33 @@ func (r *registry) reload(force bool) bool {
 	}
 	r.mu.Lock()
 	r.dags, r.errs, r.stamp, r.loaded = m, errs, stamp, true
+	r.gen++
 	r.mu.Unlock()
 	return true
+}
+
+// generation counts the reloads so far; the loop compares it with the one it last applied.
+func (r *registry) generation() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.gen
+}
+
+// watch checks the folder every period until ctx ends, reloading it off the loop when it
+// changed and then calling changed. It returns when ctx is done.
+func (r *registry) watch(ctx context.Context, every time.Duration, changed func()) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if r.reload(false) {
+				changed()
+			}
+		}
+	}
 }
 
 // ensure loads the DAGs unless they are loaded already.

@@ -31,7 +31,7 @@ func (l *loop) keptPools(needs []store.Requirement) []string {
 
 // rescheduleEntry handles a poke whose check is not met yet.
 func (l *loop) rescheduleEntry(tx *store.Tx, p *passState, le *liveEntry, ev *evFinished) error {
-	ti, run := le.ti, le.run
+	ti := le.ti
 	s := ti.task.Sensor
 	first := ti.StartDate
 	if first.IsZero() {
@@ -61,7 +61,6 @@ func (l *loop) rescheduleEntry(tx *store.Tx, p *passState, le *liveEntry, ev *ev
 	le.pe = nil
 	ti.State, ti.NextAt, ti.TryNumber = string(dag.StateUpForReschedule), next, le.TryNumber
 	ti.StartDate, ti.EndDate = first, ev.end
-	run.dirty = true
 	l.touch(p, ti)
 	return nil
 }
@@ -95,7 +94,6 @@ func (l *loop) sensorTimedOut(tx *store.Tx, p *passState, le *liveEntry, at time
 	ti.EndDate = at
 	if s.SoftFail {
 		ti.State, ti.Reason, ti.NextAt = string(dag.StateSkipped), reason, time.Time{}
-		run.dirty = true
 		if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: le.TryNumber, State: "skipped",
 			StartDate: ti.StartDate, EndDate: at, Reason: reason}); err != nil {
 			return err

@@ -139,3 +139,42 @@ tasks:
 		t.Fatalf("r3 %s", r.State)
 	}
 }
+
+// TestRulesAreEvaluatedBeforeTheTransaction: the pool rules of every attempt a pass queues —
+// a test run's first tasks, the tasks after one that ended, a retry with no delay — are
+// evaluated before the pass takes the write lock, never inside it.
+func TestRulesAreEvaluatedBeforeTheTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fmt.Sprintf(rulesCfg, "other"), map[string]string{"etl_fan.yaml": `
+tasks:
+  - {id: a, bash: 'true'}
+  - {id: b, bash: 'true'}
+  - {id: c, depends_on: [a, b], bash: 'true'}
+  - {id: d, depends_on: [c], retries: 1, retry_delay: 0s, bash: '[ "$POOLFLOW_TRY_NUMBER" -gt 1 ]'}
+  - {id: e, depends_on: [c], bash: 'true'}
+  - {id: f, depends_on: [d, e], bash: 'true'}
+`})
+	d := b.daemon(t, func(c *Config) { c.Test = &TestRun{DAGID: "etl_fan"} })
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-d.Done()
+	d.Stop()
+	run, _ := d.TestRunResult()
+	if run.State != "success" {
+		t.Fatalf("run %s", run.State)
+	}
+	if n := d.loop.ruleMisses; n != 0 {
+		t.Errorf("%d rule assignments were evaluated inside a transaction", n)
+	}
+	for _, task := range []string{"a", "b", "c", "d", "e", "f"} {
+		e, err := b.st.LatestEntry(context.Background(), run.PK, task)
+		want := "etl"
+		if task == "d" {
+			want = "retries" // its second try
+		}
+		if err != nil || e.Rule != want {
+			t.Errorf("task %s: entry %+v %v, want rule %s", task, e, err, want)
+		}
+	}
+}

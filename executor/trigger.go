@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -82,8 +81,32 @@ func (l *loop) trigger(tx *store.Tx, p *passState, ev *evTrigger) error {
 // newRun inserts a run with every task instance in state none. A zero logical date means now.
 func (l *loop) newRun(tx *store.Tx, p *passState, d *dag.DAG, runType string, logical time.Time, runID string,
 	conf map[string]any, note string, noQueue bool) (*liveRun, error) {
+	r, err := l.runRecord(d, runType, logical, runID, conf, note, noQueue, p.now)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.InsertRun(&r); err != nil {
+		return &liveRun{Run: r}, err
+	}
+	lr := newLiveRun(r, d)
+	for _, t := range d.Tasks {
+		ti := &liveTI{TaskInstance: store.TaskInstance{Run: r.PK, TaskID: t.ID, State: string(dag.StateNone)}, task: t,
+			isNew: true}
+		lr.add(ti)
+		l.touch(p, ti)
+	}
+	l.runs[r.PK] = lr
+	p.newRuns = append(p.newRuns, lr)
+	l.log.Info("run created", keyDAG, d.ID, keyRun, runID, "run_type", runType)
+	return lr, nil
+}
+
+// runRecord is the row of a new run. A zero logical date means now; an empty run id is derived
+// from the run type and the logical date (a test run's is fixed once per process).
+func (l *loop) runRecord(d *dag.DAG, runType string, logical time.Time, runID string, conf map[string]any,
+	note string, noQueue bool, now time.Time) (store.Run, error) {
 	if logical.IsZero() {
-		logical = p.now
+		logical = now
 	}
 	if runID == "" {
 		prefix := "manual"
@@ -95,35 +118,19 @@ func (l *loop) newRun(tx *store.Tx, p *passState, d *dag.DAG, runType string, lo
 		}
 		runID = prefix + "__" + logical.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 		if runType == "test" {
-			// Several dags test processes may start in the same millisecond.
-			runID += fmt.Sprintf("_%06x", rand.IntN(1<<24))
+			runID += l.testSuffix
 		}
 	}
 	confJSON := "{}"
 	if len(conf) > 0 {
 		b, err := json.Marshal(conf)
 		if err != nil {
-			return nil, fmt.Errorf("conf: %w", err)
+			return store.Run{}, fmt.Errorf("conf: %w", err)
 		}
 		confJSON = string(b)
 	}
-	r := store.Run{DAGID: d.ID, RunID: runID, RunType: runType, LogicalDate: logical, State: string(dag.RunQueued),
-		Conf: confJSON, Note: note, NoQueue: noQueue, Owner: l.cfg.DaemonID, QueuedAt: p.now}
-	if err := tx.InsertRun(&r); err != nil {
-		return &liveRun{Run: r}, err
-	}
-	lr := newLiveRun(r, d)
-	for _, t := range d.Tasks {
-		ti := &liveTI{TaskInstance: store.TaskInstance{Run: r.PK, TaskID: t.ID, State: string(dag.StateNone)}, task: t,
-			isNew: true}
-		l.touch(p, ti)
-		lr.tis[t.ID] = ti
-	}
-	lr.dirty = true
-	l.runs[r.PK] = lr
-	p.newRuns = append(p.newRuns, lr)
-	l.log.Info("run created", keyDAG, d.ID, keyRun, runID, "run_type", runType)
-	return lr, nil
+	return store.Run{DAGID: d.ID, RunID: runID, RunType: runType, LogicalDate: logical, State: string(dag.RunQueued),
+		Conf: confJSON, Note: note, NoQueue: noQueue, Owner: l.cfg.DaemonID, QueuedAt: now}, nil
 }
 
 // settleTriggers refuses the runs started in this pass that asked not to wait and still have a
@@ -205,8 +212,7 @@ func firstPool(le *liveEntry) string {
 
 // refuseRun ends a run that may not wait: its waiting entries are rejected and it fails.
 func (l *loop) refuseRun(tx *store.Tx, p *passState, run *liveRun, reason string) error {
-	for _, id := range run.topo {
-		ti := run.tis[id]
+	for _, ti := range run.inOrder() {
 		if le := ti.entry; le != nil && le.State == "waiting" {
 			if err := tx.EndEntry(le.ID, "rejected", "rejected", reason, p.now); err != nil {
 				return err
@@ -217,6 +223,5 @@ func (l *loop) refuseRun(tx *store.Tx, p *passState, run *liveRun, reason string
 			l.touch(p, ti)
 		}
 	}
-	run.dirty = true
 	return nil
 }
