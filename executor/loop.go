@@ -92,9 +92,9 @@ type loop struct {
 	ruleCache map[ruleKey]assignment
 	// ruleMisses counts assignments evaluated inside a transaction, for tests.
 	ruleMisses int
-	testMu    sync.Mutex
-	testRun   store.Run
-	testDone  bool
+	testMu     sync.Mutex
+	testRun    store.Run
+	testDone   bool
 }
 
 func newLoop(cfg *Config) (*loop, error) {
