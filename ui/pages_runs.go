@@ -73,7 +73,6 @@ type attemptView struct {
 	Log       string
 	LogOffset int64 // where the shown text ends in the file, for following
 	Truncated bool
-	NoLog     bool
 	Current   bool // the task instance's latest try
 	Running   bool
 }
@@ -131,31 +130,32 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 			av.Running = state == "running"
 		}
 		if data.CanAct && !data.IsGate {
-			av.Log, av.LogOffset, av.Truncated, av.NoLog = readTail(u.api.LogPath(d.Run, d.View.TaskID, try), logTailBytes)
+			av.Log, av.LogOffset, av.Truncated = readTail(u.api.LogPath(d.Run, d.View.TaskID, try), logTailBytes)
 		}
 		data.Attempts = append(data.Attempts, av)
 	}
 	u.render(w, r, http.StatusOK, "task", d.View.TaskID+" · "+d.Run.RunID, "dags", data)
 }
 
-// readTail reads up to n bytes of the end of a file; missing says there is no file.
-func readTail(path string, n int64) (text string, size int64, truncated, missing bool) {
+// readTail reads up to n bytes of the end of a file; a missing file (an attempt that wrote
+// nothing) reads as empty.
+func readTail(path string, n int64) (text string, size int64, truncated bool) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", 0, false, true
+		return "", 0, false
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return "", 0, false, true
+		return "", 0, false
 	}
 	size = info.Size()
 	from := max(size-n, 0)
 	buf := make([]byte, size-from)
 	if _, err := f.ReadAt(buf, from); err != nil && !errors.Is(err, io.EOF) {
-		return "", 0, false, true
+		return "", 0, false
 	}
-	return string(buf), size, from > 0, false
+	return string(buf), size, from > 0
 }
 
 // logTail is GET .../logs/{try}?offset=N: the log's bytes after offset, for the script that
