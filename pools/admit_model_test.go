@@ -116,9 +116,11 @@ func (m *model) enqueue(t *rapid.T) {
 	m.nextID++
 	e := &mEntry{Entry: Entry{ID: m.nextID, Label: fmt.Sprintf("e%d try 1", m.nextID)}}
 	e.Priority = rapid.IntRange(0, 2).Draw(t, "priority")
+	// Due is the run's time, often older than the task's joining the queue (§4.4).
 	e.Due = m.now().Add(-time.Duration(rapid.IntRange(0, 20).Draw(t, "age")) * time.Minute)
+	e.Queued = m.now()
 	if rapid.IntRange(0, 9).Draw(t, "deadline?") < 3 {
-		e.Deadline = e.Due.Add(time.Duration(rapid.IntRange(5, 40).Draw(t, "timeout")) * time.Minute)
+		e.Deadline = e.Queued.Add(time.Duration(rapid.IntRange(5, 40).Draw(t, "timeout")) * time.Minute)
 	}
 	picked := rapid.SliceOfNDistinct(rapid.SampledFrom(m.named), 1, 3, func(s string) string { return s }).Draw(t, "pools")
 	for _, p := range picked {
@@ -197,7 +199,7 @@ func (m *model) pass(t *rapid.T) {
 	for _, id := range dec.Expired {
 		m.removeWaiting(id)
 	}
-	for id, r := range dec.Reasons {
+	for id, r := range dec.Reasons() {
 		if r.Kind.Rejects() {
 			m.removeWaiting(id)
 		}
@@ -348,11 +350,12 @@ func rejectedIn(s *Snapshot, e *Entry) bool {
 }
 
 func starvedIn(p Pool, e *Entry, now time.Time) bool {
-	return !p.Implicit && p.Ordering != Strict && p.StarvationAfter > 0 && now.Sub(e.Due) > p.StarvationAfter
+	return !p.Implicit && p.Ordering != Strict && p.StarvationAfter > 0 && now.Sub(queuedAt(e)) > p.StarvationAfter
 }
 
 // checkDecision checks one decision against the rules of §4.3–§4.5.
 func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
+	reasons := reasonMap(d)
 	byID := map[int64]*Entry{}
 	for i := range s.Entries {
 		byID[s.Entries[i].ID] = &s.Entries[i]
@@ -378,7 +381,7 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 	// Every entry is decided exactly once.
 	for _, e := range s.Entries {
 		past := !e.Deadline.IsZero() && now.After(e.Deadline)
-		_, hasReason := d.Reasons[e.ID]
+		_, hasReason := reasons[e.ID]
 		switch {
 		case past != expired[e.ID]:
 			t.Fatalf("entry %d: deadline %v, now %v, expired %v", e.ID, e.Deadline, now, expired[e.ID])
@@ -440,7 +443,7 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 				continue
 			}
 			if head != nil {
-				if k := d.Reasons[e.ID].Kind; e.Block != BlockNotMine && !(k.IsBlock() || k.Rejects() || k == ReasonBehind) {
+				if k := reasons[e.ID].Kind; e.Block != BlockNotMine && !(k.IsBlock() || k.Rejects() || k == ReasonBehind) {
 					t.Fatalf("strict pool %s: %d behind head %d has reason %s", name, e.ID, head.ID, k)
 				}
 				continue
@@ -465,7 +468,7 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 			if taken[y.ID] || len(y.Needs) != 1 || y.Needs[0].Pool != pool || y.Block == BlockNotMine {
 				continue
 			}
-			r := d.Reasons[y.ID]
+			r := reasons[y.ID]
 			switch {
 			case r.Kind.IsBlock() || r.Kind.Rejects() || r.Kind == ReasonBehind || r.Kind == ReasonStarvedHead:
 			case r.Kind == ReasonPoolFull || r.Kind.IsLimit():
@@ -479,7 +482,7 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 	}
 
 	// Reasons name real pools and real blockers.
-	for id, r := range d.Reasons {
+	for id, r := range reasons {
 		e := byID[id]
 		if r.Kind.IsBlock() {
 			if e.Block.Reason() != r.Kind {
@@ -618,7 +621,7 @@ func (m *model) checkTracks(t *rapid.T, d Decision, now time.Time) {
 	for id, tr := range m.tracks {
 		if m.clock >= tr.bound && !taken[id] {
 			t.Fatalf("entry %d top starved since step %d, bound %d, still waits at %d: %s",
-				id, tr.since, tr.bound, m.clock, d.Reasons[id])
+				id, tr.since, tr.bound, m.clock, reasonMap(d)[id])
 		}
 	}
 }
