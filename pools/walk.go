@@ -107,14 +107,14 @@ type walk struct {
 // scratch holds a pass's working arrays. They hold no pointers, so keeping them between
 // passes keeps no snapshot alive, and reusing them spares the collector megabytes per pass.
 type scratch struct {
-	keys   []walkKey // walk order
-	pos    []slot    // parallel to keys
-	needs  []need    // in walk order
-	resv   []bool    // parallel to needs: its slots are reserved for its starved entry
-	raw    []need    // in snapshot order
-	rawOff []int32   // by snapshot index: its needs are raw[rawOff[i]:rawOff[i+1]]
+	keys   []walkKey       // walk order
+	pos    []slot          // parallel to keys
+	needs  []need          // in walk order
+	resv   []bool          // parallel to needs: its slots are reserved for its starved entry
+	raw    []need          // in snapshot order
+	rawOff []int32         // by snapshot index: its needs are raw[rawOff[i]:rawOff[i+1]]
 	age    []time.Duration // by snapshot index: time since its queue time
-	taken  []int32   // admitted and not_mine positions, in walk order
+	taken  []int32         // admitted and not_mine positions, in walk order
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
