@@ -2,6 +2,7 @@ package pools
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -404,7 +405,7 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 			used[name] += h.Slots
 		}
 	}
-	after := maps(used)
+	after := maps.Clone(used)
 	for id := range taken {
 		for _, n := range byID[id].Needs {
 			after[n.Pool] += n.Slots
@@ -528,14 +529,6 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 			t.Fatalf("entry %d: unexpected reason %s", id, r.Kind)
 		}
 	}
-}
-
-func maps(m map[string]int) map[string]int {
-	out := make(map[string]int, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // updateTracks follows entries whose only obstacle can be room in backfill pools where they

@@ -1,0 +1,415 @@
+package pools
+
+import (
+	"strings"
+	"time"
+
+	"github.com/tidwall/btree"
+)
+
+// qentry is one entry of a Queue with its place in the indexes.
+type qentry struct {
+	e       Entry
+	key     walkKey
+	needs   []qneed // parallel to e.Needs
+	kept    []qkept // parallel to e.Kept
+	queued  time.Time
+	block   kind // kPaused, kForbid, kNodeAway or kNone
+	notMine bool
+	hasKept bool // holds kept claims: never blocks, never promoted
+	visible bool // NotBefore is not after the queue's now
+	placed  bool // in the indexes of a visible entry
+	rej     kind // kUnknown or kOver when it can never be admitted as the pools stand
+	rejNeed int32
+	list    *keyset // the decide stream it is filed in: the active list or a watch list
+
+	// Per pass, valid when their stamp is the pass's.
+	seen, pseen, gone uint64 // decided, promoted, expired
+	rstamp            uint64
+	resv              []bool // parallel to needs: slots reserved for it as starved
+}
+
+type qkept struct {
+	pool  *qpool
+	slots int
+}
+
+type qneed struct {
+	pool   *qpool
+	slots  int32
+	head   *keyset // the strict head class it is in, or nil
+	starve uint8   // in the pool's pending (1) or starved (2) sets
+}
+
+// qpool is one pool name: configured, or only named by entries or claims.
+type qpool struct {
+	name     string
+	conf     bool
+	cfg      Pool
+	cap      int
+	strict   bool
+	implicit bool
+	limit    kind
+	// starveAfter is the promotion threshold of a named backfill pool; 0 = none.
+	starveAfter time.Duration
+
+	holders  map[int64]claim
+	held     int // sum of holders' slots
+	keptSum  int // kept claims of visible entries
+	keptRefs int // entries whose Kept names it
+	members  map[*qentry]struct{}
+	lists    []*keyset // watch lists, by slots
+	heads    []*keyset // strict: head classes, by slots (-1: blocked entries)
+	starved  *keyset   // finite starvation pools: starved entries by walk order,
+	pending  *timeset  // those not starved yet, by queue time,
+	starvedQ *timeset  // and the starved ones by queue time, for a clock that goes back
+
+	// Pass state, valid when stamp is the pass's.
+	stamp          uint64
+	used, reserved int
+	kept           int
+	closedBy, head *qentry
+	hver           uint32
+}
+
+func (q *Queue) pool(name string) *qpool {
+	p, ok := q.pools[name]
+	if !ok {
+		p = &qpool{name: name, holders: map[int64]claim{}, members: map[*qentry]struct{}{}}
+		q.pools[name] = p
+	}
+	return p
+}
+
+// configure derives what the walk uses from the pool, as newWalk does.
+func (p *qpool) configure(c Pool) {
+	p.conf, p.cfg = true, c
+	p.implicit = c.Implicit || strings.HasPrefix(p.name, "_")
+	p.cap, p.limit, p.strict, p.starveAfter = c.Slots, kFull, false, 0
+	if p.cap < Unlimited {
+		p.cap = 0
+	}
+	switch {
+	case p.implicit:
+		p.limit = limitKind(p.name)
+	case c.Ordering == Strict:
+		p.strict = true
+	case c.StarvationAfter > 0:
+		p.starveAfter = c.StarvationAfter
+	}
+}
+
+// gc forgets a pool name nothing refers to any more.
+func (q *Queue) gc(p *qpool) {
+	if !p.conf && len(p.members) == 0 && p.keptRefs == 0 && len(p.holders) == 0 {
+		delete(q.pools, p.name)
+	}
+}
+
+func newQentry(q *Queue, e Entry) *qentry {
+	x := &qentry{e: e, queued: queuedAt(&e), needs: make([]qneed, len(e.Needs))}
+	switch e.Block {
+	case BlockPaused:
+		x.block = kPaused
+	case BlockForbid:
+		x.block = kForbid
+	case BlockNodeAway:
+		x.block = kNodeAway
+	case BlockNotMine:
+		x.notMine = true
+	}
+	for i, n := range e.Needs {
+		p := q.pool(n.Pool)
+		p.members[x] = struct{}{}
+		x.needs[i] = qneed{pool: p, slots: int32(min(max(n.Slots, 0), 1<<31-1))}
+	}
+	if len(e.Kept) > 0 {
+		x.hasKept = true
+		x.kept = make([]qkept, len(e.Kept))
+		for i, c := range e.Kept {
+			p := q.pool(c.Pool)
+			p.keptRefs++
+			x.kept[i] = qkept{pool: p, slots: c.Slots}
+		}
+	}
+	x.key = newWalkKey(&e, 0, 0)
+	x.visible = !e.NotBefore.After(q.now)
+	return x
+}
+
+// place files an entry in the indexes its state calls for; unplace takes it out of them.
+func (q *Queue) place(e *qentry) {
+	if !e.visible {
+		q.hidden.add(e)
+		return
+	}
+	e.placed = true
+	if !e.e.NotBefore.IsZero() {
+		q.shown.add(e)
+	}
+	if !e.e.Deadline.IsZero() {
+		q.deadlines.add(e)
+	}
+	for _, k := range e.kept {
+		k.pool.keptSum += k.slots
+	}
+	e.rejNeed = -1
+	e.rej = classify(e)
+	if e.rej != kNone {
+		q.rejected[e] = struct{}{}
+		return
+	}
+	if e.block == kNone {
+		q.file(e, q.active)
+	}
+	rest := e.key.group() == groupRest
+	for i := range e.needs {
+		n := &e.needs[i]
+		p := n.pool
+		if p.strict && !e.hasKept {
+			cls := n.slots
+			if e.block != kNone {
+				cls = -1
+			}
+			n.head = p.class(cls)
+			n.head.add(e)
+		}
+		if p.starved != nil && rest && e.block == kNone {
+			if q.starvedAt(e, p) {
+				n.starve = 2
+				p.starved.add(e)
+				p.starved.count(e, 1)
+				p.starvedQ.add(e)
+			} else {
+				n.starve = 1
+				p.pending.add(e)
+			}
+		}
+	}
+}
+
+func (q *Queue) unplace(e *qentry) {
+	if !e.placed {
+		if !e.visible {
+			q.hidden.remove(e)
+		}
+		return
+	}
+	e.placed = false
+	if !e.e.NotBefore.IsZero() {
+		q.shown.remove(e)
+	}
+	if !e.e.Deadline.IsZero() {
+		q.deadlines.remove(e)
+	}
+	for _, k := range e.kept {
+		k.pool.keptSum -= k.slots
+	}
+	if e.rej != kNone {
+		delete(q.rejected, e)
+		e.rej = kNone
+		return
+	}
+	q.unfile(e)
+	for i := range e.needs {
+		n := &e.needs[i]
+		if n.head != nil {
+			n.head.remove(e)
+			n.head = nil
+		}
+		switch n.starve {
+		case 1:
+			n.pool.pending.remove(e)
+		case 2:
+			n.pool.starved.remove(e)
+			n.pool.starved.count(e, -1)
+			n.pool.starvedQ.remove(e)
+		}
+		n.starve = 0
+	}
+}
+
+// classify says whether the entry can never be admitted as its pools stand: an unknown pool
+// first, then a need above a finite capacity (as walk.classify).
+func classify(e *qentry) kind {
+	for i := range e.needs {
+		if !e.needs[i].pool.conf {
+			e.rejNeed = int32(i)
+			return kUnknown
+		}
+	}
+	for i := range e.needs {
+		if n := &e.needs[i]; n.pool.cap != Unlimited && int(n.slots) > n.pool.cap {
+			e.rejNeed = int32(i)
+			return kOver
+		}
+	}
+	return kNone
+}
+
+// rejection is what Decision.Rejected says of a rejected entry, as walk.reason does.
+func (e *qentry) rejection() Rejection {
+	n := &e.needs[e.rejNeed]
+	r := Reason{Kind: kindNames[e.rej], Pool: n.pool.name, Need: int(n.slots)}
+	if e.rej == kOver {
+		r.Capacity = n.pool.cap
+	}
+	return Rejection{Entry: e.e.ID, Reason: r}
+}
+
+func (q *Queue) starvedAt(e *qentry, p *qpool) bool {
+	return q.now.Sub(e.queued) > p.starveAfter
+}
+
+// class is the strict head class of entries needing slots of p (-1: blocked entries).
+func (p *qpool) class(slots int32) *keyset {
+	for _, c := range p.heads {
+		if c.slots == slots {
+			return c
+		}
+	}
+	c := newKeyset(p, slots)
+	p.heads = append(p.heads, c)
+	return c
+}
+
+// file puts the entry in decide stream l: the active list or a watch list.
+func (q *Queue) file(e *qentry, l *keyset) {
+	if e.list == l {
+		return
+	}
+	q.unfile(e)
+	e.list = l
+	l.add(e)
+	l.count(e, 1)
+	q.arm(l)
+}
+
+func (q *Queue) unfile(e *qentry) {
+	l := e.list
+	if l == nil {
+		return
+	}
+	e.list = nil
+	l.remove(e)
+	l.count(e, -1)
+	q.arm(l)
+	if p := l.pool; p != nil && l.tr.Len() == 0 {
+		for i, x := range p.lists {
+			if x == l {
+				p.lists[i] = p.lists[len(p.lists)-1]
+				p.lists = p.lists[:len(p.lists)-1]
+				break
+			}
+		}
+	}
+}
+
+// watch is p's watch list of entries needing slots of it.
+func (p *qpool) watch(slots int32) *keyset {
+	for _, l := range p.lists {
+		if l.slots == slots {
+			return l
+		}
+	}
+	l := newKeyset(p, slots)
+	l.cnt = map[*qpool]int32{}
+	p.lists = append(p.lists, l)
+	return l
+}
+
+// arm keeps q.armed the decide streams a pass must look at: the active list when not empty,
+// and the watch lists whose pool has room for them before the pass takes any.
+func (q *Queue) arm(l *keyset) {
+	want := l.tr.Len() > 0
+	if p := l.pool; want && p != nil {
+		want = p.cap == Unlimited || p.cap-p.held >= int(l.slots)
+	}
+	switch {
+	case want && l.armed < 0:
+		l.armed = len(q.armed)
+		q.armed = append(q.armed, l)
+	case !want && l.armed >= 0:
+		last := q.armed[len(q.armed)-1]
+		q.armed[l.armed], last.armed = last, l.armed
+		q.armed = q.armed[:len(q.armed)-1]
+		l.armed = -1
+	}
+}
+
+func (q *Queue) rearm(p *qpool) {
+	for _, l := range p.lists {
+		q.arm(l)
+	}
+}
+
+// keyset is a set of entries in walk order. Watch lists, the active list and starved sets
+// also count their members' needs by pool (cnt), so a pass can tell at once that every member
+// needs a pool that is closed.
+type keyset struct {
+	tr    *btree.BTreeG[*qentry]
+	pool  *qpool
+	slots int32
+	cnt   map[*qpool]int32 // members needing the pool with at least one slot
+	armed int              // index in Queue.armed, or -1
+}
+
+func keyLessQ(a, b *qentry) bool { return keyLess(&a.key, &b.key) }
+
+func newKeyset(p *qpool, slots int32) *keyset {
+	return &keyset{tr: btree.NewBTreeGOptions(keyLessQ, btree.Options{NoLocks: true}), pool: p, slots: slots, armed: -1}
+}
+
+func (s *keyset) add(e *qentry)    { s.tr.Set(e) }
+func (s *keyset) remove(e *qentry) { s.tr.Delete(e) }
+
+func (s *keyset) count(e *qentry, d int32) {
+	if s.cnt == nil {
+		return
+	}
+	for i := range e.needs {
+		if n := &e.needs[i]; n.slots > 0 {
+			if c := s.cnt[n.pool] + d; c == 0 {
+				delete(s.cnt, n.pool)
+			} else {
+				s.cnt[n.pool] = c
+			}
+		}
+	}
+}
+
+// after is the first member after e in walk order (the first member when e is nil).
+func (s *keyset) after(e *qentry) *qentry {
+	if e == nil {
+		x, _ := s.tr.Min()
+		return x
+	}
+	it := s.tr.Iter()
+	defer it.Release()
+	if !it.Seek(e) {
+		return nil
+	}
+	if it.Item() == e && !it.Next() {
+		return nil
+	}
+	return it.Item()
+}
+
+// timeset is a set of entries by one of their times, then ID.
+type timeset struct {
+	tr *btree.BTreeG[*qentry]
+	at func(*qentry) time.Time
+}
+
+func newTimeset(at func(*qentry) time.Time) *timeset {
+	less := func(a, b *qentry) bool {
+		if c := at(a).Compare(at(b)); c != 0 {
+			return c < 0
+		}
+		return a.e.ID < b.e.ID
+	}
+	return &timeset{tr: btree.NewBTreeGOptions(less, btree.Options{NoLocks: true}), at: at}
+}
+
+func (s *timeset) add(e *qentry)    { s.tr.Set(e) }
+func (s *timeset) remove(e *qentry) { s.tr.Delete(e) }

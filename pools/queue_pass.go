@@ -1,0 +1,481 @@
+package pools
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// A pass walks the same order as Admit and runs the same rules on each entry it visits, but
+// visits only entries that can change something: an entry it skips could not have been
+// admitted, made a strict head, or kept room for itself. It merges, in walk order, streams
+// that each yield such candidates:
+//
+//   - the active list and each armed watch list (P, s), while P is open for s (no strict head,
+//     not closed for a starved entry, room for s) and while no pool that every member needs is
+//     closed to all;
+//   - for each strict pool, its next head: the first entry after the walk's position that is
+//     blocked or needs more than the pool's room (indexed by need, so found without a scan);
+//   - in the promotion phase, each finite starvation pool's starved entries until the pool is
+//     closed; then the entries that reserved room, which the main walk must visit.
+//
+// Within a pass a pool's room only shrinks and heads and closings only appear, so a stream
+// found closed stays closed: the merge drops it. An entry visited and not admitted is filed
+// under a pool it lacks room in (preferring one that will stay full after this pass's
+// admissions), so the next pass looks at it only when that pool has room again.
+
+// runState is a pass's working memory, kept between passes.
+type runState struct {
+	heap, pheap []hitem
+	taken       []*qentry
+	promoted    []*qentry
+}
+
+const (
+	srcList uint8 = iota // a keyset: active list, watch list or starved set
+	srcHead              // a strict pool's next head
+	srcPromoted
+)
+
+type hitem struct {
+	e    *qentry
+	set  *keyset
+	pool *qpool
+	ver  uint32
+	i    int32
+	src  uint8
+}
+
+// Pass decides one admission pass at now: what Admit(q.Snapshot(), now) decides, without
+// reasons. It changes nothing the queue holds (see Queue); apply the decision once committed.
+func (q *Queue) Pass(now time.Time) Decision {
+	q.pass++
+	q.setNow(now)
+	r := &q.run
+	r.heap, r.pheap, r.taken, r.promoted = r.heap[:0], r.pheap[:0], r.taken[:0], r.promoted[:0]
+
+	var d Decision
+	q.deadlines.tr.Scan(func(e *qentry) bool {
+		if !now.After(e.e.Deadline) {
+			return false
+		}
+		e.gone = q.pass
+		d.Expired = append(d.Expired, e.e.ID)
+		for _, k := range e.kept {
+			if k.pool.conf {
+				q.st(k.pool).kept -= k.slots
+			}
+		}
+		return true
+	})
+	slices.Sort(d.Expired)
+
+	for _, l := range q.armed {
+		if x := l.after(nil); x != nil {
+			r.heap = pushItem(r.heap, hitem{e: x, set: l, src: srcList})
+		}
+	}
+	for _, p := range q.strict {
+		q.nextHead(p, nil)
+	}
+	q.walk(true) // force starts and kept-claims sensors
+	q.promote()
+	if len(r.promoted) > 0 {
+		r.heap = pushItem(r.heap, hitem{e: r.promoted[0], src: srcPromoted})
+	}
+	q.walk(false)
+
+	for _, e := range r.taken {
+		if e.notMine {
+			d.NotMine = append(d.NotMine, e.e.ID)
+		} else {
+			d.Admitted = append(d.Admitted, e.e.ID)
+		}
+	}
+	for e := range q.rejected {
+		if e.gone != q.pass && e.e.Block == NotBlocked {
+			d.Rejected = append(d.Rejected, e.rejection())
+		}
+	}
+	slices.SortFunc(d.Rejected, func(a, b Rejection) int { return cmp.Compare(a.Entry, b.Entry) })
+	return d
+}
+
+// setNow brings visibility and starvation up to now, in either direction.
+func (q *Queue) setNow(now time.Time) {
+	q.now = now
+	for {
+		e, ok := q.hidden.tr.Min()
+		if !ok || e.e.NotBefore.After(now) {
+			break
+		}
+		q.hidden.remove(e)
+		e.visible = true
+		q.place(e)
+	}
+	for {
+		e, ok := q.shown.tr.Max()
+		if !ok || !e.e.NotBefore.After(now) {
+			break
+		}
+		q.unplace(e)
+		e.visible = false
+		q.place(e)
+	}
+	for _, p := range q.starve {
+		for {
+			e, ok := p.pending.tr.Min()
+			if !ok || !q.starvedAt(e, p) {
+				break
+			}
+			p.pending.remove(e)
+			p.starved.add(e)
+			p.starved.count(e, 1)
+			p.starvedQ.add(e)
+			e.need(p).starve = 2
+		}
+		for {
+			e, ok := p.starvedQ.tr.Max()
+			if !ok || q.starvedAt(e, p) {
+				break
+			}
+			p.starvedQ.remove(e)
+			p.starved.remove(e)
+			p.starved.count(e, -1)
+			p.pending.add(e)
+			e.need(p).starve = 1
+		}
+	}
+}
+
+func (e *qentry) need(p *qpool) *qneed {
+	for i := range e.needs {
+		if e.needs[i].pool == p {
+			return &e.needs[i]
+		}
+	}
+	return nil
+}
+
+// st is p's pass state, reset on first use in a pass: used starts at what is held.
+func (q *Queue) st(p *qpool) *qpool {
+	if p.stamp != q.pass {
+		p.stamp = q.pass
+		p.used, p.reserved, p.kept = p.held, 0, p.keptSum
+		p.closedBy, p.head = nil, nil
+		p.hver++
+	}
+	return p
+}
+
+// walk runs the merge of decide streams: over force starts and kept-claims sensors only when
+// first, else to the end.
+func (q *Queue) walk(first bool) {
+	r := &q.run
+	for len(r.heap) > 0 {
+		it := r.heap[0]
+		if first && it.e.key.group() == groupRest {
+			return
+		}
+		r.heap = popItem(r.heap)
+		switch it.src {
+		case srcList:
+			l := it.set
+			if l.pool != nil && q.closed(l.pool, l.slots) || q.deadFor(l, it.e, q.closedToAll) {
+				continue
+			}
+			q.visit(it.e)
+			if x := l.after(it.e); x != nil {
+				r.heap = pushItem(r.heap, hitem{e: x, set: l, src: srcList})
+			}
+		case srcHead:
+			if p := q.st(it.pool); p.head == nil && it.ver == p.hver {
+				q.visit(it.e)
+			}
+		case srcPromoted:
+			q.visit(it.e)
+			if i := it.i + 1; int(i) < len(r.promoted) {
+				r.heap = pushItem(r.heap, hitem{e: r.promoted[i], i: i, src: srcPromoted})
+			}
+		}
+	}
+}
+
+func (q *Queue) visit(e *qentry) {
+	if e.seen == q.pass {
+		return
+	}
+	e.seen = q.pass
+	if e.gone != q.pass {
+		q.decide(e)
+	}
+}
+
+// closed says no entry needing slots of p can get them from here on in this pass, except one
+// that reserved them (and is visited as promoted).
+func (q *Queue) closed(p *qpool, slots int32) bool {
+	p = q.st(p)
+	return p.strict && p.head != nil || p.cap != Unlimited && (p.closedBy != nil || p.cap-p.used-p.reserved < int(slots))
+}
+
+func (q *Queue) closedToAll(p *qpool) bool { return q.closed(p, 1) }
+
+// deadFor says every member of s needs, with at least one slot, a pool for which shut holds.
+// Any member's needs include such a pool, so x's are enough to look at.
+func (q *Queue) deadFor(s *keyset, x *qentry, shut func(*qpool) bool) bool {
+	size := int32(s.tr.Len())
+	for i := range x.needs {
+		if n := &x.needs[i]; n.slots > 0 && s.cnt[n.pool] == size && shut(n.pool) {
+			return true
+		}
+	}
+	return false
+}
+
+// nextHead finds strict pool p's next head after e (from the start when nil): the first
+// entry needing p that is blocked or needs more than p's room, which the walk makes the head
+// when it gets there unless an admission into p comes first (and calls nextHead again).
+func (q *Queue) nextHead(p *qpool, after *qentry) {
+	p = q.st(p)
+	if p.head != nil {
+		return
+	}
+	p.hver++
+	free := p.cap - p.used
+	var best *qentry
+	for _, c := range p.heads {
+		if c.slots >= 0 && (p.cap == Unlimited || int(c.slots) <= free) {
+			continue
+		}
+		for x := c.after(after); x != nil; x = c.after(x) {
+			if x.gone != q.pass {
+				if best == nil || keyLess(&x.key, &best.key) {
+					best = x
+				}
+				break
+			}
+		}
+	}
+	if best != nil {
+		q.run.heap = pushItem(q.run.heap, hitem{e: best, pool: p, ver: p.hver, src: srcHead})
+	}
+}
+
+// promote runs the promotion phase over starved entries in walk order, as walk.promote does,
+// pool by pool until the pool is closed for a starved entry.
+func (q *Queue) promote() {
+	r := &q.run
+	for _, p := range q.starve {
+		if x := p.starved.after(nil); x != nil {
+			r.pheap = pushItem(r.pheap, hitem{e: x, set: p.starved, src: srcList})
+		}
+	}
+	for len(r.pheap) > 0 {
+		it := r.pheap[0]
+		r.pheap = popItem(r.pheap)
+		s := it.set
+		if q.st(s.pool).closedBy != nil || q.deadFor(s, it.e, q.stopsPromotion) {
+			continue
+		}
+		if e := it.e; e.pseen != q.pass {
+			e.pseen = q.pass
+			if e.gone != q.pass {
+				q.promoteOne(e)
+			}
+		}
+		if x := s.after(it.e); x != nil {
+			r.pheap = pushItem(r.pheap, hitem{e: x, set: s, src: srcList})
+		}
+	}
+}
+
+// stopsPromotion says a starved entry needing at least a slot of p is not promoted at all.
+func (q *Queue) stopsPromotion(p *qpool) bool {
+	p = q.st(p)
+	return p.strict && p.head != nil || p.cap != Unlimited && p.cap-p.used-p.reserved < 1 && (p.implicit || p.kept > 0)
+}
+
+func (q *Queue) promoteOne(e *qentry) {
+	waited := q.now.Sub(e.queued)
+	starved := false
+	for i := range e.needs {
+		n := &e.needs[i]
+		p := q.st(n.pool)
+		if p.strict && p.head != nil {
+			return
+		}
+		if p.cap != Unlimited && p.cap-p.used-p.reserved < int(n.slots) && (p.implicit || p.kept > 0) {
+			return
+		}
+		starved = starved || (p.starveAfter > 0 && waited > p.starveAfter)
+	}
+	if !starved {
+		return
+	}
+	reserved := false
+	for i := range e.needs {
+		if p := e.needs[i].pool; p.starveAfter > 0 && waited > p.starveAfter {
+			reserved = q.reserve(e, i) || reserved
+		}
+	}
+	if reserved {
+		q.run.promoted = append(q.run.promoted, e)
+	}
+}
+
+// reserve keeps need g's slots for e, or closes the pool for it when they are not free (as
+// walk.reserve). It reports whether it reserved.
+func (q *Queue) reserve(e *qentry, g int) bool {
+	n := &e.needs[g]
+	p := q.st(n.pool)
+	if e.hasResv(q, g) || p.closedBy != nil || p.cap == Unlimited {
+		return false
+	}
+	if p.cap-p.used-p.reserved >= int(n.slots) {
+		p.reserved += int(n.slots)
+		if e.rstamp != q.pass {
+			e.rstamp = q.pass
+			if len(e.resv) < len(e.needs) {
+				e.resv = make([]bool, len(e.needs))
+			}
+			clear(e.resv)
+		}
+		e.resv[g] = true
+		return true
+	}
+	p.closedBy = e
+	return false
+}
+
+func (e *qentry) hasResv(q *Queue, g int) bool { return e.rstamp == q.pass && e.resv[g] }
+
+// decide admits e or lets it wait, exactly as walk.decide, then files a waiting entry under a
+// pool it lacks room in.
+func (q *Queue) decide(e *qentry) {
+	if e.block != kNone {
+		if !e.hasKept && e.rej == kNone {
+			for i := range e.needs {
+				if p := q.st(e.needs[i].pool); p.strict && p.head == nil {
+					p.head = e
+				}
+			}
+		}
+		return
+	}
+	if e.rej != kNone {
+		return
+	}
+	best := kNone
+	lacksLimit, lacksKept := false, false
+	var watch *qpool
+	var watchSlots int32
+	deficit := 0
+	for g := range e.needs {
+		n := &e.needs[g]
+		p := q.st(n.pool)
+		slots := int(n.slots)
+		ob := kNone
+		switch {
+		case p.strict && p.head != nil:
+			ob = kBehind
+		case e.hasResv(q, g) || p.cap == Unlimited:
+			continue
+		case p.closedBy != nil && p.closedBy != e:
+			ob = kStarved
+		case p.cap-p.used-p.reserved >= slots:
+			continue
+		case p.reserved > 0 && p.cap-p.used >= slots:
+			ob = kStarved
+		default:
+			ob = p.limit
+			lacksLimit = lacksLimit || p.implicit
+			lacksKept = lacksKept || (!p.implicit && p.kept > 0)
+		}
+		if best == kNone || ob < best {
+			best = ob
+		}
+		// File it where it waits longest: a pool still full once this pass's admissions hold
+		// their slots, the fuller the better, then the smaller (it frees less often).
+		short := 0
+		if p.cap != Unlimited {
+			short = slots - (p.cap - p.used)
+		}
+		if watch == nil || short > deficit || short == deficit && short > 0 && p.cap < watch.cap {
+			watch, watchSlots, deficit = p, n.slots, short
+		}
+	}
+
+	if best == kNone {
+		for g := range e.needs {
+			n := &e.needs[g]
+			p := q.st(n.pool)
+			p.used += int(n.slots)
+			if e.hasResv(q, g) {
+				p.reserved -= int(n.slots)
+				e.resv[g] = false
+			}
+		}
+		q.run.taken = append(q.run.taken, e)
+		for g := range e.needs {
+			if p := e.needs[g].pool; p.strict {
+				q.nextHead(p, e)
+			}
+		}
+		return
+	}
+	q.file(e, watch.watch(watchSlots))
+	if e.hasKept {
+		return
+	}
+	head := false
+	for g := range e.needs {
+		n := &e.needs[g]
+		if p := q.st(n.pool); p.strict && p.head == nil && p.cap != Unlimited && p.cap-p.used < int(n.slots) {
+			p.head = e
+			head = true
+		}
+	}
+	if head && !lacksLimit && !lacksKept {
+		for g := range e.needs {
+			if e.needs[g].pool.starveAfter > 0 {
+				q.reserve(e, g)
+			}
+		}
+	}
+}
+
+// pushItem and popItem keep a binary min-heap of stream heads in walk order.
+func pushItem(h []hitem, it hitem) []hitem {
+	h = append(h, it)
+	i := len(h) - 1
+	for i > 0 {
+		up := (i - 1) / 2
+		if !keyLess(&h[i].e.key, &h[up].e.key) {
+			break
+		}
+		h[i], h[up] = h[up], h[i]
+		i = up
+	}
+	return h
+}
+
+func popItem(h []hitem) []hitem {
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	i := 0
+	for {
+		l, small := 2*i+1, i
+		if l < len(h) && keyLess(&h[l].e.key, &h[small].e.key) {
+			small = l
+		}
+		if r := l + 1; r < len(h) && keyLess(&h[r].e.key, &h[small].e.key) {
+			small = r
+		}
+		if small == i {
+			return h
+		}
+		h[i], h[small] = h[small], h[i]
+		i = small
+	}
+}
