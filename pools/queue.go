@@ -34,10 +34,12 @@ type Queue struct {
 	strict  []*qpool  // configured strict pools
 	starve  []*qpool  // configured finite pools with starvation promotion
 
-	deadlines *timeset // visible entries with a deadline
-	hidden    *timeset // entries whose NotBefore is after now
-	shown     *timeset // visible entries with a NotBefore, for a clock that goes back
-	rejected  map[*qentry]struct{}
+	deadlines *timeset             // visible entries with a deadline
+	hidden    *timeset             // entries whose NotBefore is after now
+	shown     *timeset             // visible entries with a NotBefore, for a clock that goes back
+	rejected  map[*qentry]struct{} // visible entries that can never be admitted as pools stand
+	rejList   []Rejection          // the unblocked ones by ID, while not rejDirty
+	rejDirty  bool
 	holding   map[*qpool]struct{} // pools with claims
 
 	now  time.Time // of the last pass: visibility and starvation are kept for it

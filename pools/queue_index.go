@@ -157,6 +157,7 @@ func (q *Queue) place(e *qentry) {
 	e.rej = classify(e)
 	if e.rej != kNone {
 		q.rejected[e] = struct{}{}
+		q.rejDirty = true
 		return
 	}
 	if e.block == kNone {
@@ -207,6 +208,7 @@ func (q *Queue) unplace(e *qentry) {
 	}
 	if e.rej != kNone {
 		delete(q.rejected, e)
+		q.rejDirty = true
 		e.rej = kNone
 		return
 	}

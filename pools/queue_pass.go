@@ -55,11 +55,13 @@ func (q *Queue) Pass(now time.Time) Decision {
 	r.heap, r.pheap, r.taken, r.promoted = r.heap[:0], r.pheap[:0], r.taken[:0], r.promoted[:0]
 
 	var d Decision
+	rejGone := false
 	q.deadlines.tr.Scan(func(e *qentry) bool {
 		if !now.After(e.e.Deadline) {
 			return false
 		}
 		e.gone = q.pass
+		rejGone = rejGone || e.rej != kNone
 		d.Expired = append(d.Expired, e.e.ID)
 		for _, k := range e.kept {
 			if k.pool.conf {
@@ -92,13 +94,37 @@ func (q *Queue) Pass(now time.Time) Decision {
 			d.Admitted = append(d.Admitted, e.e.ID)
 		}
 	}
-	for e := range q.rejected {
-		if e.gone != q.pass && e.e.Block == NotBlocked {
-			d.Rejected = append(d.Rejected, e.rejection())
+	d.Rejected = q.rejections(rejGone)
+	return d
+}
+
+// rejections lists the unblocked rejected entries by ID, unless expired in this pass. The
+// sorted list is kept until the set changes, so entries a caller lets wait on an unknown pool
+// cost nothing per pass; it is shared between decisions, so read only.
+func (q *Queue) rejections(someExpired bool) []Rejection {
+	if q.rejDirty {
+		q.rejDirty = false
+		q.rejList = q.rejList[:0:0]
+		for e := range q.rejected {
+			if e.e.Block == NotBlocked {
+				q.rejList = append(q.rejList, e.rejection())
+			}
+		}
+		slices.SortFunc(q.rejList, func(a, b Rejection) int { return cmp.Compare(a.Entry, b.Entry) })
+	}
+	if len(q.rejList) == 0 {
+		return nil
+	}
+	if !someExpired {
+		return q.rejList[:len(q.rejList):len(q.rejList)]
+	}
+	var out []Rejection
+	for _, r := range q.rejList {
+		if q.entries[r.Entry].gone != q.pass {
+			out = append(out, r)
 		}
 	}
-	slices.SortFunc(d.Rejected, func(a, b Rejection) int { return cmp.Compare(a.Entry, b.Entry) })
-	return d
+	return out
 }
 
 // setNow brings visibility and starvation up to now, in either direction.
