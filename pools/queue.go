@@ -63,7 +63,7 @@ func NewQueue() *Queue {
 // Len is the number of entries in the queue, visible or not.
 func (q *Queue) Len() int { return len(q.entries) }
 
-// Entry returns the entry with this ID as it was put.
+// Entry returns the entry with this ID as it was put; its slices are the queue's, read only.
 func (q *Queue) Entry(id int64) (Entry, bool) {
 	e, ok := q.entries[id]
 	if !ok {
