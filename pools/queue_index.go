@@ -58,11 +58,12 @@ type qpool struct {
 	keptSum  int // kept claims of visible entries
 	keptRefs int // entries whose Kept names it
 	members  map[*qentry]struct{}
-	lists    []*keyset // watch lists, by slots
-	heads    []*keyset // strict: head classes, by slots (-1: blocked entries)
-	starved  *keyset   // finite starvation pools: starved entries by walk order,
-	pending  *timeset  // those not starved yet, by queue time,
-	starvedQ *timeset  // and the starved ones by queue time, for a clock that goes back
+	lists    map[int32]*keyset    // watch lists, by slots
+	parked   map[*keyset]struct{} // lists of other pools all of whose members need this full pool
+	heads    []*keyset            // strict: head classes, by slots (-1: blocked entries)
+	starved  *keyset              // finite starvation pools: starved entries by walk order,
+	pending  *timeset             // those not starved yet, by queue time,
+	starvedQ *timeset             // and the starved ones by queue time, for a clock that goes back
 
 	// Pass state, valid when stamp is the pass's.
 	stamp          uint64
@@ -75,7 +76,8 @@ type qpool struct {
 func (q *Queue) pool(name string) *qpool {
 	p, ok := q.pools[name]
 	if !ok {
-		p = &qpool{name: name, holders: map[int64]claim{}, members: map[*qentry]struct{}{}}
+		p = &qpool{name: name, holders: map[int64]claim{}, members: map[*qentry]struct{}{},
+			lists: map[int32]*keyset{}, parked: map[*keyset]struct{}{}}
 		q.pools[name] = p
 	}
 	return p
@@ -284,6 +286,7 @@ func (q *Queue) file(e *qentry, l *keyset) {
 	e.list = l
 	l.add(e)
 	l.count(e, 1)
+	q.unpark(l) // the newcomer may not need the pool it was parked on
 	q.arm(l)
 }
 
@@ -297,33 +300,44 @@ func (q *Queue) unfile(e *qentry) {
 	l.count(e, -1)
 	q.arm(l)
 	if p := l.pool; p != nil && l.tr.Len() == 0 {
-		for i, x := range p.lists {
-			if x == l {
-				p.lists[i] = p.lists[len(p.lists)-1]
-				p.lists = p.lists[:len(p.lists)-1]
-				break
-			}
-		}
+		q.unpark(l)
+		delete(p.lists, l.slots)
 	}
 }
 
 // watch is p's watch list of entries needing slots of it.
 func (p *qpool) watch(slots int32) *keyset {
-	for _, l := range p.lists {
-		if l.slots == slots {
-			return l
-		}
+	if l, ok := p.lists[slots]; ok {
+		return l
 	}
 	l := newKeyset(p, slots)
 	l.cnt = map[*qpool]int32{}
-	p.lists = append(p.lists, l)
+	p.lists[slots] = l
 	return l
+}
+
+// park takes decide stream l out of the armed lists while pool p, which all its members need,
+// is full before any pass takes anything: until p's claims shrink or l gets a new member. So
+// the waiters of a pool with room cost nothing while _global (or another pool they all need)
+// stays full.
+func (q *Queue) park(l *keyset, p *qpool) {
+	l.parked = p
+	p.parked[l] = struct{}{}
+	q.arm(l)
+}
+
+func (q *Queue) unpark(l *keyset) {
+	if p := l.parked; p != nil {
+		l.parked = nil
+		delete(p.parked, l)
+		q.arm(l)
+	}
 }
 
 // arm keeps q.armed the decide streams a pass must look at: the active list when not empty,
 // and the watch lists whose pool has room for them before the pass takes any.
 func (q *Queue) arm(l *keyset) {
-	want := l.tr.Len() > 0
+	want := l.tr.Len() > 0 && l.parked == nil
 	if p := l.pool; want && p != nil {
 		want = p.cap == Unlimited || p.cap-p.held >= int(l.slots)
 	}
@@ -343,17 +357,27 @@ func (q *Queue) rearm(p *qpool) {
 	for _, l := range p.lists {
 		q.arm(l)
 	}
+	if !p.full() {
+		for l := range p.parked {
+			q.unpark(l)
+		}
+	}
 }
+
+// full says p has no slot left before a pass takes any.
+func (p *qpool) full() bool { return p.conf && p.cap != Unlimited && p.cap-p.held < 1 }
 
 // keyset is a set of entries in walk order. Watch lists, the active list and starved sets
 // also count their members' needs by pool (cnt), so a pass can tell at once that every member
 // needs a pool that is closed.
 type keyset struct {
-	tr    *btree.BTreeG[*qentry]
-	pool  *qpool
-	slots int32
-	cnt   map[*qpool]int32 // members needing the pool with at least one slot
-	armed int              // index in Queue.armed, or -1
+	tr     *btree.BTreeG[*qentry]
+	pool   *qpool
+	slots  int32
+	sig    uint64
+	parked *qpool           // the full pool it is parked on, or nil
+	cnt    map[*qpool]int32 // members needing the pool with at least one slot
+	armed  int              // index in Queue.armed, or -1
 }
 
 func keyLessQ(a, b *qentry) bool { return keyLess(&a.key, &b.key) }

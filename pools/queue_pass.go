@@ -207,7 +207,13 @@ func (q *Queue) walk(first bool) {
 		switch it.src {
 		case srcList:
 			l := it.set
-			if l.pool != nil && q.closed(l.pool, l.slots) || q.deadFor(l, it.e, q.closedToAll) {
+			if l.pool != nil && q.closed(l.pool, l.slots) {
+				continue
+			}
+			if p := q.deadFor(l, it.e, q.closedToAll); p != nil {
+				if p.full() {
+					q.park(l, p)
+				}
 				continue
 			}
 			q.visit(it.e)
@@ -246,16 +252,16 @@ func (q *Queue) closed(p *qpool, slots int32) bool {
 
 func (q *Queue) closedToAll(p *qpool) bool { return q.closed(p, 1) }
 
-// deadFor says every member of s needs, with at least one slot, a pool for which shut holds.
-// Any member's needs include such a pool, so x's are enough to look at.
-func (q *Queue) deadFor(s *keyset, x *qentry, shut func(*qpool) bool) bool {
+// deadFor finds a pool for which shut holds that every member of s needs, with at least one
+// slot, or nil. Any member's needs include such a pool, so x's are enough to look at.
+func (q *Queue) deadFor(s *keyset, x *qentry, shut func(*qpool) bool) *qpool {
 	size := int32(s.tr.Len())
 	for i := range x.needs {
 		if n := &x.needs[i]; n.slots > 0 && s.cnt[n.pool] == size && shut(n.pool) {
-			return true
+			return n.pool
 		}
 	}
-	return false
+	return nil
 }
 
 // nextHead finds strict pool p's next head after e (from the start when nil): the first
@@ -300,7 +306,7 @@ func (q *Queue) promote() {
 		it := r.pheap[0]
 		r.pheap = popItem(r.pheap)
 		s := it.set
-		if q.st(s.pool).closedBy != nil || q.deadFor(s, it.e, q.stopsPromotion) {
+		if q.st(s.pool).closedBy != nil || q.deadFor(s, it.e, q.stopsPromotion) != nil {
 			continue
 		}
 		if e := it.e; e.pseen != q.pass {
