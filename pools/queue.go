@@ -54,9 +54,9 @@ func NewQueue() *Queue {
 		holding: map[*qpool]struct{}{}}
 	q.active = newKeyset(nil, 0)
 	q.active.cnt = map[*qpool]int32{}
-	q.deadlines = newTimeset(func(e *qentry) time.Time { return e.e.Deadline })
-	q.hidden = newTimeset(func(e *qentry) time.Time { return e.e.NotBefore })
-	q.shown = newTimeset(func(e *qentry) time.Time { return e.e.NotBefore })
+	q.deadlines = newTimeset(byDeadline)
+	q.hidden = newTimeset(byNotBefore)
+	q.shown = newTimeset(byNotBefore)
 	return q
 }
 
@@ -73,12 +73,14 @@ func (q *Queue) Entry(id int64) (Entry, bool) {
 }
 
 // Put adds a waiting entry, or replaces the entry with the same ID (its needs, block, force
-// flag, kept claims, deadline, queue time, not-before time, order). Its slices are copied.
+// flag, kept claims, deadline, queue time, not-before time, order). Its slices are copied and
+// its times kept without monotonic clock readings, as the store keeps them.
 func (q *Queue) Put(e Entry) {
 	if old, ok := q.entries[e.ID]; ok {
 		q.drop(old)
 	}
 	e.Needs, e.Kept = slices.Clone(e.Needs), slices.Clone(e.Kept)
+	e.Due, e.Queued, e.Deadline, e.NotBefore = e.Due.Round(0), e.Queued.Round(0), e.Deadline.Round(0), e.NotBefore.Round(0)
 	x := newQentry(q, e)
 	q.entries[e.ID] = x
 	q.place(x)
@@ -96,7 +98,7 @@ func (q *Queue) drop(e *qentry) {
 	q.unplace(e)
 	for i := range e.needs {
 		p := e.needs[i].pool
-		delete(p.members, e)
+		p.leave(e, i)
 		q.gc(p)
 	}
 	for _, k := range e.kept {
@@ -128,10 +130,11 @@ func (q *Queue) RemovePool(name string) {
 
 func (q *Queue) reconfigure(x *qpool, change func()) {
 	members := make([]*qentry, 0, len(x.members))
-	for e := range x.members {
-		members = append(members, e)
+	for _, m := range x.members {
+		members = append(members, m.e)
 	}
 	slices.SortFunc(members, func(a, b *qentry) int { return cmp.Compare(a.e.ID, b.e.ID) })
+	members = slices.Compact(members) // an entry listing the pool twice is one member
 	for _, e := range members {
 		q.unplace(e)
 	}
@@ -146,8 +149,8 @@ func (q *Queue) reconfigure(x *qpool, change func()) {
 		q.starve = append(q.starve, x)
 		x.starved = newKeyset(x, 0)
 		x.starved.cnt = map[*qpool]int32{}
-		x.pending = newTimeset(func(e *qentry) time.Time { return e.queued })
-		x.starvedQ = newTimeset(func(e *qentry) time.Time { return e.queued })
+		x.pending = newTimeset(byQueued)
+		x.starvedQ = newTimeset(byQueued)
 	} else {
 		x.starved, x.pending, x.starvedQ = nil, nil, nil
 	}

@@ -12,6 +12,8 @@ type qentry struct {
 	needs   []qneed // parallel to e.Needs
 	kept    []qkept // parallel to e.Kept
 	queued  time.Time
+	tq      tkey // queued, Deadline and NotBefore as sort keys
+	td, tn  tkey
 	block   kind // kPaused, kForbid, kNodeAway or kNone
 	notMine bool
 	hasKept bool // holds kept claims: never blocks, never promoted
@@ -32,7 +34,23 @@ type qkept struct {
 	slots int
 }
 
+// member is need i of entry e, in its pool's members.
+type member struct {
+	e *qentry
+	i int32
+}
+
+// leave takes need i of e out of p's members.
+func (p *qpool) leave(e *qentry, i int) {
+	at := e.needs[i].member
+	last := p.members[len(p.members)-1]
+	p.members[at] = last
+	last.e.needs[last.i].member = at
+	p.members = p.members[:len(p.members)-1]
+}
+
 type qneed struct {
+	member int32 // its index in pool.members
 	pool   *qpool
 	slots  int32
 	head   *keyset // the strict head class it is in, or nil
@@ -52,10 +70,10 @@ type qpool struct {
 	starveAfter time.Duration
 
 	holders  map[int64]claim
-	held     int // sum of holders' slots
-	keptSum  int // kept claims of visible entries
-	keptRefs int // entries whose Kept names it
-	members  map[*qentry]struct{}
+	held     int                  // sum of holders' slots
+	keptSum  int                  // kept claims of visible entries
+	keptRefs int                  // entries whose Kept names it
+	members  []member             // entries needing it, visible or not
 	lists    map[int32]*keyset    // watch lists, by slots
 	parked   map[*keyset]struct{} // lists of other pools all of whose members need this full pool
 	heads    []*keyset            // strict: head classes, by slots (-1: blocked entries)
@@ -74,7 +92,7 @@ type qpool struct {
 func (q *Queue) pool(name string) *qpool {
 	p, ok := q.pools[name]
 	if !ok {
-		p = &qpool{name: name, holders: map[int64]claim{}, members: map[*qentry]struct{}{},
+		p = &qpool{name: name, holders: map[int64]claim{},
 			lists: map[int32]*keyset{}, parked: map[*keyset]struct{}{}}
 		q.pools[name] = p
 	}
@@ -108,6 +126,7 @@ func (q *Queue) gc(p *qpool) {
 
 func newQentry(q *Queue, e Entry) *qentry {
 	x := &qentry{e: e, queued: queuedAt(&e), needs: make([]qneed, len(e.Needs))}
+	x.tq, x.td, x.tn = tkeyOf(x.queued), tkeyOf(e.Deadline), tkeyOf(e.NotBefore)
 	switch e.Block {
 	case BlockPaused:
 		x.block = kPaused
@@ -120,8 +139,8 @@ func newQentry(q *Queue, e Entry) *qentry {
 	}
 	for i, n := range e.Needs {
 		p := q.pool(n.Pool)
-		p.members[x] = struct{}{}
-		x.needs[i] = qneed{pool: p, slots: int32(min(max(n.Slots, 0), 1<<31-1))}
+		x.needs[i] = qneed{pool: p, slots: int32(min(max(n.Slots, 0), 1<<31-1)), member: int32(len(p.members))}
+		p.members = append(p.members, member{x, int32(i)})
 	}
 	if len(e.Kept) > 0 {
 		x.hasKept = true

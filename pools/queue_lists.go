@@ -40,7 +40,7 @@ func (q *Queue) unfile(e *qentry) {
 	l.remove(e)
 	l.count(e, -1)
 	q.arm(l)
-	if p := l.pool; p != nil && l.tr.Len() == 0 {
+	if p := l.pool; p != nil && l.len() == 0 {
 		q.unpark(l)
 		delete(p.lists, l.slots)
 	}
@@ -78,7 +78,7 @@ func (q *Queue) unpark(l *keyset) {
 // arm keeps q.armed the decide streams a pass must look at: the active list when not empty,
 // and the watch lists whose pool has room for them before the pass takes any.
 func (q *Queue) arm(l *keyset) {
-	want := l.tr.Len() > 0 && l.parked == nil
+	want := l.len() > 0 && l.parked == nil
 	if p := l.pool; want && p != nil {
 		want = p.cap == Unlimited || p.cap-p.held >= int(l.slots)
 	}
@@ -112,23 +112,30 @@ func (p *qpool) full() bool { return p.conf && p.cap != Unlimited && p.cap-p.hel
 // also count their members' needs by pool (cnt), so a pass can tell at once that every member
 // needs a pool that is closed.
 type keyset struct {
-	tr     *btree.BTreeG[*qentry]
+	tr     *btree.BTreeG[kitem]
 	pool   *qpool
 	slots  int32
-	sig    uint64
 	parked *qpool           // the full pool it is parked on, or nil
 	cnt    map[*qpool]int32 // members needing the pool with at least one slot
 	armed  int              // index in Queue.armed, or -1
 }
 
-func keyLessQ(a, b *qentry) bool { return keyLess(&a.key, &b.key) }
-
-func newKeyset(p *qpool, slots int32) *keyset {
-	return &keyset{tr: btree.NewBTreeGOptions(keyLessQ, btree.Options{NoLocks: true}), pool: p, slots: slots, armed: -1}
+// kitem is a member with its walk key inline, so the tree compares keys without chasing
+// pointers to entries all over the heap.
+type kitem struct {
+	k walkKey
+	e *qentry
 }
 
-func (s *keyset) add(e *qentry)    { s.tr.Set(e) }
-func (s *keyset) remove(e *qentry) { s.tr.Delete(e) }
+func kitemLess(a, b kitem) bool { return keyLess(&a.k, &b.k) }
+
+func newKeyset(p *qpool, slots int32) *keyset {
+	return &keyset{tr: btree.NewBTreeGOptions(kitemLess, btree.Options{NoLocks: true}), pool: p, slots: slots, armed: -1}
+}
+
+func (s *keyset) add(e *qentry)    { s.tr.Set(kitem{e.key, e}) }
+func (s *keyset) remove(e *qentry) { s.tr.Delete(kitem{e.key, e}) }
+func (s *keyset) len() int         { return s.tr.Len() }
 
 func (s *keyset) count(e *qentry, d int32) {
 	if s.cnt == nil {
@@ -149,34 +156,61 @@ func (s *keyset) count(e *qentry, d int32) {
 func (s *keyset) after(e *qentry) *qentry {
 	if e == nil {
 		x, _ := s.tr.Min()
-		return x
+		return x.e
 	}
 	it := s.tr.Iter()
 	defer it.Release()
-	if !it.Seek(e) {
+	if !it.Seek(kitem{e.key, e}) {
 		return nil
 	}
-	if it.Item() == e && !it.Next() {
+	if it.Item().e == e && !it.Next() {
 		return nil
 	}
-	return it.Item()
+	return it.Item().e
 }
 
 // timeset is a set of entries by one of their times, then ID.
 type timeset struct {
-	tr *btree.BTreeG[*qentry]
-	at func(*qentry) time.Time
+	tr *btree.BTreeG[titem]
+	at func(*qentry) tkey
 }
 
-func newTimeset(at func(*qentry) time.Time) *timeset {
-	less := func(a, b *qentry) bool {
-		if c := at(a).Compare(at(b)); c != 0 {
-			return c < 0
-		}
-		return a.e.ID < b.e.ID
-	}
-	return &timeset{tr: btree.NewBTreeGOptions(less, btree.Options{NoLocks: true}), at: at}
+type titem struct {
+	t  tkey
+	id int64
+	e  *qentry
 }
 
-func (s *timeset) add(e *qentry)    { s.tr.Set(e) }
-func (s *timeset) remove(e *qentry) { s.tr.Delete(e) }
+func titemLess(a, b titem) bool { return a.t.less(b.t) || a.t == b.t && a.id < b.id }
+
+// tkey is a time as Unix seconds and nanoseconds: it orders as the wall clock, which is how
+// the queue compares its entries' times (Put drops monotonic clock readings).
+type tkey struct {
+	sec  int64
+	nsec int32
+}
+
+func tkeyOf(t time.Time) tkey { return tkey{t.Unix(), int32(t.Nanosecond())} }
+
+func (a tkey) less(b tkey) bool { return a.sec < b.sec || a.sec == b.sec && a.nsec < b.nsec }
+
+func newTimeset(at func(*qentry) tkey) *timeset {
+	return &timeset{tr: btree.NewBTreeGOptions(titemLess, btree.Options{NoLocks: true}), at: at}
+}
+
+func byQueued(e *qentry) tkey    { return e.tq }
+func byDeadline(e *qentry) tkey  { return e.td }
+func byNotBefore(e *qentry) tkey { return e.tn }
+
+func (s *timeset) item(e *qentry) titem { return titem{s.at(e), e.e.ID, e} }
+func (s *timeset) add(e *qentry)        { s.tr.Set(s.item(e)) }
+func (s *timeset) remove(e *qentry)     { s.tr.Delete(s.item(e)) }
+
+// first and last are the earliest and latest members, or nil.
+func (s *timeset) first() *qentry { x, _ := s.tr.Min(); return x.e }
+func (s *timeset) last() *qentry  { x, _ := s.tr.Max(); return x.e }
+
+// scan yields members from the earliest while yield says go on.
+func (s *timeset) scan(yield func(*qentry) bool) {
+	s.tr.Scan(func(x titem) bool { return yield(x.e) })
+}

@@ -56,7 +56,7 @@ func (q *Queue) Pass(now time.Time) Decision {
 
 	var d Decision
 	rejGone := false
-	q.deadlines.tr.Scan(func(e *qentry) bool {
+	q.deadlines.scan(func(e *qentry) bool {
 		if !now.After(e.e.Deadline) {
 			return false
 		}
@@ -131,8 +131,8 @@ func (q *Queue) rejections(someExpired bool) []Rejection {
 func (q *Queue) setNow(now time.Time) {
 	q.now = now
 	for {
-		e, ok := q.hidden.tr.Min()
-		if !ok || e.e.NotBefore.After(now) {
+		e := q.hidden.first()
+		if e == nil || e.e.NotBefore.After(now) {
 			break
 		}
 		q.hidden.remove(e)
@@ -140,8 +140,8 @@ func (q *Queue) setNow(now time.Time) {
 		q.place(e)
 	}
 	for {
-		e, ok := q.shown.tr.Max()
-		if !ok || !e.e.NotBefore.After(now) {
+		e := q.shown.last()
+		if e == nil || !e.e.NotBefore.After(now) {
 			break
 		}
 		q.unplace(e)
@@ -150,8 +150,8 @@ func (q *Queue) setNow(now time.Time) {
 	}
 	for _, p := range q.starve {
 		for {
-			e, ok := p.pending.tr.Min()
-			if !ok || !q.starvedAt(e, p) {
+			e := p.pending.first()
+			if e == nil || !q.starvedAt(e, p) {
 				break
 			}
 			p.pending.remove(e)
@@ -161,8 +161,8 @@ func (q *Queue) setNow(now time.Time) {
 			e.need(p).starve = 2
 		}
 		for {
-			e, ok := p.starvedQ.tr.Max()
-			if !ok || q.starvedAt(e, p) {
+			e := p.starvedQ.last()
+			if e == nil || q.starvedAt(e, p) {
 				break
 			}
 			p.starvedQ.remove(e)
@@ -255,7 +255,7 @@ func (q *Queue) closedToAll(p *qpool) bool { return q.closed(p, 1) }
 // deadFor finds a pool for which shut holds that every member of s needs, with at least one
 // slot, or nil. Any member's needs include such a pool, so x's are enough to look at.
 func (q *Queue) deadFor(s *keyset, x *qentry, shut func(*qpool) bool) *qpool {
-	size := int32(s.tr.Len())
+	size := int32(s.len())
 	for i := range x.needs {
 		if n := &x.needs[i]; n.slots > 0 && s.cnt[n.pool] == size && shut(n.pool) {
 			return n.pool
