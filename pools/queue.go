@@ -23,9 +23,10 @@ import (
 //
 // How it stays cheap: an entry that could not be admitted is filed under one pool it lacks
 // room in, and a pass looks at it again only when that pool has room at the start of a pass;
-// a pool's waiters are left alone as soon as some pool all of them need is closed (when
-// _global is full, nothing of this daemon is looked at); a strict pool's head is found from
-// its waiters indexed by need, and starved entries and deadlines from indexes by time.
+// a pool's waiters are left alone as soon as some pool all of them need is closed, and parked
+// while that pool stays full (when _global is full, nothing of this daemon is looked at); a
+// strict pool's head is found from its waiters indexed by need, and starved entries and
+// deadlines from indexes by time.
 type Queue struct {
 	entries map[int64]*qentry
 	pools   map[string]*qpool

@@ -20,9 +20,11 @@ import (
 //     closed; then the entries that reserved room, which the main walk must visit.
 //
 // Within a pass a pool's room only shrinks and heads and closings only appear, so a stream
-// found closed stays closed: the merge drops it. An entry visited and not admitted is filed
-// under a pool it lacks room in (preferring one that will stay full after this pass's
-// admissions), so the next pass looks at it only when that pool has room again.
+// found closed stays closed: the merge drops it. A list dropped because all its members need a
+// pool that was full before the pass is parked on that pool until its claims shrink. An entry
+// visited and not admitted is filed under a pool it lacks room in (preferring one that will
+// stay full after this pass's admissions), so the next pass looks at it only when that pool
+// has room again.
 
 // runState is a pass's working memory, kept between passes.
 type runState struct {
