@@ -139,6 +139,17 @@ func (w *qworld) pass(t *rapid.T) {
 	if again := w.q.Pass(w.clock); !sameDecision(again, got) {
 		t.Fatalf("a second pass at the same time decided %+v, first %+v", again, got)
 	}
+	// Until NextWake, time alone changes nothing; at it, something may change.
+	later := w.clock.Add(48 * time.Hour)
+	if wake := w.q.NextWake(w.clock); !wake.IsZero() {
+		if !wake.After(w.clock) {
+			t.Fatalf("next wake %v is not after now %v", wake, w.clock)
+		}
+		later = wake.Add(-time.Nanosecond)
+	}
+	if d := Admit(w.snapshot(), later); !sameDecision(d, got) {
+		t.Fatalf("at %v, before the next wake, the full walk decides %+v, at %v %+v", later, d, w.clock, got)
+	}
 	if !rapid.Bool().Draw(t, "commit?") {
 		return
 	}

@@ -100,6 +100,33 @@ func (q *Queue) Pass(now time.Time) Decision {
 	return d
 }
 
+// NextWake is the earliest time after now at which the passing of time alone can change a
+// decision, as the queue stands after Pass(now): the next queue deadline to pass, not-before
+// time to come, or starvation threshold to cross. Zero when none. The loop sleeps until then
+// unless something else happens first (§4.4).
+func (q *Queue) NextWake(now time.Time) time.Time {
+	var next time.Time
+	soonest := func(t time.Time) {
+		if t.After(now) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	it := q.deadlines.tr.Iter()
+	if it.Seek(titem{t: tkeyOf(now)}) {
+		soonest(it.Item().e.e.Deadline.Add(time.Nanosecond)) // expires once now is past it
+	}
+	it.Release()
+	if e := q.hidden.first(); e != nil {
+		soonest(e.e.NotBefore)
+	}
+	for _, p := range q.starve {
+		if e := p.pending.first(); e != nil {
+			soonest(e.queued.Add(p.starveAfter + time.Nanosecond)) // starved once waited > after
+		}
+	}
+	return next
+}
+
 // rejections lists the unblocked rejected entries by ID, unless expired in this pass. The
 // sorted list is kept until the set changes, so entries a caller lets wait on an unknown pool
 // cost nothing per pass; it is shared between decisions, so read only.
