@@ -101,7 +101,7 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 		return err
 	}
 	changed := map[[2]string][]int64{}
-	for id, r := range dec.Reasons {
+	for id, r := range dec.Reasons() {
 		le := l.entries[id]
 		if le == nil {
 			continue

@@ -5,7 +5,8 @@ import "time"
 // Admit decides one admission pass (§4.3–§4.5). It is pure: the same snapshot and time give
 // the same decision, and it reads nothing else.
 //
-// The pass first expires every entry whose Deadline is set and before now. It then walks the
+// Entries whose NotBefore is after now are invisible: not walked, expired or explained. The
+// pass first expires every entry whose Deadline is set and before now. It then walks the
 // remaining entries once in Compare order: force starts, then sensors holding kept claims,
 // then everything else. An entry is admitted when every pool it needs exists and has room
 // (capacity minus held minus taken in this pass, minus what is kept for starved entries) and
@@ -16,9 +17,10 @@ import "time"
 //     limit or on another pool does not make an entry a head.
 //   - Backfill pool: later entries that fit go ahead; blocked entries are passed over.
 //   - Starvation: before the main walk, each entry that has waited longer than a backfill
-//     pool's starvation_after (counted from Due) is promoted there, in walk order: its slots
-//     are kept for it (taken from the room every other entry sees) when they are free, and when
-//     they are not, the pool is closed to everybody else, so freed slots accumulate for it.
+//     pool's starvation_after (counted from its queue time, Queued) is promoted there, in walk
+//     order: its slots are kept for it (taken from the room every other entry sees) when they
+//     are free, and when they are not, the pool is closed to everybody else, so freed slots
+//     accumulate for it.
 //     This gives the starved entry the pool ahead of every non-starved entry without reordering
 //     the walk, so strict pools keep their own order. A strict head counts as starved in every
 //     backfill pool it needs (starvation_after 0 turns promotion off) from its place in the
@@ -30,14 +32,17 @@ import "time"
 //   - not_mine entries that fit take their room and are listed in Decision.NotMine; those that
 //     do not fit act like any waiting entry. They get no Reason: their own daemon gives it.
 //   - Entries needing an unknown pool, or more slots than a pool's capacity, get reasons
-//     unknown_pool / over_capacity for the caller to reject, and neither block nor keep room.
+//     unknown_pool / over_capacity, are listed in Decision.Rejected for the caller to reject,
+//     and neither block nor keep room.
 //
-// Every other entry gets the first obstacle of: its Block, unknown_pool, over_capacity, behind,
-// starved_head, pool_full, global_limit, dag_limit, task_limit (ties go to the earlier Need).
+// Every other entry gets, through Decision.Reason, the first obstacle of: its Block,
+// unknown_pool, over_capacity, behind, starved_head, pool_full, global_limit, dag_limit,
+// task_limit (ties go to the earlier Need).
 // Claims listed in an entry's Kept must also be in Snapshot.Holders: occupancy comes from
 // holders only.
 //
-// The pass is linear in the number of needs plus the sort.
+// The pass is linear in the number of needs plus the sort. A Queue makes the same decisions
+// incrementally; Admit is its reference and the source of reasons shown on read (§4.5).
 func Admit(s *Snapshot, now time.Time) Decision {
 	w := newWalk(s, now)
 	defer w.release()

@@ -78,7 +78,7 @@ func BenchmarkAdmit(b *testing.B) {
 func TestAdmitBenchSnapshot(t *testing.T) {
 	t.Parallel()
 	d := Admit(benchSnapshot(1000), t0)
-	if len(d.Admitted) == 0 || len(d.Reasons) < 500 {
-		t.Fatalf("admitted %d, waiting %d", len(d.Admitted), len(d.Reasons))
+	if len(d.Admitted) == 0 || d.Waiting() < 500 {
+		t.Fatalf("admitted %d, waiting %d", len(d.Admitted), d.Waiting())
 	}
 }

@@ -2,6 +2,8 @@ package pools
 
 import (
 	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -22,6 +24,9 @@ import (
 //   - an entry whose only obstacle is room in backfill pools where it has starved, with nothing
 //     promoted ahead of it, starts once the attempts holding those pools when it got there end.
 // Admission is all-or-nothing by construction of the model: an admitted entry holds every need.
+//
+// Each daemon also keeps a Queue, told of every change as the scheduler loop would tell it;
+// every pass checks that the queue decides exactly what the full walk decides.
 
 const daemons = 2
 
@@ -54,6 +59,7 @@ type model struct {
 	waiting []*mEntry // by ID
 	running []*mRun   // by ID
 	tracks  map[int64]track
+	queues  [daemons]*Queue
 }
 
 var base = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -62,6 +68,16 @@ func (m *model) now() time.Time { return base.Add(time.Duration(m.clock) * time.
 
 func newModel(t *rapid.T, busy bool) *model {
 	m := &model{busy: busy, pools: map[string]Pool{}, tracks: map[int64]track{}, clock: 100}
+	for d := range m.queues {
+		m.queues[d] = NewQueue()
+	}
+	defer func() {
+		for _, q := range m.queues {
+			for _, p := range m.pools {
+				q.SetPool(p)
+			}
+		}
+	}()
 	n := rapid.IntRange(1, 4).Draw(t, "named pools")
 	for i := range n {
 		name := fmt.Sprintf("p%d", i)
@@ -116,9 +132,11 @@ func (m *model) enqueue(t *rapid.T) {
 	m.nextID++
 	e := &mEntry{Entry: Entry{ID: m.nextID, Label: fmt.Sprintf("e%d try 1", m.nextID)}}
 	e.Priority = rapid.IntRange(0, 2).Draw(t, "priority")
+	// Due is the run's time, often older than the task's joining the queue (§4.4).
 	e.Due = m.now().Add(-time.Duration(rapid.IntRange(0, 20).Draw(t, "age")) * time.Minute)
+	e.Queued = m.now()
 	if rapid.IntRange(0, 9).Draw(t, "deadline?") < 3 {
-		e.Deadline = e.Due.Add(time.Duration(rapid.IntRange(5, 40).Draw(t, "timeout")) * time.Minute)
+		e.Deadline = e.Queued.Add(time.Duration(rapid.IntRange(5, 40).Draw(t, "timeout")) * time.Minute)
 	}
 	picked := rapid.SliceOfNDistinct(rapid.SampledFrom(m.named), 1, 3, func(s string) string { return s }).Draw(t, "pools")
 	for _, p := range picked {
@@ -131,6 +149,7 @@ func (m *model) enqueue(t *rapid.T) {
 			e.Needs[i].Slots = min(e.Needs[i].Slots, m.pools[e.Needs[i].Pool].Slots)
 		}
 		m.waiting = append(m.waiting, e)
+		m.put(e)
 		return
 	}
 	if rapid.IntRange(0, 19).Draw(t, "ghost?") == 0 {
@@ -161,18 +180,31 @@ func (m *model) enqueue(t *rapid.T) {
 		}
 	}
 	m.waiting = append(m.waiting, e)
+	m.put(e)
+}
+
+// view is the entry as daemon d sees it: another daemon's entries are not_mine.
+func (e *mEntry) view(d int) Entry {
+	x := e.Entry
+	x.Block = e.block
+	if x.Block == NotBlocked && e.owner != d {
+		x.Block = BlockNotMine
+	}
+	return x
+}
+
+// put tells every daemon's queue of a new or changed waiting entry.
+func (m *model) put(e *mEntry) {
+	for d, q := range m.queues {
+		q.Put(e.view(d))
+	}
 }
 
 // snapshot is what daemon d's pass sees: another daemon's entries are not_mine.
 func (m *model) snapshot(d int) *Snapshot {
 	s := &Snapshot{Pools: m.pools, Holders: m.holders()}
 	for _, e := range m.waiting {
-		x := e.Entry
-		x.Block = e.block
-		if x.Block == NotBlocked && e.owner != d {
-			x.Block = BlockNotMine
-		}
-		s.Entries = append(s.Entries, x)
+		s.Entries = append(s.Entries, e.view(d))
 	}
 	return s
 }
@@ -182,6 +214,9 @@ func (m *model) removeWaiting(id int64) *mEntry {
 	e := m.waiting[i]
 	m.waiting = slices.Delete(m.waiting, i, i+1)
 	delete(m.tracks, id)
+	for _, q := range m.queues {
+		q.Remove(id)
+	}
 	return e
 }
 
@@ -193,14 +228,18 @@ func (m *model) pass(t *rapid.T) {
 	dec := Admit(s, now)
 	checkDecision(t, s, now, dec)
 	m.checkTracks(t, dec, now)
+	q := m.queues[d]
+	q.SyncHolders(m.holders()) // the loop re-reads every claim in its transaction
+	if got := q.Pass(now); !sameDecision(got, dec) {
+		t.Fatalf("daemon %d: queue pass differs from the full walk:\n got admitted %v expired %v not_mine %v rejected %v\nwant admitted %v expired %v not_mine %v rejected %v",
+			d, got.Admitted, got.Expired, got.NotMine, got.Rejected, dec.Admitted, dec.Expired, dec.NotMine, dec.Rejected)
+	}
 
 	for _, id := range dec.Expired {
 		m.removeWaiting(id)
 	}
-	for id, r := range dec.Reasons {
-		if r.Kind.Rejects() {
-			m.removeWaiting(id)
-		}
+	for _, r := range dec.Rejected {
+		m.removeWaiting(r.Entry)
 	}
 	for _, id := range dec.Admitted {
 		e := m.removeWaiting(id)
@@ -210,13 +249,17 @@ func (m *model) pass(t *rapid.T) {
 }
 
 // finish ends a running attempt; a sensor may come back to wait for its next poke, keeping its
-// kept claims, with the same queue ID and due time.
+// kept claims, with the same queue ID and due time: it rejoins the queue now, invisible until
+// its poke time.
 func (m *model) finish(t *rapid.T, i int) {
 	r := m.running[i]
 	m.running = slices.Delete(m.running, i, i+1)
 	if r.e.sensor && len(r.e.Kept) > 0 && rapid.Bool().Draw(t, "repoke") {
+		r.e.Queued = m.now()
+		r.e.NotBefore = m.now().Add(time.Duration(rapid.IntRange(0, 3).Draw(t, "poke in")) * time.Minute)
 		m.waiting = append(m.waiting, r.e)
 		slices.SortFunc(m.waiting, func(a, b *mEntry) int { return int(a.ID - b.ID) })
+		m.put(r.e)
 	}
 }
 
@@ -238,16 +281,18 @@ func (m *model) crash(t *rapid.T) {
 	kept := m.running[:0]
 	for _, r := range m.running {
 		if r.by == d {
-			r.e.Kept = nil
+			r.e.Kept, r.e.Queued, r.e.NotBefore = nil, m.now(), time.Time{}
 			m.waiting = append(m.waiting, r.e)
+			m.put(r.e)
 			continue
 		}
 		kept = append(kept, r)
 	}
 	m.running = kept
 	for _, e := range m.waiting {
-		if e.owner == d {
+		if e.owner == d && e.Kept != nil {
 			e.Kept = nil
+			m.put(e)
 		}
 	}
 	slices.SortFunc(m.waiting, func(a, b *mEntry) int { return int(a.ID - b.ID) })
@@ -261,6 +306,9 @@ func (m *model) resize(t *rapid.T) {
 		p.Slots = max(p.Slots, 3)
 	}
 	m.pools[name] = p
+	for _, q := range m.queues {
+		q.SetPool(p)
+	}
 	clear(m.tracks)
 }
 
@@ -308,18 +356,19 @@ func runModel(t *rapid.T, m *model) {
 				t.Skip("no blocks in a busy world")
 			}
 			e.block = rapid.SampledFrom([]Block{NotBlocked, NotBlocked, BlockPaused, BlockForbid, BlockNodeAway}).Draw(t, "block")
+			m.put(e)
 		},
 		"crash":  m.crash,
 		"resize": m.resize,
 	})
 }
 
-// walkOrder lists the snapshot's unexpired entries in Compare order.
+// walkOrder lists the snapshot's visible, unexpired entries in Compare order.
 func walkOrder(s *Snapshot, now time.Time) []*Entry {
 	var w []*Entry
 	for i := range s.Entries {
 		e := &s.Entries[i]
-		if e.Deadline.IsZero() || !now.After(e.Deadline) {
+		if !e.NotBefore.After(now) && (e.Deadline.IsZero() || !now.After(e.Deadline)) {
 			w = append(w, e)
 		}
 	}
@@ -348,11 +397,12 @@ func rejectedIn(s *Snapshot, e *Entry) bool {
 }
 
 func starvedIn(p Pool, e *Entry, now time.Time) bool {
-	return !p.Implicit && p.Ordering != Strict && p.StarvationAfter > 0 && now.Sub(e.Due) > p.StarvationAfter
+	return !p.Implicit && p.Ordering != Strict && p.StarvationAfter > 0 && now.Sub(queuedAt(e)) > p.StarvationAfter
 }
 
 // checkDecision checks one decision against the rules of §4.3–§4.5.
 func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
+	reasons := reasonMap(d)
 	byID := map[int64]*Entry{}
 	for i := range s.Entries {
 		byID[s.Entries[i].ID] = &s.Entries[i]
@@ -375,10 +425,16 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 		expired[id] = true
 	}
 
-	// Every entry is decided exactly once.
+	// Every visible entry is decided exactly once; invisible ones not at all.
 	for _, e := range s.Entries {
 		past := !e.Deadline.IsZero() && now.After(e.Deadline)
-		_, hasReason := d.Reasons[e.ID]
+		_, hasReason := reasons[e.ID]
+		if e.NotBefore.After(now) {
+			if expired[e.ID] || taken[e.ID] || hasReason {
+				t.Fatalf("entry %d, invisible until %v, was decided at %v", e.ID, e.NotBefore, now)
+			}
+			continue
+		}
 		switch {
 		case past != expired[e.ID]:
 			t.Fatalf("entry %d: deadline %v, now %v, expired %v", e.ID, e.Deadline, now, expired[e.ID])
@@ -401,7 +457,7 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 			used[name] += h.Slots
 		}
 	}
-	after := maps(used)
+	after := maps.Clone(used)
 	for id := range taken {
 		for _, n := range byID[id].Needs {
 			after[n.Pool] += n.Slots
@@ -440,7 +496,7 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 				continue
 			}
 			if head != nil {
-				if k := d.Reasons[e.ID].Kind; e.Block != BlockNotMine && !(k.IsBlock() || k.Rejects() || k == ReasonBehind) {
+				if k := reasons[e.ID].Kind; e.Block != BlockNotMine && !(k.IsBlock() || k.Rejects() || k == ReasonBehind) {
 					t.Fatalf("strict pool %s: %d behind head %d has reason %s", name, e.ID, head.ID, k)
 				}
 				continue
@@ -465,7 +521,7 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 			if taken[y.ID] || len(y.Needs) != 1 || y.Needs[0].Pool != pool || y.Block == BlockNotMine {
 				continue
 			}
-			r := d.Reasons[y.ID]
+			r := reasons[y.ID]
 			switch {
 			case r.Kind.IsBlock() || r.Kind.Rejects() || r.Kind == ReasonBehind || r.Kind == ReasonStarvedHead:
 			case r.Kind == ReasonPoolFull || r.Kind.IsLimit():
@@ -478,8 +534,20 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 		}
 	}
 
+	// Rejected lists exactly the entries whose reason rejects them, with that reason.
+	var rejected []Rejection
+	for id, r := range reasons {
+		if r.Kind.Rejects() {
+			rejected = append(rejected, Rejection{Entry: id, Reason: r})
+		}
+	}
+	slices.SortFunc(rejected, func(a, b Rejection) int { return int(a.Entry - b.Entry) })
+	if len(rejected) != len(d.Rejected) || len(rejected) > 0 && !reflect.DeepEqual(rejected, d.Rejected) {
+		t.Fatalf("rejected %+v, reasons say %+v", d.Rejected, rejected)
+	}
+
 	// Reasons name real pools and real blockers.
-	for id, r := range d.Reasons {
+	for id, r := range reasons {
 		e := byID[id]
 		if r.Kind.IsBlock() {
 			if e.Block.Reason() != r.Kind {
@@ -525,14 +593,6 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 			t.Fatalf("entry %d: unexpected reason %s", id, r.Kind)
 		}
 	}
-}
-
-func maps(m map[string]int) map[string]int {
-	out := make(map[string]int, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // updateTracks follows entries whose only obstacle can be room in backfill pools where they
@@ -618,7 +678,7 @@ func (m *model) checkTracks(t *rapid.T, d Decision, now time.Time) {
 	for id, tr := range m.tracks {
 		if m.clock >= tr.bound && !taken[id] {
 			t.Fatalf("entry %d top starved since step %d, bound %d, still waits at %d: %s",
-				id, tr.since, tr.bound, m.clock, d.Reasons[id])
+				id, tr.since, tr.bound, m.clock, reasonMap(d)[id])
 		}
 	}
 }

@@ -2,9 +2,16 @@
 // or nothing, and why the others wait (§4).
 //
 // It holds pool configuration (Spec, Resolve), the enqueue-time checks (CheckEnqueue), the
-// admission order (Compare) and the pass itself (Admit). Admit is a pure function of a
-// Snapshot and the time: the executor builds the snapshot from the store, calls Admit, and
-// applies the Decision in one transaction. Nothing here does I/O.
+// admission order (Compare) and the pass itself, twice:
+//   - Admit, the full walk: a pure function of a Snapshot and the time, linear in the queue.
+//     It is the reference, and the source of wait reasons, computed when someone reads them
+//     (Decision.Reason, §4.5);
+//   - Queue, the same decisions made incrementally: the scheduler loop keeps one between
+//     passes, tells it what changed, and each Pass costs what changed and what it admits,
+//     not the number of waiting entries. A property test checks it against Admit pass after
+//     pass.
+//
+// The caller applies a Decision in one transaction. Nothing here does I/O.
 //
 // Vocabulary: named pools are configured (poolflow.yaml or the store) and are strict or
 // backfill; implicit pools (_global, _dag/…, _task/…) are the limits of §4.2 and always
@@ -12,6 +19,10 @@
 // implicit; admission debits all of them at once.
 //
 // Choices where the spec is silent:
+//   - starvation counts from Entry.Queued (when the entry joined or rejoined the queue); a
+//     zero Queued counts from Due, so callers that do not track it keep the old behaviour;
+//   - an entry whose NotBefore is after now (a reschedule sensor between pokes) is invisible:
+//     not walked, expired or explained, though its kept claims still hold their room;
 //   - starvation promotion keeps room instead of reordering the walk (see Admit), so strict
 //     pools keep their order and a starved entry needing a strict pool does not jump its queue;
 //   - pools whose starvation_after is 0 never promote, not even for a strict pool's head;

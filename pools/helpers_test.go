@@ -1,6 +1,8 @@
 package pools
 
 import (
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,9 +33,13 @@ type opt func(*Entry)
 func prio(p int) opt             { return func(e *Entry) { e.Priority = p } }
 func dueAgo(d time.Duration) opt { return func(e *Entry) { e.Due = t0.Add(-d) } }
 func deadline(t time.Time) opt   { return func(e *Entry) { e.Deadline = t } }
-func blocked(b Block) opt        { return func(e *Entry) { e.Block = b } }
-func force() opt                 { return func(e *Entry) { e.Force = true } }
-func keeps(specs ...string) opt  { return func(e *Entry) { e.Kept = ns(specs...) } }
+func queuedAgo(d time.Duration) opt {
+	return func(e *Entry) { e.Queued = t0.Add(-d) }
+}
+func notBefore(t time.Time) opt { return func(e *Entry) { e.NotBefore = t } }
+func blocked(b Block) opt       { return func(e *Entry) { e.Block = b } }
+func force() opt                { return func(e *Entry) { e.Force = true } }
+func keeps(specs ...string) opt { return func(e *Entry) { e.Kept = ns(specs...) } }
 func entry(id int64, label string, needs []Need, opts ...opt) Entry {
 	e := Entry{ID: id, Label: label + " try 1", Due: t0, Needs: needs}
 	for _, o := range opts {
@@ -65,9 +71,25 @@ func hold(id int64, label string, slots int) Holder {
 }
 
 func reasonTexts(d Decision) map[int64]string {
-	out := make(map[int64]string, len(d.Reasons))
-	for id, r := range d.Reasons {
+	out := make(map[int64]string, d.Waiting())
+	for id, r := range d.Reasons() {
 		out[id] = r.String()
 	}
 	return out
+}
+
+// reasonMap is every reason of a full walk's decision by entry ID.
+func reasonMap(d Decision) map[int64]Reason {
+	out := make(map[int64]Reason, d.Waiting())
+	for id, r := range d.Reasons() {
+		out[id] = r
+	}
+	return out
+}
+
+// sameDecision compares what a pass decides: admissions, expiries, not_mine room and
+// rejections; reasons are compared separately.
+func sameDecision(a, b Decision) bool {
+	return slices.Equal(a.Admitted, b.Admitted) && slices.Equal(a.Expired, b.Expired) &&
+		slices.Equal(a.NotMine, b.NotMine) && reflect.DeepEqual(a.Rejected, b.Rejected)
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"math/bits"
 	"slices"
-	"time"
 )
 
 // Walk groups, in the order a pass walks them (§4.4, §5.1).
@@ -45,13 +44,15 @@ func Compare(a, b *Entry) int {
 }
 
 // walkKey is Compare's order packed into integers, so sorting 100k entries compares a few
-// words instead of chasing time.Time values. Priorities are clamped to ±2^60 and due times
-// are taken relative to now, saturating ~292 years away; both are far beyond real values.
+// words instead of calling Compare. Priorities are clamped to ±2^60, far beyond real values;
+// due times are exact (Unix seconds and nanoseconds), so the key does not depend on the time of
+// the pass and a Queue can keep it between passes.
 type walkKey struct {
 	rank  uint64 // group, then priority (higher first)
-	due   uint64 // due time (earlier first)
+	sec   int64  // due time (earlier first): Unix seconds,
+	nsec  int32  // and nanoseconds
+	idx   int32  // snapshot index: breaks ties between equal IDs in a malformed snapshot
 	id    int64
-	idx   int32
 	flags uint8 // its block kind, flagNotMine, flagKept: carried along so the walk need not reread the entry
 }
 
@@ -63,29 +64,28 @@ const (
 
 const prioLimit = 1 << 60
 
-func newWalkKey(e *Entry, waited time.Duration, idx int32, flags uint8) walkKey {
+func newWalkKey(e *Entry, idx int32, flags uint8) walkKey {
 	k := walkKey{id: e.ID, idx: idx, flags: flags}
 	g := group(e)
 	k.rank = uint64(g) << 62
 	if g != groupForce {
 		p := min(max(e.Priority, -prioLimit), prioLimit-1)
-		k.rank |= uint64(prioLimit - 1 - p)        // in [0, 2^61): higher priority first
-		k.due = uint64(^int64(waited)) ^ (1 << 63) // longer waited, earlier due: first
+		k.rank |= uint64(prioLimit - 1 - p) // in [0, 2^61): higher priority first
+		k.sec, k.nsec = e.Due.Unix(), int32(e.Due.Nanosecond())
 	}
 	return k
 }
 
 func (k walkKey) group() uint8 { return uint8(k.rank >> 62) }
 
-// waited is the time since the entry's due time; meaningless for force starts, never promoted.
-func (k walkKey) waited() time.Duration { return time.Duration(^int64(k.due ^ (1 << 63))) }
-
 func compareWalkKeys(a, b walkKey) int {
 	switch {
 	case a.rank != b.rank:
 		return cmp.Compare(a.rank, b.rank)
-	case a.due != b.due:
-		return cmp.Compare(a.due, b.due)
+	case a.sec != b.sec:
+		return cmp.Compare(a.sec, b.sec)
+	case a.nsec != b.nsec:
+		return cmp.Compare(a.nsec, b.nsec)
 	case a.id != b.id:
 		return cmp.Compare(a.id, b.id)
 	}
@@ -96,8 +96,10 @@ func keyLess(a, b *walkKey) bool {
 	switch {
 	case a.rank != b.rank:
 		return a.rank < b.rank
-	case a.due != b.due:
-		return a.due < b.due
+	case a.sec != b.sec:
+		return a.sec < b.sec
+	case a.nsec != b.nsec:
+		return a.nsec < b.nsec
 	case a.id != b.id:
 		return a.id < b.id
 	}

@@ -56,8 +56,15 @@ type Entry struct {
 	ID       int64  // queue ID: unique, assigned in (due time, run_id, task order) order
 	Label    string // "dag.task try N", for reasons
 	Priority int
-	Due      time.Time
+	Due      time.Time // orders the entry (§4.4)
+	// Queued is when this entry joined the queue, or for a retry or a re-poke when it rejoined
+	// it: starvation_after counts from it (§4.4). Zero means Due, for callers that do not
+	// track it.
+	Queued   time.Time
 	Deadline time.Time // zero = none; expires once now is past it
+	// NotBefore hides the entry from every pass while now is before it (a reschedule sensor
+	// between pokes): it is neither walked, expired nor given a reason. Zero = visible.
+	NotBefore time.Time
 	// Needs lists every pool the entry must get in one admission: its requirements and its
 	// limits, at most one Need per pool.
 	Needs []Need
@@ -124,12 +131,21 @@ type Decision struct {
 	// Admitted lists entries to admit now, in admission order. The caller debits every Need of
 	// each in one transaction.
 	Admitted []int64
-	// Expired lists entries whose deadline passed; they are not admitted.
+	// Expired lists entries whose deadline passed, by entry ID; they are not admitted.
 	Expired []int64
-	// Reasons holds a reason for every entry neither admitted nor expired, except not_mine
-	// entries: their own daemon reports why they wait.
-	Reasons map[int64]Reason
 	// NotMine lists the not_mine entries that fit in this pass, in walk order: their room is
 	// kept for the daemon that owns them, which admits them in its own pass.
 	NotMine []int64
+	// Rejected lists, by entry ID, the unblocked entries of this daemon that can never be
+	// admitted as the pools stand: one needs a pool that does not exist (unknown_pool) or more
+	// slots than a pool's capacity (over_capacity). The caller rejects them or lets them wait.
+	Rejected []Rejection
+	// why holds the full walk's wait reasons (see Reason); nil for a Queue's pass.
+	why *explain
+}
+
+// Rejection is an entry that can never be admitted as the pools stand, and why.
+type Rejection struct {
+	Entry  int64
+	Reason Reason // unknown_pool (Pool, Need) or over_capacity (Pool, Need, Capacity)
 }

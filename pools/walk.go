@@ -82,7 +82,7 @@ type need struct {
 // slot is one entry at its walk position. It holds no pointers, so the arrays of a large pass
 // cost the garbage collector nothing to scan.
 type slot struct {
-	waited   time.Duration // since its due time
+	waited   time.Duration // since its queue time
 	idx      int32         // in Snapshot.Entries
 	off, end int32         // its needs: walk.needs[off:end]
 	need     int32         // the need its obstacle is about, or none
@@ -107,13 +107,14 @@ type walk struct {
 // scratch holds a pass's working arrays. They hold no pointers, so keeping them between
 // passes keeps no snapshot alive, and reusing them spares the collector megabytes per pass.
 type scratch struct {
-	keys   []walkKey // walk order
-	pos    []slot    // parallel to keys
-	needs  []need    // in walk order
-	resv   []bool    // parallel to needs: its slots are reserved for its starved entry
-	raw    []need    // in snapshot order
-	rawOff []int32   // by snapshot index: its needs are raw[rawOff[i]:rawOff[i+1]]
-	taken  []int32   // admitted and not_mine positions, in walk order
+	keys   []walkKey       // walk order
+	pos    []slot          // parallel to keys
+	needs  []need          // in walk order
+	resv   []bool          // parallel to needs: its slots are reserved for its starved entry
+	raw    []need          // in snapshot order
+	rawOff []int32         // by snapshot index: its needs are raw[rawOff[i]:rawOff[i+1]]
+	age    []time.Duration // by snapshot index: time since its queue time
+	taken  []int32         // admitted and not_mine positions, in walk order
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -157,10 +158,14 @@ func newWalk(s *Snapshot, now time.Time) *walk {
 
 	// First in snapshot order, reading each entry once front to back.
 	w.rawOff = resize(w.rawOff, len(s.Entries)+1)
+	w.age = resize(w.age, len(s.Entries))
 	w.raw, w.keys, w.taken = w.raw[:0], w.keys[:0], w.taken[:0]
 	for i := range s.Entries {
 		e := &s.Entries[i]
 		w.rawOff[i] = int32(len(w.raw))
+		if e.NotBefore.After(now) {
+			continue
+		}
 		if !e.Deadline.IsZero() && now.After(e.Deadline) {
 			w.expired = append(w.expired, e.ID)
 			continue
@@ -191,7 +196,8 @@ func newWalk(s *Snapshot, now time.Time) *walk {
 				}
 			}
 		}
-		w.keys = append(w.keys, newWalkKey(e, now.Sub(e.Due), int32(i), flags))
+		w.age[i] = now.Sub(queuedAt(e))
+		w.keys = append(w.keys, newWalkKey(e, int32(i), flags))
 	}
 	w.rawOff[len(s.Entries)] = int32(len(w.raw))
 	sortWalkKeys(w.keys)
@@ -202,7 +208,7 @@ func newWalk(s *Snapshot, now time.Time) *walk {
 	w.needs = w.needs[:0]
 	for k, key := range w.keys {
 		sl := &w.pos[k]
-		*sl = slot{idx: key.idx, need: none, behind: none, waited: key.waited(),
+		*sl = slot{idx: key.idx, need: none, behind: none, waited: w.age[key.idx],
 			block: kind(key.flags & flagBlock), notMine: key.flags&flagNotMine != 0,
 			kept: key.flags&flagKept != 0, off: int32(len(w.needs))}
 		for j := w.rawOff[key.idx]; j < w.rawOff[key.idx+1]; j++ {
@@ -241,91 +247,10 @@ func (w *walk) classify(sl *slot) {
 	}
 }
 
-func (w *walk) decision() Decision {
-	waiting := 0
-	for k := range w.pos {
-		if sl := &w.pos[k]; sl.status == stWaiting && !sl.notMine {
-			waiting++
-		}
+// queuedAt is when the entry joined the queue: its Queued time, or its due time when unset.
+func queuedAt(e *Entry) time.Time {
+	if e.Queued.IsZero() {
+		return e.Due
 	}
-	d := Decision{Expired: w.expired, Reasons: make(map[int64]Reason, waiting)}
-	for _, k := range w.taken {
-		if w.pos[k].status == stAdmitted {
-			d.Admitted = append(d.Admitted, w.keys[k].id)
-		} else {
-			d.NotMine = append(d.NotMine, w.keys[k].id)
-		}
-	}
-	for k := range w.pos {
-		if sl := &w.pos[k]; sl.status == stWaiting && !sl.notMine {
-			d.Reasons[w.keys[k].id] = w.reason(sl)
-		}
-	}
-	return d
-}
-
-func (w *walk) reason(sl *slot) Reason {
-	r := Reason{Kind: kindNames[sl.ob]}
-	if sl.need == none {
-		return r
-	}
-	n := w.needs[sl.need]
-	r.Need = int(n.slots)
-	if n.pool == none {
-		r.Pool = w.entries[sl.idx].Needs[sl.need-sl.off].Pool
-		return r
-	}
-	p := &w.pools[n.pool]
-	r.Pool, r.Capacity = p.name, p.cap
-	switch sl.ob {
-	case kBehind, kStarved:
-		if sl.behind != none {
-			e := &w.entries[w.pos[sl.behind].idx]
-			r.Behind, r.BehindLabel = e.ID, e.Label
-		}
-	case kFull, kGlobal, kDAG, kTask:
-		r.Used = p.used
-		r.Free = max(0, p.cap-p.used-p.reserved)
-		if sl.ob == kFull {
-			r.Holders = w.holdersOf(n.pool)
-		}
-	}
-	return r
-}
-
-// holdersOf lists who holds pool pi after this pass: the snapshot's holders plus the entries
-// taken in it, sorted by entry. The slice is shared by every reason naming the pool.
-func (w *walk) holdersOf(pi int32) []Holder {
-	if !w.extras {
-		w.extras = true
-		for _, k := range w.taken {
-			sl := &w.pos[k]
-			e := &w.entries[sl.idx]
-			for j := sl.off; j < sl.end; j++ {
-				n := w.needs[j]
-				p := &w.pools[n.pool]
-				if p.holders == nil {
-					p.holders = append(make([]Holder, 0, len(p.held)+1), p.held...)
-				}
-				p.holders = append(p.holders, Holder{Entry: e.ID, Label: e.Label, Slots: e.Needs[j-sl.off].Slots})
-			}
-		}
-	}
-	p := &w.pools[pi]
-	if !p.sorted {
-		p.sorted = true
-		if p.holders == nil {
-			p.holders = slices.Clone(p.held) // never sort the caller's slice
-		}
-		slices.SortStableFunc(p.holders, func(a, b Holder) int {
-			switch {
-			case a.Entry < b.Entry:
-				return -1
-			case a.Entry > b.Entry:
-				return 1
-			}
-			return 0
-		})
-	}
-	return p.holders
+	return e.Queued
 }
