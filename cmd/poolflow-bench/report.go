@@ -43,7 +43,7 @@ func us(d time.Duration) string {
 }
 
 // admissionBench selects the admission-pass benchmarks of package pools.
-const admissionBench = `^BenchmarkAdmit`
+const admissionBench = `^Benchmark(Admit|AdmitFull|QueuePass)$`
 
 var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op(.*)$`)
 
