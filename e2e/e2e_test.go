@@ -102,3 +102,13 @@ func eventually(t *testing.T, limit time.Duration, what string, cond func() bool
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// alive reports whether process pid runs: a zombie (killed, not yet reaped by init) is dead.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+}

@@ -26,7 +26,7 @@ func (l *loop) advanceAll(tx *store.Tx, p *passState) error {
 	}
 	var ready []readyTask
 	for _, run := range l.runs {
-		if run.State != string(dag.RunRunning) || run.dag == nil {
+		if run.State != string(dag.RunRunning) || run.dag == nil || run.away {
 			continue
 		}
 		timers := run.timed && l.timerDue(run, p.now)
@@ -175,15 +175,12 @@ func (l *loop) enqueue(tx *store.Tx, p *passState, r readyTask, queued map[strin
 		e.Deadline = from.Add(qt)
 	}
 	refusal := l.refusal(needs, queued)
-	if refusal != "" {
-		e.State = "rejected"
-	}
 	if err := tx.InsertEntry(&e); err != nil {
 		return err
 	}
 	if refusal != "" {
 		reason := "rejected: " + refusal
-		if err := tx.EndEntry(e.ID, "rejected", "rejected", reason, p.now); err != nil {
+		if err := tx.EndEntry(e.ID, store.EntryRejected, "rejected", reason, p.now); err != nil {
 			return err
 		}
 		if run.dag.IsJob && (run.RunType == "schedule" || run.RunType == "catchup") {
@@ -273,15 +270,21 @@ func storeSpec(p store.Pool) pools.Spec {
 // startQueuedRuns starts queued runs while their DAG's max_active_runs allows (a test run
 // always starts), applying the concurrency policy of scheduled runs (§3.5): forbid keeps the new
 // run queued while a previous run is active; replace cancels the previous run's unfinished tasks.
+// Active runs are counted across every owner (§9).
 func (l *loop) startQueuedRuns(tx *store.Tx, p *passState) error {
 	active := map[string][]*liveRun{}
 	var queued []*liveRun
 	for _, run := range l.runs {
-		switch run.State {
-		case string(dag.RunRunning):
+		switch {
+		case run.State == string(dag.RunRunning):
 			active[run.DAGID] = append(active[run.DAGID], run)
-		case string(dag.RunQueued):
+		case run.State == string(dag.RunQueued) && !run.away:
 			queued = append(queued, run)
+		}
+	}
+	for i := range l.others {
+		if r := &l.others[i]; r.State == string(dag.RunRunning) {
+			active[r.DAGID] = append(active[r.DAGID], &liveRun{Run: *r, away: true})
 		}
 	}
 	sort.Slice(queued, func(i, j int) bool { return queued[i].PK < queued[j].PK })
@@ -290,7 +293,7 @@ func (l *loop) startQueuedRuns(tx *store.Tx, p *passState) error {
 			continue
 		}
 		if run.RunType != "test" {
-			scheduled := run.RunType == "schedule" || run.RunType == "catchup"
+			scheduled := isLeaderOwned(run.RunType)
 			if l.dagStates[run.DAGID].Paused && scheduled {
 				continue
 			}
@@ -303,10 +306,12 @@ func (l *loop) startQueuedRuns(tx *store.Tx, p *passState) error {
 					}
 					continue
 				case dag.PolicyReplace:
-					for _, old := range prev {
-						if err := l.replaceRun(tx, p, old); err != nil {
-							return err
-						}
+					waiting, err := l.replacePrevious(tx, p, run, prev)
+					if err != nil {
+						return err
+					}
+					if waiting {
+						continue
 					}
 					prev = nil
 				}
@@ -324,6 +329,37 @@ func (l *loop) startQueuedRuns(tx *store.Tx, p *passState) error {
 		}
 	}
 	return nil
+}
+
+// replacePrevious stops the previous runs of a run whose DAG's policy is replace. Runs this
+// daemon holds are replaced at once; a run another live daemon runs gets a replace command for
+// its owner, and the new run waits (reported true) until that run has ended.
+func (l *loop) replacePrevious(tx *store.Tx, p *passState, run *liveRun, prev []*liveRun) (bool, error) {
+	waiting := false
+	for _, old := range prev {
+		if mine, ok := l.runs[old.PK]; ok && !mine.away {
+			if err := l.replaceRun(tx, p, mine); err != nil {
+				return false, err
+			}
+			continue
+		}
+		waiting = true
+		sent, err := tx.HasPendingCommand(old.PK, "replace")
+		if err != nil {
+			return false, err
+		}
+		if !sent {
+			if err := tx.InsertCommand(&store.Command{Kind: "replace", Run: old.PK, Who: "poolflow",
+				Note: "replaced by " + run.RunID}, p.now); err != nil {
+				return false, err
+			}
+		}
+		if err := l.setRunReason(tx, run, "replace: waits for "+orDefault(old.Owner, "its owner")+
+			" to stop the previous run "+old.RunID); err != nil {
+			return false, err
+		}
+	}
+	return waiting, nil
 }
 
 func (l *loop) setRunReason(tx *store.Tx, run *liveRun, reason string) error {
@@ -349,18 +385,10 @@ func (l *loop) replaceRun(tx *store.Tx, p *passState, run *liveRun) error {
 	return nil
 }
 
-// endRuns ends every run in which no task can change state (§3.1), and fails the open runs of
-// DAGs that were removed.
+// endRuns ends every run in which no task can change state (§3.1).
 func (l *loop) endRuns(tx *store.Tx, p *passState) error {
 	for pk, run := range l.runs {
-		if run.dag == nil {
-			if err := l.retireRun(tx, p, run, "dag removed"); err != nil {
-				return err
-			}
-			delete(l.runs, pk)
-			continue
-		}
-		if run.State != string(dag.RunRunning) {
+		if run.dag == nil || run.State != string(dag.RunRunning) {
 			continue
 		}
 		if !allTerminal(run) {
@@ -384,27 +412,50 @@ func (l *loop) endRuns(tx *store.Tx, p *passState) error {
 	return nil
 }
 
-// retireRun ends a run whose DAG is gone: waiting entries are retired (nothing runs, nothing is
-// retried), unfinished tasks fail, the run fails (§3.5). Running attempts finish on their own.
-func (l *loop) retireRun(tx *store.Tx, p *passState, run *liveRun, reason string) error {
-	for _, ti := range run.tis {
-		if le := ti.entry; le != nil && le.State == "waiting" {
-			if err := tx.EndEntry(le.ID, "retired", "retired", reason, p.now); err != nil {
-				return err
+// retireRemoved ends the open runs whose DAG was removed or became invalid (§3.5): waiting
+// entries are retired (nothing runs, nothing is retried), unfinished tasks fail. A run with a
+// running attempt stays tracked until that attempt ends (§9): its end is recorded and its
+// claims released like any other, then the run fails.
+func (l *loop) retireRemoved(tx *store.Tx, p *passState) error {
+	for pk, run := range l.runs {
+		if run.dag != nil || run.away {
+			continue // a dead owner's bound run is its owner's to retire
+		}
+		const reason = "dag removed"
+		running := false
+		for _, ti := range run.tis {
+			if le := ti.entry; le != nil && le.State == string(store.EntryWaiting) {
+				if err := tx.EndEntry(le.ID, store.EntryRetired, "retired", reason, p.now); err != nil {
+					return err
+				}
+				delete(l.entries, le.ID)
+				ti.entry = nil
 			}
-			delete(l.entries, le.ID)
-			ti.entry = nil
+			if le := ti.entry; le != nil && le.State == string(store.EntryAdmitted) {
+				running = true
+				continue
+			}
+			if !dag.State(ti.State).Terminal() {
+				ti.State, ti.Reason, ti.NextAt = string(dag.StateFailed), reason, time.Time{}
+				l.touch(p, ti)
+			}
 		}
-		if !dag.State(ti.State).Terminal() && ti.State != string(dag.StateRunning) {
-			ti.State, ti.Reason = string(dag.StateFailed), reason
-			l.touch(p, ti)
+		if running {
+			if run.Reason != reason+"; its running attempts finish" {
+				run.Reason = reason + "; its running attempts finish"
+				if err := tx.UpdateRun(&run.Run); err != nil {
+					return err
+				}
+			}
+			continue
 		}
+		run.State, run.EndDate, run.Reason = string(dag.RunFailed), p.now, reason
+		if err := tx.UpdateRun(&run.Run); err != nil {
+			return err
+		}
+		delete(l.runs, pk)
+		p.ended = append(p.ended, run)
 	}
-	run.State, run.EndDate, run.Reason = string(dag.RunFailed), p.now, reason
-	if err := tx.UpdateRun(&run.Run); err != nil {
-		return err
-	}
-	p.ended = append(p.ended, run)
 	return nil
 }
 

@@ -24,3 +24,30 @@ func BenchmarkTestRun1000(b *testing.B) {
 	}
 	b.ReportMetric(float64(1000*b.N)/b.Elapsed().Seconds(), "admissions/s")
 }
+
+// BenchmarkChain runs a chain of one-step `true` tasks (each depends on the previous) and
+// reports the cost per step: one commit and one fork each, plus what the daemon adds (issue 11's
+// budget is 0.5 ms beyond those).
+func BenchmarkChain(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			var sb strings.Builder
+			sb.WriteString("dag_id: chain\ntasks:\n")
+			for i := 0; i < n; i++ {
+				dep := ""
+				if i > 0 {
+					dep = fmt.Sprintf(", depends_on: [t%05d]", i-1)
+				}
+				fmt.Fprintf(&sb, "  - {id: t%05d, command: [\"true\"]%s}\n", i, dep)
+			}
+			for i := 0; i < b.N; i++ {
+				bu := setup(b, "pools:\n  default: -1\n", map[string]string{"chain.yaml": sb.String()})
+				run := bu.testRun(b, "chain", nil)
+				if run.State != "success" {
+					b.Fatalf("run %s", run.State)
+				}
+			}
+			b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(n*b.N), "ms/step")
+		})
+	}
+}

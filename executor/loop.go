@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -37,6 +38,7 @@ type evFinished struct {
 	shutdown   bool // killed by our own shutdown: back to the queue, same try
 	lost       bool // killed because its lease could not be renewed
 	reschedule bool // a reschedule sensor's check is not met yet: poke again later
+	a          *attempt
 }
 
 // evStarted records an attempt's process group and start time.
@@ -53,19 +55,22 @@ type loop struct {
 	log   *slog.Logger
 	clock Clock
 	reg   *registry
+	host  string
 
-	events chan event
-	wakeCh chan struct{}
+	events  chan event
+	wakeCh  chan struct{}
+	stopped chan struct{} // closed when the loop has ended: late attempt ends are dropped
 
 	// Everything below belongs to the loop goroutine.
 	epoch      int64
 	dv         int64
 	loaded     bool
 	regChanged bool
-	reboot     bool // @reboot runs still to create
+	reboot     bool // @reboot runs still to create (or to drop with the §4.9 warning)
 	runs       map[int64]*liveRun
-	entries    map[int64]*liveEntry // this daemon's waiting and admitted entries
-	foreign    []*liveEntry         // other daemons' waiting entries
+	entries    map[int64]*liveEntry // waiting and admitted entries of the runs in memory
+	foreign    []*liveEntry         // other owners' waiting entries
+	others     []store.Run          // other owners' open runs, for counting (§9)
 	running    map[int64]*attempt
 	pending    []event
 	pools      map[string]store.Pool
@@ -81,6 +86,20 @@ type loop struct {
 	attemptsWG sync.WaitGroup
 	// rules assigns the pool of a task that declares none (§6); nil = {default: 1}.
 	rules func(run *liveRun, ti *liveTI, try int) (pool string, slots int, rule string)
+
+	// Owners (§9): the liveness view the memory was built under, whether a check is due, and
+	// the dead owners on this host whose processes are being killed or confirmed gone.
+	view        *ownerView
+	ownersDirty bool
+	reaping     map[string]int64
+	reaped      map[string]int64
+	wd          *watchdog
+
+	// A failed pass backs off (doubling up to maxBackoff); warnings repeat at most once a
+	// minute per distinct text.
+	failures int
+	retryAt  time.Time
+	warned   map[string]time.Time
 
 	testPK   int64
 	testMu   sync.Mutex
@@ -101,7 +120,12 @@ func newLoop(cfg *Config) (*loop, error) {
 		running: map[int64]*attempt{},
 		scheds:  map[*dag.DAG]*schedule{},
 		dropped: map[string]time.Time{},
+		stopped: make(chan struct{}),
+		reaping: map[string]int64{},
+		reaped:  map[string]int64{},
+		warned:  map[string]time.Time{},
 	}
+	l.host, _ = os.Hostname()
 	l.reg = newRegistry(cfg.DAGsDir, cfg.GoDAGs, l.loadOptions)
 	return l, nil
 }
@@ -114,6 +138,17 @@ func (l *loop) send(ctx context.Context, ev event) error {
 		return ctx.Err()
 	}
 }
+
+// post hands an event to the loop from another goroutine; after the loop ended it is dropped.
+func (l *loop) post(ev event) {
+	select {
+	case l.events <- ev:
+	case <-l.stopped:
+	}
+}
+
+// serve reports whether this is a serve daemon (not a dags test process).
+func (l *loop) serve() bool { return l.cfg.Test == nil }
 
 func (l *loop) wake() {
 	select {
@@ -130,6 +165,7 @@ func (l *loop) testResult() (store.Run, bool) {
 
 // run is the loop goroutine: wait for an event, a timer or an outside change, then pass.
 func (l *loop) run(ctx context.Context) error {
+	defer close(l.stopped)
 	polls := 0
 	for {
 		if l.cfg.Test != nil && l.isTestDone() {
@@ -142,6 +178,11 @@ func (l *loop) run(ctx context.Context) error {
 		}
 		timer := l.clock.After(l.wakeAt.Sub(now))
 		poll := time.NewTimer(l.cfg.PollEvery)
+		var backoff <-chan time.Time
+		if hold := time.Until(l.retryAt); hold > 0 {
+			// After a failed pass, nothing passes before the back-off ends; events wait.
+			backoff = time.After(hold)
+		}
 		select {
 		case <-ctx.Done():
 			poll.Stop()
@@ -150,28 +191,71 @@ func (l *loop) run(ctx context.Context) error {
 		case ev := <-l.events:
 			l.pending = append(l.pending, ev)
 			l.drainEvents()
-			if onlyStarts(l.pending) {
+			if onlyStarts(l.pending) || backoff != nil {
 				// A start changes no decision: it is written with the next pass, at the latest
 				// at the next poll tick, so a burst of starts does not cost a commit each.
 				poll.Stop()
 				continue
 			}
 		case <-l.wakeCh:
+			l.ownersDirty = true
 		case <-timer:
 		case <-poll.C:
 			polls++
 			if !l.outsideChange(ctx, polls) && len(l.pending) == 0 {
 				continue
 			}
+		case <-backoff:
 		}
 		poll.Stop()
+		if time.Until(l.retryAt) > 0 {
+			continue
+		}
 		l.coalesce()
 		if err := l.pass(ctx); err != nil {
+			if errors.Is(err, errSuperseded) {
+				l.log.Error("another process took this daemon's id; stopping", "err", err)
+				for _, a := range l.running {
+					a.kill("lease lost")
+				}
+				l.shutdown()
+				return err
+			}
 			l.failPass(err)
+		} else {
+			l.failures, l.retryAt = 0, time.Time{}
 		}
 		l.wakeAt = time.Time{} // recomputed from the state this pass left
-
 	}
+}
+
+// maxBackoff caps the wait after failed passes (it doubles from PollEvery).
+const maxBackoff = 5 * time.Second
+
+// warnEvery bounds how often the same warning text is logged.
+const warnEvery = time.Minute
+
+// warn logs msg unless the same text was logged in the last minute.
+func (l *loop) warn(msg string, args ...any) {
+	key := msg
+	for _, a := range args {
+		if err, ok := a.(error); ok {
+			key += "\x00" + err.Error()
+		}
+	}
+	now := time.Now()
+	if last, ok := l.warned[key]; ok && now.Sub(last) < warnEvery {
+		return
+	}
+	if len(l.warned) > 1000 {
+		for k, t := range l.warned {
+			if now.Sub(t) >= warnEvery {
+				delete(l.warned, k)
+			}
+		}
+	}
+	l.warned[key] = now
+	l.log.Warn(msg, args...)
 }
 
 // coalesceWindow is how long a pass waits for more attempts to finish before it commits, as
@@ -233,18 +317,49 @@ func (l *loop) drainEvents() {
 	}
 }
 
-// outsideChange reports whether another process committed to the store or a DAG file changed.
+// outsideChange reports whether another process committed to the store, a DAG file changed,
+// or (once a second) the owners' liveness changed so that a dead owner's work needs handling.
 func (l *loop) outsideChange(ctx context.Context, polls int) bool {
-	if polls%20 == 0 && l.reg.reload(false) {
-		l.regChanged = true
-		l.scheds = map[*dag.DAG]*schedule{}
-		return true
+	if polls%20 == 0 {
+		if l.reg.reload(false) {
+			l.regChanged = true
+			l.scheds = map[*dag.DAG]*schedule{}
+			return true
+		}
+		if l.ownersChanged(ctx) {
+			l.ownersDirty = true
+			return true
+		}
 	}
 	v, err := l.st.DataVersion(ctx)
 	if err != nil {
 		return true // let the pass report the store's state
 	}
 	return v != l.dv
+}
+
+// ownersChanged reads the owner rows outside any transaction and reports whether their
+// liveness differs from the view memory was built under, or a dead owner waits to be handled.
+func (l *loop) ownersChanged(ctx context.Context) bool {
+	if l.view == nil {
+		return true
+	}
+	owners, err := l.st.ListOwners(ctx)
+	if err != nil {
+		return false
+	}
+	v := newOwnerView(owners, l.cfg.DaemonID, l.clock.Now(), l.host, l.localAlive)
+	return v.sig != l.view.sig || len(planTakeovers(v, l.cfg.DaemonID, l.serve(), l.host, l.reaped)) > 0 && l.reapDone(v)
+}
+
+// reapDone reports whether some dead owner's takeover is not blocked on a reap in progress.
+func (l *loop) reapDone(v *ownerView) bool {
+	for _, t := range planTakeovers(v, l.cfg.DaemonID, l.serve(), l.host, l.reaped) {
+		if !t.reap || l.reaping[t.owner.ID] < t.owner.Epoch {
+			return true
+		}
+	}
+	return false
 }
 
 // failPass handles a pass whose transaction did not commit: memory is rebuilt from the store on
@@ -255,7 +370,13 @@ func (l *loop) failPass(err error) {
 	if errors.Is(err, context.Canceled) {
 		return
 	}
-	l.log.Warn("pass failed; will retry", "err", err)
+	l.failures++
+	backoff := l.cfg.PollEvery << min(l.failures-1, 10)
+	if backoff > maxBackoff || backoff <= 0 {
+		backoff = maxBackoff
+	}
+	l.retryAt = time.Now().Add(backoff)
+	l.warn("pass failed; will retry", "err", err, "retry_in", backoff.String())
 	kept := l.pending[:0]
 	for _, ev := range l.pending {
 		switch ev := ev.(type) {
@@ -278,7 +399,9 @@ func (l *loop) failPass(err error) {
 		// The leases lapsed without renewal: another daemon may admit these entries again, so
 		// their processes must stop (§4.8).
 		for id, a := range l.running {
-			l.log.Warn("lease could not be renewed; killing the attempt", keyEntry, id)
+			if a.stopReason() == "" {
+				l.log.Warn("lease could not be renewed; killing the attempt", keyEntry, id)
+			}
 			a.kill("lease lost")
 		}
 	}
@@ -287,36 +410,47 @@ func (l *loop) failPass(err error) {
 // pass is one decision: apply events, advance runs, admit, and commit once.
 func (l *loop) pass(ctx context.Context) error {
 	now := l.clock.Now()
-	tx, err := l.st.Begin(ctx)
+	// A pass that began finishes (within the store's bound) even when Stop cancels ctx.
+	tx, err := l.st.Begin(context.WithoutCancel(ctx))
 	if err != nil {
 		return err
 	}
 	committed := false
+	epoch := l.epoch
 	defer func() {
 		if !committed {
 			tx.Rollback()
+			if l.epoch != epoch { // a renewal under a new epoch that did not commit
+				l.epoch = epoch
+				setInProcess(l.st.Path(), l.cfg.DaemonID, epoch)
+			}
 		}
 	}()
 	dv, err := tx.DataVersion()
 	if err != nil {
 		return err
 	}
+	l.notePending()
+	p := &passState{now: now}
+	// Renew first: a daemon that can pass is alive, and its own claims must not look expired
+	// to the expiry check below.
+	if now.Sub(l.lastRenew) >= l.cfg.RenewEvery {
+		if err := l.renew(tx, now); err != nil {
+			return err
+		}
+		p.renewed = true
+	}
+	ownersChanged, err := l.checkOwners(tx, p)
+	if err != nil {
+		return err
+	}
 	reloaded := l.regChanged
-	if !l.loaded || dv != l.dv || l.regChanged {
+	if !l.loaded || dv != l.dv || l.regChanged || ownersChanged {
 		if err := l.load(tx, now); err != nil {
 			return err
 		}
 	}
 	l.dv = dv
-	p := &passState{now: now}
-	// Renew first: a daemon that can pass is alive, and its own claims must not look expired
-	// to the expiry check below.
-	if now.Sub(l.lastRenew) >= l.cfg.RenewEvery {
-		if err := tx.Heartbeat(l.cfg.DaemonID, l.epoch, now, now.Add(l.cfg.Lease)); err != nil {
-			return err
-		}
-		p.renewed = true
-	}
 	finished := map[int64]bool{}
 	for _, ev := range l.pending {
 		if f, ok := ev.(*evFinished); ok {
@@ -337,6 +471,9 @@ func (l *loop) pass(ctx context.Context) error {
 		}
 	}
 	if err := l.createRuns(tx, p); err != nil {
+		return err
+	}
+	if err := l.retireRemoved(tx, p); err != nil {
 		return err
 	}
 	if err := l.advanceAll(tx, p); err != nil {
@@ -367,6 +504,29 @@ func (l *loop) pass(ctx context.Context) error {
 	return nil
 }
 
+// notePending takes what concerns owners from the pending events: a confirmed reap, and
+// commands or triggers (which may be about a dead owner's work) make the pass check owners.
+func (l *loop) notePending() {
+	kept := l.pending[:0]
+	for _, ev := range l.pending {
+		switch ev := ev.(type) {
+		case *evReaped:
+			if ev.ok && l.reaped[ev.owner] < ev.epoch {
+				l.reaped[ev.owner] = ev.epoch
+			}
+			if !ev.ok && l.reaping[ev.owner] == ev.epoch {
+				delete(l.reaping, ev.owner) // try again at the next check
+			}
+			l.ownersDirty = true
+			continue
+		case *evCommand, *evTrigger:
+			l.ownersDirty = true
+		}
+		kept = append(kept, ev)
+	}
+	l.pending = kept
+}
+
 // passState collects what one pass decided, applied after its commit.
 type passState struct {
 	now      time.Time
@@ -379,9 +539,20 @@ type passState struct {
 	triggers []*pendingTrigger
 	notices  []Notice
 	dirtyTIs []*liveTI // written once, before the commit
+	reaps    []reapJob
+	rebooted bool // the @reboot fires were created in this pass
 }
 
 func (l *loop) afterCommit(p *passState) {
+	if p.rebooted {
+		l.reboot = false // consumed only with the commit that created the runs
+	}
+	for _, job := range p.reaps {
+		if l.reaping[job.owner] < job.epoch {
+			l.reaping[job.owner] = job.epoch
+			go l.reap(job)
+		}
+	}
 	for _, le := range p.admitted {
 		l.spawn(le)
 	}
@@ -399,6 +570,9 @@ func (l *loop) afterCommit(p *passState) {
 	}
 	for _, n := range p.notices {
 		l.cfg.Notify(n)
+	}
+	if l.cfg.Notify != nil {
+		l.cfg.Notify(Notice{Kind: NoticePass, At: p.now})
 	}
 	if len(p.ended) > 0 {
 		l.wake() // a queued run (max_active_runs, forbid, catch-up) may start now

@@ -69,7 +69,9 @@ func (l *loop) createRuns(tx *store.Tx, p *passState) error {
 			return err
 		}
 	}
-	l.reboot = false
+	// The fires are consumed only when this pass commits (afterCommit); a pass that fails
+	// drops them with the §4.9 warning instead (unavailable).
+	p.rebooted = l.reboot
 	return nil
 }
 
@@ -120,10 +122,16 @@ func (l *loop) cronFires(tx *store.Tx, p *passState, d *dag.DAG, cs cron.Schedul
 	return l.fire(tx, p, d, "schedule", next)
 }
 
+// openScheduledRuns counts the open scheduled and catch-up runs of a DAG, every owner's (§9).
 func (l *loop) openScheduledRuns(dagID string) int {
 	n := 0
 	for _, r := range l.runs {
-		if r.DAGID == dagID && (r.RunType == "schedule" || r.RunType == "catchup") {
+		if r.DAGID == dagID && isLeaderOwned(r.RunType) {
+			n++
+		}
+	}
+	for _, r := range l.others {
+		if r.DAGID == dagID && isLeaderOwned(r.RunType) {
 			n++
 		}
 	}

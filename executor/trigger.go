@@ -208,7 +208,7 @@ func (l *loop) refuseRun(tx *store.Tx, p *passState, run *liveRun, reason string
 	for _, id := range run.topo {
 		ti := run.tis[id]
 		if le := ti.entry; le != nil && le.State == "waiting" {
-			if err := tx.EndEntry(le.ID, "rejected", "rejected", reason, p.now); err != nil {
+			if err := tx.EndEntry(le.ID, store.EntryRejected, "rejected", reason, p.now); err != nil {
 				return err
 			}
 			delete(l.entries, le.ID)
