@@ -130,9 +130,9 @@ func (d *Daemon) Start(ctx context.Context) error {
 
 // StartWait is Start for a daemon that must come up however long the store is busy or
 // unavailable (§3.5: @reboot is deferred until then): it retries every few seconds, logging the
-// reason each time, until Start succeeds, ctx ends, or the error cannot pass by waiting (an
-// owner id held by a live process, a schema newer than the binary, a configuration error).
-func (d *Daemon) StartWait(ctx context.Context, every time.Duration) error {
+// reason each time (and telling waiting, if set), until Start succeeds, ctx ends, or the error
+// cannot pass by waiting (an owner id held by a live process, a configuration error).
+func (d *Daemon) StartWait(ctx context.Context, every time.Duration, waiting func(error)) error {
 	if every <= 0 {
 		every = 3 * time.Second
 	}
@@ -140,6 +140,9 @@ func (d *Daemon) StartWait(ctx context.Context, every time.Duration) error {
 		err := d.Start(ctx)
 		if err == nil || !errors.Is(err, store.ErrUnavailable) {
 			return err
+		}
+		if waiting != nil {
+			waiting(err)
 		}
 		d.cfg.Logger.Warn("the store is not available yet; waiting to start", "err", err, "retry_in", every.String())
 		select {
