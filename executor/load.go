@@ -2,9 +2,12 @@ package executor
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"time"
+
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/store"
-	"time"
 )
 
 // loadOptions gives DAG validation the pools that exist now: configured and stored (§2.3).
@@ -49,8 +52,22 @@ func (l *loop) load(tx *store.Tx, now time.Time) error {
 		return err
 	}
 	l.pools = map[string]store.Pool{}
+	var sig strings.Builder
 	for _, p := range ps {
 		l.pools[p.Name] = p
+		fmt.Fprintf(&sig, "%s:%d;", p.Name, p.Slots)
+	}
+	if sig.String() != l.poolSig {
+		// DAGs are validated against the pools (§2.3): a forced shrink can make one invalid.
+		if l.poolSig != "" {
+			l.reg.reload(true)
+			l.scheds = map[*dag.DAG]*schedule{}
+			l.dagsReloaded = true
+			if err := l.syncDAGs(tx, now); err != nil {
+				return err
+			}
+		}
+		l.poolSig = sig.String()
 	}
 	if l.dagStates, err = tx.DAGStates(); err != nil {
 		return err

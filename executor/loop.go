@@ -66,24 +66,28 @@ type loop struct {
 	dv         int64
 	loaded     bool
 	regChanged bool
-	reboot     bool // @reboot runs still to create (or to drop with the §4.9 warning)
-	runs       map[int64]*liveRun
-	entries    map[int64]*liveEntry // waiting and admitted entries of the runs in memory
-	foreign    []*liveEntry         // other owners' waiting entries
-	others     []store.Run          // other owners' open runs, for counting (§9)
-	running    map[int64]*attempt
-	pending    []event
-	pools      map[string]store.Pool
-	dagStates  map[string]store.DAGState
-	scheds     map[*dag.DAG]*schedule
-	lastRenew  time.Time
-	minLease   time.Time            // earliest lease expiry among claims seen in the last pass
-	snapBuf    []pools.Entry        // reused across passes
-	paths      pathCache            // where PATH lookups found commands
-	dropped    map[string]time.Time // cron fires dropped while the store was unavailable (§4.9)
-	wakeAt     time.Time            // when the loop passes on its own next; zero = recompute
-	renewFail  bool
-	attemptsWG sync.WaitGroup
+	// poolSig is the pools' capacities the DAGs were last validated under; dagsReloaded says
+	// load validated them again in this pass.
+	poolSig      string
+	dagsReloaded bool
+	reboot       bool // @reboot runs still to create (or to drop with the §4.9 warning)
+	runs         map[int64]*liveRun
+	entries      map[int64]*liveEntry // waiting and admitted entries of the runs in memory
+	foreign      []*liveEntry         // other owners' waiting entries
+	others       []store.Run          // other owners' open runs, for counting (§9)
+	running      map[int64]*attempt
+	pending      []event
+	pools        map[string]store.Pool
+	dagStates    map[string]store.DAGState
+	scheds       map[*dag.DAG]*schedule
+	lastRenew    time.Time
+	minLease     time.Time            // earliest lease expiry among claims seen in the last pass
+	snapBuf      []pools.Entry        // reused across passes
+	paths        pathCache            // where PATH lookups found commands
+	dropped      map[string]time.Time // cron fires dropped while the store was unavailable (§4.9)
+	wakeAt       time.Time            // when the loop passes on its own next; zero = recompute
+	renewFail    bool
+	attemptsWG   sync.WaitGroup
 	// rules assigns the pool of a task that declares none (§6); nil = {default: 1}.
 	rules func(run *liveRun, ti *liveTI, try int) (pool string, slots int, rule string)
 
@@ -450,6 +454,7 @@ func (l *loop) pass(ctx context.Context) error {
 			return err
 		}
 	}
+	reloaded, l.dagsReloaded = reloaded || l.dagsReloaded, false
 	l.dv = dv
 	finished := map[int64]bool{}
 	for _, ev := range l.pending {
