@@ -283,7 +283,8 @@ func (l *loop) startQueuedRuns(tx *store.Tx, p *passState) error {
 		}
 	}
 	for i := range l.others {
-		if r := &l.others[i]; r.State == string(dag.RunRunning) {
+		// A dags test run ignores max_active_runs (§3.5), and does not count toward it.
+		if r := &l.others[i]; r.State == string(dag.RunRunning) && r.RunType != "test" {
 			active[r.DAGID] = append(active[r.DAGID], &liveRun{Run: *r, away: true})
 		}
 	}

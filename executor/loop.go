@@ -353,11 +353,12 @@ func (l *loop) ownersChanged(ctx context.Context) bool {
 		return false
 	}
 	v := newOwnerView(owners, l.cfg.DaemonID, l.clock.Now(), l.host, l.localAlive)
-	return v.sig != l.view.sig || len(planTakeovers(v, l.cfg.DaemonID, l.serve(), l.host, l.reaped)) > 0 && l.reapDone(v)
+	return v.sig != l.view.sig || l.takeoverReady(v)
 }
 
-// reapDone reports whether some dead owner's takeover is not blocked on a reap in progress.
-func (l *loop) reapDone(v *ownerView) bool {
+// takeoverReady reports whether some dead owner's end can be handled now: its reap is not
+// requested yet, or it is done.
+func (l *loop) takeoverReady(v *ownerView) bool {
 	for _, t := range planTakeovers(v, l.cfg.DaemonID, l.serve(), l.host, l.reaped) {
 		if !t.reap || l.reaping[t.owner.ID] < t.owner.Epoch {
 			return true
@@ -435,6 +436,9 @@ func (l *loop) pass(ctx context.Context) error {
 		return err
 	}
 	l.notePending()
+	if dv != l.dv {
+		l.ownersDirty = true // memory is read again: under the owners' liveness as of now
+	}
 	p := &passState{now: now}
 	// Renew first: a daemon that can pass is alive, and its own claims must not look expired
 	// to the expiry check below.

@@ -68,7 +68,11 @@ func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
 	}
 	res, err := st.ExecContext(t.ctx, args...)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", firstWords(query), err)
+		err = fmt.Errorf("%s: %w", firstWords(query), err)
+		if ioFailure(err) {
+			err = unavailable(err)
+		}
+		return nil, err
 	}
 	return res, nil
 }
