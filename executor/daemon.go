@@ -155,8 +155,8 @@ func (d *Daemon) StartWait(ctx context.Context, every time.Duration, waiting fun
 
 // Stop stops admitting, terminates running attempts (SIGTERM, then SIGKILL after the shutdown
 // grace), puts their entries back in the queue with the same try number, and waits for the loop.
-// It is bounded: a Go task that ignores its cancellation is abandoned after the kill grace that
-// follows the shutdown grace. It is safe to call twice.
+// It is bounded: a Go task that ignores its cancellation is abandoned a second after the
+// shutdown grace. It is safe to call twice.
 func (d *Daemon) Stop() error {
 	d.mu.Lock()
 	started := d.started

@@ -161,11 +161,16 @@ func orDefault(s, def string) string {
 	return s
 }
 
+// abandonAfter is how long shutdown waits after SIGKILL before it abandons what has not ended:
+// a killed process ends in milliseconds, and a Go task had the whole grace to see its
+// cancellation.
+const abandonAfter = time.Second
+
 // shutdown stops admitting, SIGTERMs every running attempt, waits up to the shutdown grace,
 // SIGKILLs what is left, and puts the stopped attempts' entries back in the queue with the same
 // try number; attempts that ended on their own in the meantime are recorded as usual (§4.8).
-// It is bounded: a Go task that ignores its cancellation is abandoned (its entry replays) once
-// the kill grace after the SIGKILL has passed. Last, the owner's lease is released and the
+// It is bounded: a Go task that ignores its cancellation is abandoned (its entry replays) a
+// second after the SIGKILL. Last, the owner's lease is released and the
 // watchdog ends.
 func (l *loop) shutdown() {
 	defer l.stopWatchdog()
@@ -192,15 +197,23 @@ func (l *loop) shutdown() {
 			for _, a := range l.running {
 				a.kill("shutdown")
 			}
-			abandon = time.After(max(l.cfg.KillGrace, time.Second))
+			abandon = time.After(abandonAfter)
 		case <-abandon:
 			for id, a := range l.running {
-				if !ended[id] {
-					l.log.Warn("shutdown: a Go task ignores its cancellation; abandoning it (its entry replays)",
-						keyDAG, a.dagID, keyRun, a.runID, keyTask, a.task.ID, keyTry, a.try)
-					l.pending = append(l.pending, &evFinished{entry: id, shutdown: true, a: a, end: l.clock.Now()})
-					ended[id] = true
+				if ended[id] {
+					continue
 				}
+				ended[id] = true
+				if a.task.Kind != dag.KindGo {
+					// Its processes survive SIGKILL: the claims stay held until another daemon
+					// confirms them gone.
+					l.log.Warn("shutdown: an attempt's processes do not end; leaving its claims held",
+						keyDAG, a.dagID, keyRun, a.runID, keyTask, a.task.ID, keyTry, a.try)
+					continue
+				}
+				l.log.Warn("shutdown: a Go task ignores its cancellation; abandoning it (its entry replays)",
+					keyDAG, a.dagID, keyRun, a.runID, keyTask, a.task.ID, keyTry, a.try)
+				l.pending = append(l.pending, &evFinished{entry: id, shutdown: true, a: a, end: l.clock.Now()})
 			}
 		}
 	}

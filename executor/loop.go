@@ -393,6 +393,8 @@ func (l *loop) failPass(err error) {
 			if ev.reply != nil {
 				ev.reply <- err
 			}
+			// A command read from the store is read again with memory; kept, it would be
+			// applied twice.
 		default:
 			kept = append(kept, ev)
 		}
