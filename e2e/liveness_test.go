@@ -358,9 +358,9 @@ func TestSetsidGrandchildrenDie(t *testing.T) {
 	g1, g2 := filepath.Join(tmp, "g1"), filepath.Join(tmp, "g2")
 	p := newProject(t, "", map[string]string{
 		"sid.yaml": fmt.Sprintf("dag_id: sid\ntasks:\n"+
-			"  - {id: a, bash: 'setsid sleep 300 > /dev/null 2>&1 < /dev/null & echo $! > %s'}\n"+
+			"  - {id: a, bash: 'setsid sleep 300 > /dev/null 2>&1 < /dev/null & echo $! > %[1]s.tmp; mv %[1]s.tmp %[1]s'}\n"+
 			"  - id: b\n    depends_on: [a]\n    bash: |\n      %s\n"+
-			"  - {id: c, depends_on: [b], bash: 'setsid sleep 300 > /dev/null 2>&1 < /dev/null & echo $! > %s; sleep 60'}\n",
+			"  - {id: c, depends_on: [b], bash: 'setsid sleep 300 > /dev/null 2>&1 < /dev/null & echo $! > %[3]s.tmp; mv %[3]s.tmp %[3]s; sleep 60'}\n",
 			g1, notAliveCheck(g1), g2),
 	})
 	s := p.serve(t, "--daemon-id", "s")

@@ -81,7 +81,7 @@ func TestInterruptedDagsTestReleasesItsSlots(t *testing.T) {
 			tmp := t.TempDir()
 			pidFile := filepath.Join(tmp, "lt.pid")
 			p := newProject(t, "pools:\n  db: 1\n", map[string]string{
-				"lt.yaml": fmt.Sprintf("dag_id: lt\ntasks:\n  - {id: t, pool_requirements: {db: 1}, bash: 'echo $$ > %s; sleep 60'}\n"+
+				"lt.yaml": fmt.Sprintf("dag_id: lt\ntasks:\n  - {id: t, pool_requirements: {db: 1}, bash: 'echo $$ > %[1]s.tmp; mv %[1]s.tmp %[1]s; sleep 60'}\n"+
 					"  - {id: u, pool_requirements: {db: 1}, bash: 'echo u'}\n", pidFile),
 				"mine.yaml": "dag_id: mine\ntasks:\n  - {id: a, pool_requirements: {db: 1}, bash: 'echo mine'}\n",
 			})
@@ -150,7 +150,7 @@ func TestDeadDaemonsWorkIsTakenOver(t *testing.T) {
 	p := newProject(t, "pools:\n  c: 1\n", map[string]string{
 		"lead.yaml": fmt.Sprintf("dag_id: lead\nschedule: '@hourly'\ncatchup: true\nstart_date: %s\ntasks:\n"+
 			"  - {id: t, bash: 'if [ -f %[2]s ]; then echo replayed; exit 0; fi; touch %[2]s; sleep 60'}\n", start, marker),
-		"bound.yaml": fmt.Sprintf("dag_id: bound\ntasks:\n  - {id: hold, pool_requirements: {c: 1}, bash: 'echo $$ > %s; sleep 60'}\n"+
+		"bound.yaml": fmt.Sprintf("dag_id: bound\ntasks:\n  - {id: hold, pool_requirements: {c: 1}, bash: 'echo $$ > %[1]s.tmp; mv %[1]s.tmp %[1]s; sleep 60'}\n"+
 			"  - {id: later, pool_requirements: {c: 1}, bash: 'echo later'}\n", apid),
 		"mine.yaml": fmt.Sprintf("dag_id: mine\ntasks:\n  - id: a\n    pool_requirements: {c: 1}\n    bash: |\n      %s\n", notAliveCheck(apid)),
 	})
@@ -213,7 +213,7 @@ func TestSameDaemonIDRefused(t *testing.T) {
 	tmp := t.TempDir()
 	gate, pidFile := filepath.Join(tmp, "go"), filepath.Join(tmp, "pid")
 	p := newProject(t, "pools:\n  db: 1\n", map[string]string{
-		"w.yaml": fmt.Sprintf("dag_id: w\ntasks:\n  - {id: a, pool_requirements: {db: 1}, bash: 'echo $$ > %s; while [ ! -f %s ]; do sleep 0.05; done'}\n"+
+		"w.yaml": fmt.Sprintf("dag_id: w\ntasks:\n  - {id: a, pool_requirements: {db: 1}, bash: 'echo $$ > %[1]s.tmp; mv %[1]s.tmp %[1]s; while [ ! -f %[2]s ]; do sleep 0.05; done'}\n"+
 			"  - {id: b, bash: 'echo b'}\n", pidFile, gate),
 	})
 	first := p.serve(t)

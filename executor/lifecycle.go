@@ -315,7 +315,7 @@ func (l *loop) nextWake(now time.Time) time.Time {
 	if l.view != nil {
 		at(l.view.nextExpiry) // another owner's lease ends: its work may need handling
 	}
-	at(l.nextFire())
+	at(l.nextFire(now))
 	for _, run := range l.runs {
 		if !run.timed {
 			continue

@@ -104,6 +104,7 @@ type loop struct {
 	failures int
 	retryAt  time.Time
 	warned   map[string]time.Time
+	lastSlow time.Time // the last look at the DAG folder and the owners
 
 	testPK   int64
 	testMu   sync.Mutex
@@ -170,11 +171,22 @@ func (l *loop) testResult() (store.Run, bool) {
 // run is the loop goroutine: wait for an event, a timer or an outside change, then pass.
 func (l *loop) run(ctx context.Context) error {
 	defer close(l.stopped)
-	polls := 0
+	l.lastSlow = time.Now()
 	for {
 		if l.cfg.Test != nil && l.isTestDone() {
 			l.shutdown()
 			return nil
+		}
+		if time.Since(l.lastSlow) >= slowEvery && time.Until(l.retryAt) <= 0 {
+			// Checks too slow for every poll, made on time even while passes follow each other.
+			l.lastSlow = time.Now()
+			if l.slowChecks(ctx) {
+				l.coalesce()
+				if err := l.passOnce(ctx); err != nil {
+					return err
+				}
+				continue
+			}
 		}
 		now := l.clock.Now()
 		if l.wakeAt.IsZero() {
@@ -205,8 +217,7 @@ func (l *loop) run(ctx context.Context) error {
 			l.ownersDirty = true
 		case <-timer:
 		case <-poll.C:
-			polls++
-			if !l.outsideChange(ctx, polls) && len(l.pending) == 0 {
+			if !l.outsideChange(ctx) && len(l.pending) == 0 {
 				continue
 			}
 		case <-backoff:
@@ -216,21 +227,54 @@ func (l *loop) run(ctx context.Context) error {
 			continue
 		}
 		l.coalesce()
-		if err := l.pass(ctx); err != nil {
-			if errors.Is(err, errSuperseded) {
-				l.log.Error("another process took this daemon's id; stopping", "err", err)
-				for _, a := range l.running {
-					a.kill("lease lost")
-				}
-				l.shutdown()
-				return err
-			}
-			l.failPass(err)
-		} else {
-			l.failures, l.retryAt = 0, time.Time{}
+		if err := l.passOnce(ctx); err != nil {
+			return err
 		}
-		l.wakeAt = time.Time{} // recomputed from the state this pass left
 	}
+}
+
+// passOnce runs a pass and handles its failure; the error it returns ends the loop (another
+// process took this daemon's id).
+func (l *loop) passOnce(ctx context.Context) error {
+	defer func() { l.wakeAt = time.Time{} }() // recomputed from the state this pass left
+	err := l.pass(ctx)
+	switch {
+	case err == nil:
+		l.failures, l.retryAt = 0, time.Time{}
+		if !l.loaded {
+			// The pass put entries of its own back in the queue: the next one, reading memory
+			// again, admits them.
+			l.wake()
+		}
+	case errors.Is(err, errSuperseded):
+		l.log.Error("another process took this daemon's id; stopping", "err", err)
+		for _, a := range l.running {
+			a.kill("lease lost")
+		}
+		l.shutdown()
+		return err
+	default:
+		l.failPass(err)
+	}
+	return nil
+}
+
+// slowEvery is how often the DAG folder and the owners' liveness are looked at.
+const slowEvery = time.Second
+
+// slowChecks reports whether a DAG file changed or the owners' liveness changed so that a dead
+// owner's work needs handling; either needs a pass.
+func (l *loop) slowChecks(ctx context.Context) bool {
+	if l.reg.reload(false) {
+		l.regChanged = true
+		l.scheds = map[*dag.DAG]*schedule{}
+		return true
+	}
+	if l.ownersChanged(ctx) {
+		l.ownersDirty = true
+		return true
+	}
+	return false
 }
 
 // maxBackoff caps the wait after failed passes (it doubles from PollEvery).
@@ -321,20 +365,8 @@ func (l *loop) drainEvents() {
 	}
 }
 
-// outsideChange reports whether another process committed to the store, a DAG file changed,
-// or (once a second) the owners' liveness changed so that a dead owner's work needs handling.
-func (l *loop) outsideChange(ctx context.Context, polls int) bool {
-	if polls%20 == 0 {
-		if l.reg.reload(false) {
-			l.regChanged = true
-			l.scheds = map[*dag.DAG]*schedule{}
-			return true
-		}
-		if l.ownersChanged(ctx) {
-			l.ownersDirty = true
-			return true
-		}
-	}
+// outsideChange reports whether another process committed to the store.
+func (l *loop) outsideChange(ctx context.Context) bool {
 	v, err := l.st.DataVersion(ctx)
 	if err != nil {
 		return true // let the pass report the store's state

@@ -160,8 +160,10 @@ func (l *loop) setCheckpoint(tx *store.Tx, dagID string, at time.Time) error {
 	return tx.SetCheckpoint(dagID, at)
 }
 
-// nextFire is the earliest cron fire the loop must wake for.
-func (l *loop) nextFire() time.Time {
+// nextFire is the earliest cron fire after now the loop must wake for. A fire already due that
+// the last pass did not create waits for a catch-up run to end (this daemon's or another's):
+// that end wakes the loop, so it is not a reason to pass again at once.
+func (l *loop) nextFire(now time.Time) time.Time {
 	var out time.Time
 	if l.cfg.Test != nil {
 		return out
@@ -176,7 +178,7 @@ func (l *loop) nextFire() time.Time {
 		if cp.IsZero() {
 			continue
 		}
-		if n := s.cron.Next(cp); out.IsZero() || n.Before(out) {
+		if n := s.cron.Next(cp); n.After(now) && (out.IsZero() || n.Before(out)) {
 			out = n
 		}
 	}

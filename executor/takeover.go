@@ -73,6 +73,8 @@ func (l *loop) planReap(tx *store.Tx, p *passState, o store.Owner) error {
 	if err != nil {
 		return err
 	}
+	l.log.Info("owner is gone; confirming its processes are gone before releasing its claims", "owner", o.ID,
+		"pid", o.PID, "last_heartbeat", o.Heartbeat, "claims", len(claims))
 	job := reapJob{owner: o.ID, epoch: o.Epoch}
 	seen := map[int]bool{}
 	for _, c := range claims {
