@@ -290,4 +290,3 @@ func (l *loop) drainEvents() {
 		}
 	}
 }
-
