@@ -60,7 +60,7 @@ func (e *env) dagsTestCmd() *cobra.Command {
 				}
 				return &ExitError{Code: ExitUsage, Err: fmt.Errorf("dag %s not found or invalid", args[0])}
 			}
-			if err := dm.Start(ctx); err != nil {
+			if err := dm.StartWait(ctx, startRetry, nil); err != nil {
 				return err
 			}
 			select {

@@ -4,32 +4,44 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/server"
+	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/ui"
 )
 
+// startRetry is how often serve tries again to open a busy or unavailable store at start-up
+// (and logs why it waits).
+const startRetry = 3 * time.Second
+
 func (e *env) serveCmd() *cobra.Command {
 	var listen, daemonID string
+	var shutdownGrace time.Duration
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the scheduler, the HTTP API and the web UI",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cfg, st, stateDir, err := e.open(ctx)
+			cfg, err := e.settings()
 			if err != nil {
 				return err
 			}
-			defer st.Close()
+			stateDir := e.state(cfg)
+			if err := os.MkdirAll(stateDir, 0o755); err != nil {
+				return err
+			}
 			if daemonID == "" {
 				daemonID = os.Getenv("POOLFLOW_DAEMON_ID")
 			}
@@ -39,14 +51,60 @@ func (e *env) serveCmd() *cobra.Command {
 				daemonID = host + ":" + abs
 			}
 			log := e.logger()
+			// Listen first: while the store is busy or unavailable, /health says so (§4.9)
+			// and the scheduler waits for it instead of exiting.
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("listen %s: %w", listen, err)
+			}
+			var waitMu sync.Mutex
+			why := "opening the store"
+			waiting := func(err error) {
+				waitMu.Lock()
+				why = err.Error()
+				waitMu.Unlock()
+			}
+			var handler atomic.Pointer[http.Handler]
+			starting := server.Starting(func() string {
+				waitMu.Lock()
+				defer waitMu.Unlock()
+				return why
+			})
+			handler.Store(&starting)
+			hs := server.HTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				(*handler.Load()).ServeHTTP(w, r)
+			}), server.Timeouts{})
+			errc := make(chan error, 1)
+			go func() { errc <- hs.Serve(ln) }()
+			stopHTTP := func() {
+				sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				_ = hs.Shutdown(sctx)
+			}
+			log.Info("poolflow listening; starting the scheduler", "listen", "http://"+ln.Addr().String(),
+				"daemon_id", daemonID)
+			st, err := openWait(ctx, filepath.Join(stateDir, "poolflow.db"), store.Options{Synchronous: cfg.Synchronous}, log, waiting)
+			if err != nil {
+				stopHTTP()
+				if errors.Is(err, context.Canceled) {
+					return nil
+				}
+				return err
+			}
+			defer st.Close()
 			// The daemon's notices feed the counters and histograms of /metrics.
 			metrics := server.NewMetrics()
 			dm, err := executor.New(executor.Config{Store: st, Settings: cfg, DAGsDir: e.dags(), GoDAGs: e.goDAGs,
-				StateDir: stateDir, Logger: log, DaemonID: daemonID, Notify: metrics.Observe})
+				StateDir: stateDir, Logger: log, DaemonID: daemonID, Notify: metrics.Observe, ShutdownGrace: shutdownGrace})
 			if err != nil {
+				stopHTTP()
 				return err
 			}
-			if err := dm.Start(ctx); err != nil {
+			if err := dm.StartWait(ctx, startRetry, waiting); err != nil {
+				stopHTTP()
+				if errors.Is(err, context.Canceled) {
+					return nil
+				}
 				return err
 			}
 			token := cfg.APIToken
@@ -56,18 +114,16 @@ func (e *env) serveCmd() *cobra.Command {
 			srv := server.New(server.Config{Store: st, Daemon: dm, StateDir: stateDir, Token: token, Logger: log,
 				Settings: cfg, Metrics: metrics, UI: ui.New, AllowedHosts: cfg.AllowedHosts})
 			defer srv.Close()
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				_ = dm.Stop()
-				return fmt.Errorf("listen %s: %w", listen, err)
-			}
-			hs := server.HTTPServer(srv, server.Timeouts{})
+			serving := http.Handler(srv)
+			handler.Store(&serving)
 			log.Info("poolflow serving", "listen", "http://"+ln.Addr().String(), "dags", e.dags(), "state", stateDir,
 				"daemon_id", daemonID)
-			errc := make(chan error, 1)
-			go func() { errc <- hs.Serve(ln) }()
 			select {
 			case <-ctx.Done():
+			case <-dm.Done():
+				// The loop ended on its own: another process took this daemon's id.
+				stopHTTP()
+				return dm.Err()
 			case err := <-errc:
 				if !errors.Is(err, http.ErrServerClosed) {
 					_ = dm.Stop()
@@ -75,13 +131,31 @@ func (e *env) serveCmd() *cobra.Command {
 				}
 			}
 			log.Info("shutting down: letting requests finish, stopping attempts")
-			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			_ = hs.Shutdown(sctx)
+			stopHTTP()
 			return dm.Stop()
 		},
 	}
 	c.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address the HTTP API and UI listen on")
 	c.Flags().StringVar(&daemonID, "daemon-id", "", "stable id of this daemon (default $POOLFLOW_DAEMON_ID, else host:state-dir)")
+	c.Flags().DurationVar(&shutdownGrace, "shutdown-grace", 30*time.Second,
+		"on SIGTERM, how long running attempts get to stop before they are killed")
 	return c
+}
+
+// openWait opens the store, waiting while it is busy or unavailable and logging why every few
+// seconds; a schema newer than the binary ends it at once (§4.9).
+func openWait(ctx context.Context, path string, opts store.Options, log *slog.Logger, waiting func(error)) (*store.Store, error) {
+	for {
+		st, err := store.Open(ctx, path, opts)
+		if err == nil || errors.Is(err, store.ErrSchemaTooNew) {
+			return st, err
+		}
+		waiting(err)
+		log.Warn("the store cannot be opened yet; waiting", "err", err, "retry_in", startRetry.String())
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(startRetry):
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -68,6 +69,18 @@ func (e *env) commandCmd(use, kind, short string) *cobra.Command {
 			if !found {
 				return fmt.Errorf("task %s: %w in run %s", args[2], store.ErrNotFound, args[1])
 			}
+			if run.State != "queued" && run.State != "running" {
+				return fmt.Errorf("%s refused: dag run %s has ended (%s)", kind, args[1], run.State)
+			}
+			owners, err := st.ListOwners(ctx)
+			if err != nil {
+				return err
+			}
+			host, _ := os.Hostname()
+			target, ok, why := executor.CommandTarget(run, owners, time.Now(), host)
+			if !ok {
+				return fmt.Errorf("%s refused: %s", kind, why)
+			}
 			who := os.Getenv("USER")
 			c := store.Command{Kind: kind, Run: run.PK, TaskID: args[2], Who: who, Note: note}
 			if err := st.WithTx(ctx, func(tx *store.Tx) error { return tx.InsertCommand(&c, time.Now().UTC()) }); err != nil {
@@ -78,7 +91,7 @@ func (e *env) commandCmd(use, kind, short string) *cobra.Command {
 			case err != nil:
 				return err
 			case !done:
-				fmt.Fprintf(e.stdout, "%s of %s.%s queued; the daemon running run %s applies it when it runs\n", kind, args[0], args[2], args[1])
+				fmt.Fprintf(e.stdout, "%s of %s.%s queued; %s applies it when it passes\n", kind, args[0], args[2], target)
 			case refused != "":
 				return fmt.Errorf("%s refused: %s", kind, refused)
 			default:

@@ -15,7 +15,9 @@ import (
 	"github.com/poolflow/poolflow/store"
 )
 
-var binary string
+// binary is poolflow built with -race; stubborn is poolflow with a Go DAG whose task ignores
+// its context (testdata/stubborn).
+var binary, stubborn string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "poolflow-e2e")
@@ -23,8 +25,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "poolflow")
-	build := exec.Command("go", "build", "-race", "-o", binary, "github.com/poolflow/poolflow/cmd/poolflow")
+	binary, stubborn = filepath.Join(dir, "poolflow"), filepath.Join(dir, "stubborn")
+	// One build for both: they share every package but main.
+	build := exec.Command("go", "build", "-race", "-o", dir+"/", "github.com/poolflow/poolflow/cmd/poolflow",
+		"github.com/poolflow/poolflow/e2e/testdata/stubborn")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build poolflow:", err)
@@ -101,4 +105,14 @@ func eventually(t *testing.T, limit time.Duration, what string, cond func() bool
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// alive reports whether process pid runs: a zombie (killed, not yet reaped by init) is dead.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
 }

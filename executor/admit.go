@@ -28,17 +28,23 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 			StarvationAfter: sp.StarvationAfter}
 	}
 	for _, c := range claims {
+		if c.Pool == pools.GlobalPool && c.Daemon != l.cfg.DaemonID {
+			continue // max_running limits each daemon on its own (§9)
+		}
 		snap.Holders[c.Pool] = append(snap.Holders[c.Pool], pools.Holder{Entry: c.Entry, Label: c.Label, Slots: c.Slots})
 	}
 	snap.Entries = l.snapBuf[:0]
 	// _global and _dag/<dag>/<run> are the same for every entry of a run; only task limits differ.
 	declared := map[*liveRun]bool{}
 	for _, le := range l.entries {
-		if le.State != "waiting" || le.NotBefore.After(p.now) {
+		if le.State != "waiting" || le.NotBefore.After(p.now) || le.ti == nil || le.ti.task == nil {
 			continue
 		}
 		block := pools.NotBlocked
-		if le.run.RunType != "test" && l.dagStates[le.run.DAGID].Paused {
+		switch {
+		case le.away:
+			block = pools.BlockNodeAway
+		case le.run.RunType != "test" && l.dagStates[le.run.DAGID].Paused:
 			block = pools.BlockPaused
 		}
 		snap.Entries = append(snap.Entries, le.admission(block))
@@ -51,7 +57,13 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 	}
 	for _, fe := range l.foreign {
 		if !fe.NotBefore.After(p.now) {
-			snap.Entries = append(snap.Entries, fe.admission(pools.BlockNotMine))
+			// A live owner's entry keeps its room for it; a dead owner's holds none in
+			// backfill pools and blocks strict ones as their head (§9).
+			block := pools.BlockNotMine
+			if fe.away {
+				block = pools.BlockNodeAway
+			}
+			snap.Entries = append(snap.Entries, fe.admission(block))
 			addImplicit(snap, fe.Needs)
 		}
 	}
@@ -68,7 +80,7 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 		reason := fmt.Sprintf("expired: queue_timeout %s passed while waiting", le.ti.task.QueueTimeout)
 		l.notify(p, Notice{Kind: NoticeExpired, DAGID: le.run.DAGID, RunID: le.run.RunID, TaskID: le.TaskID,
 			Try: le.TryNumber, Reason: reason, Pool: firstPool(le)})
-		if err := l.endWaiting(tx, p, le, "expired", reason); err != nil {
+		if err := l.endWaiting(tx, p, le, store.EntryExpired, reason); err != nil {
 			return err
 		}
 	}
@@ -107,7 +119,7 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 			continue
 		}
 		if r.Kind == pools.ReasonOverCapacity && !l.drainFits(r.Pool, r.Need) {
-			if err := l.endWaiting(tx, p, le, "rejected", "rejected: "+r.String()); err != nil {
+			if err := l.endWaiting(tx, p, le, store.EntryRejected, "rejected: "+r.String()); err != nil {
 				return err
 			}
 			continue
@@ -117,6 +129,9 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 		}
 		le.reason = &r
 		code, text := string(r.Kind), r.String()
+		if r.Kind == pools.ReasonNodeAway && l.view != nil {
+			text = l.view.awayText(le.run.Owner)
+		}
 		if code == le.ReasonCode && text == le.Reason {
 			continue
 		}
@@ -145,15 +160,22 @@ func addImplicit(snap *pools.Snapshot, needs []store.Requirement) {
 	}
 }
 
-// expireLeases releases claims whose lease lapsed (a daemon that died, or this one after it
-// could not renew): the entry goes back to the queue with its try number (§4.8).
+// expireLeases releases claims whose lease lapsed and whose holder is not an owner this daemon
+// knows (a claim written before owners existed): the entry goes back to the queue with its try
+// number (§4.8). The claims of a known owner are released only by the takeover of that owner,
+// after its processes on this host are confirmed gone (§9); this daemon's own claims were
+// renewed at the start of the pass.
 func (l *loop) expireLeases(tx *store.Tx, p *passState, claims []store.Claim) ([]store.Claim, error) {
 	expired := map[int64]bool{}
 	l.minLease = timeZero
 	for _, c := range claims {
-		if c.LeaseUntil.Before(p.now) {
+		known := l.view == nil
+		if !known {
+			_, known = l.view.owners[c.Daemon]
+		}
+		if c.LeaseUntil.Before(p.now) && !known {
 			expired[c.Entry] = true
-		} else if l.minLease.IsZero() || c.LeaseUntil.Before(l.minLease) {
+		} else if c.Daemon == l.cfg.DaemonID && (l.minLease.IsZero() || c.LeaseUntil.Before(l.minLease)) {
 			l.minLease = c.LeaseUntil
 		}
 	}
@@ -162,17 +184,8 @@ func (l *loop) expireLeases(tx *store.Tx, p *passState, claims []store.Claim) ([
 	}
 	for id := range expired {
 		l.log.Warn("lease expired; entry back in the queue", keyEntry, id)
-		if err := tx.RequeueEntry(id); err != nil {
+		if _, err := tx.ReleaseEntry(id); err != nil {
 			return nil, err
-		}
-		if le := l.entries[id]; le != nil {
-			if a := l.running[id]; a != nil {
-				a.kill("lease lost")
-				delete(l.running, id)
-			}
-			le.State, le.Replay = "waiting", true
-			le.ti.State = string(dag.StateScheduled) // RequeueEntry wrote it
-			le.ti.noted()
 		}
 	}
 	kept := claims[:0]
@@ -181,8 +194,8 @@ func (l *loop) expireLeases(tx *store.Tx, p *passState, claims []store.Claim) ([
 			kept = append(kept, c)
 		}
 	}
-	// Entries of other daemons changed state: reload them on the next pass.
-	l.loaded = l.loaded && len(expired) == 0
+	// Entries changed state: read them again on the next pass.
+	l.loaded = false
 	return kept, nil
 }
 

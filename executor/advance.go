@@ -26,7 +26,7 @@ func (l *loop) advanceAll(tx *store.Tx, p *passState) error {
 	}
 	var ready []readyTask
 	for _, run := range l.runs {
-		if run.State != string(dag.RunRunning) || run.dag == nil {
+		if run.State != string(dag.RunRunning) || run.dag == nil || run.away {
 			continue
 		}
 		l.clockDue(run, p.now)
@@ -176,15 +176,12 @@ func (l *loop) enqueue(tx *store.Tx, p *passState, r readyTask, queued map[strin
 		e.Deadline = from.Add(qt)
 	}
 	refusal := l.refusal(needs, queued)
-	if refusal != "" {
-		e.State = "rejected"
-	}
 	if err := tx.InsertEntry(&e); err != nil {
 		return err
 	}
 	if refusal != "" {
 		reason := "rejected: " + refusal
-		if err := tx.EndEntry(e.ID, "rejected", "rejected", reason, p.now); err != nil {
+		if err := tx.EndEntry(e.ID, store.EntryRejected, "rejected", reason, p.now); err != nil {
 			return err
 		}
 		if run.dag.IsJob && (run.RunType == "schedule" || run.RunType == "catchup") {
@@ -262,142 +259,3 @@ func storeSpec(p store.Pool) pools.Spec {
 		StarvationAfter: p.StarvationAfter, IncludeDeferred: p.IncludeDeferred, OnResize: p.OnResize,
 		Description: p.Description, Source: p.Source}
 }
-
-// startQueuedRuns starts queued runs while their DAG's max_active_runs allows (a test run
-// always starts), applying the concurrency policy of scheduled runs (§3.5): forbid keeps the new
-// run queued while a previous run is active; replace cancels the previous run's unfinished tasks.
-func (l *loop) startQueuedRuns(tx *store.Tx, p *passState) error {
-	active := map[string][]*liveRun{}
-	var queued []*liveRun
-	for _, run := range l.runs {
-		switch run.State {
-		case string(dag.RunRunning):
-			active[run.DAGID] = append(active[run.DAGID], run)
-		case string(dag.RunQueued):
-			queued = append(queued, run)
-		}
-	}
-	sort.Slice(queued, func(i, j int) bool { return queued[i].PK < queued[j].PK })
-	for _, run := range queued {
-		if run.dag == nil {
-			continue
-		}
-		if run.RunType != "test" {
-			scheduled := run.RunType == "schedule" || run.RunType == "catchup"
-			if l.dagStates[run.DAGID].Paused && scheduled {
-				continue
-			}
-			prev := active[run.DAGID]
-			if scheduled && len(prev) > 0 {
-				switch run.dag.ConcurrencyPolicy {
-				case dag.PolicyForbid:
-					if err := l.setRunReason(tx, run, "forbid: waits for the previous run "+prev[0].RunID); err != nil {
-						return err
-					}
-					continue
-				case dag.PolicyReplace:
-					for _, old := range prev {
-						if err := l.replaceRun(tx, p, old); err != nil {
-							return err
-						}
-					}
-					prev = nil
-				}
-			}
-			if len(prev) >= run.dag.MaxActiveRuns {
-				continue
-			}
-		}
-		run.State, run.StartDate, run.Reason = string(dag.RunRunning), p.now, ""
-		p.started = append(p.started, run)
-		active[run.DAGID] = append(active[run.DAGID], run)
-		if err := tx.UpdateRun(&run.Run); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (l *loop) setRunReason(tx *store.Tx, run *liveRun, reason string) error {
-	if run.Reason == reason {
-		return nil
-	}
-	run.Reason = reason
-	return tx.UpdateRun(&run.Run)
-}
-
-// replaceRun fails every unfinished task of a run replaced by a newer fire (reason replaced):
-// waiting entries are retired, running attempts are stopped, no retry follows.
-func (l *loop) replaceRun(tx *store.Tx, p *passState, run *liveRun) error {
-	for _, ti := range run.inOrder() {
-		if ti == nil || dag.State(ti.State).Terminal() {
-			continue
-		}
-		if err := l.markFailed(tx, p, run, ti, "replaced"); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// endRuns ends every run in which no task can change state (§3.1), and fails the open runs of
-// DAGs that were removed.
-func (l *loop) endRuns(tx *store.Tx, p *passState) error {
-	for pk, run := range l.runs {
-		if run.dag == nil {
-			if err := l.retireRun(tx, p, run, "dag removed"); err != nil {
-				return err
-			}
-			delete(l.runs, pk)
-			continue
-		}
-		if run.State != string(dag.RunRunning) {
-			continue
-		}
-		if !allTerminal(run) {
-			continue
-		}
-		states := make(map[string]dag.State, len(run.tis))
-		for id, ti := range run.tis {
-			states[id] = dag.State(ti.State)
-		}
-		ended, st := dag.RunEndState(run.dag, states)
-		if !ended {
-			continue
-		}
-		run.State, run.EndDate = string(st), p.now
-		if err := tx.UpdateRun(&run.Run); err != nil {
-			return err
-		}
-		delete(l.runs, pk)
-		p.ended = append(p.ended, run)
-	}
-	return nil
-}
-
-// retireRun ends a run whose DAG is gone: waiting entries are retired (nothing runs, nothing is
-// retried), unfinished tasks fail, the run fails (§3.5). Running attempts finish on their own.
-func (l *loop) retireRun(tx *store.Tx, p *passState, run *liveRun, reason string) error {
-	for _, ti := range run.tis {
-		if le := ti.entry; le != nil && le.State == "waiting" {
-			if err := tx.EndEntry(le.ID, "retired", "retired", reason, p.now); err != nil {
-				return err
-			}
-			delete(l.entries, le.ID)
-			ti.entry = nil
-		}
-		if !dag.State(ti.State).Terminal() && ti.State != string(dag.StateRunning) {
-			ti.State, ti.Reason = string(dag.StateFailed), reason
-			l.touch(p, ti)
-		}
-	}
-	run.State, run.EndDate, run.Reason = string(dag.RunFailed), p.now, reason
-	if err := tx.UpdateRun(&run.Run); err != nil {
-		return err
-	}
-	p.ended = append(p.ended, run)
-	return nil
-}
-
-// allTerminal is the cheap test before RunEndState: no task instance is open.
-func allTerminal(run *liveRun) bool { return run.open == 0 }

@@ -35,15 +35,21 @@ func (l *loop) apply(tx *store.Tx, p *passState, ev event) error {
 }
 
 // finish writes an attempt's end: the fencing check, the release of every claim, the task's new
-// state under the retry policy (§3.3), all in this pass's transaction.
+// state under the retry policy (§3.3), all in this pass's transaction. The end of an attempt
+// whose entry is not in memory is still written while its claims are held (§9: no code path
+// drops an attempt's end while its claim is held).
 func (l *loop) finish(tx *store.Tx, p *passState, ev *evFinished) error {
 	delete(l.running, ev.entry)
 	le := l.entries[ev.entry]
 	if le == nil || le.ti == nil {
-		l.log.Warn("completion of an entry this daemon does not run", keyEntry, ev.entry)
-		return nil
+		return l.finishUnknown(tx, p, ev)
 	}
 	ti, run := le.ti, le.run
+	if le.failWith != "" {
+		// Marked failed (or replaced) while it ran: it fails with no retry, whatever ended it.
+		ev.ok, ev.skip, ev.shutdown, ev.lost, ev.reschedule = false, false, false, false, false
+		ev.reason, ev.noRetry = le.failWith, true
+	}
 	if ev.shutdown || ev.lost {
 		// Back to the queue with the same try number, unless the lease lapsed and another
 		// pass already took the entry back.
@@ -113,6 +119,38 @@ func (l *loop) finish(tx *store.Tx, p *passState, ev *evFinished) error {
 	return l.failAttempt(tx, p, run, ti, le.TryNumber, ev.reason, ev.end, ev.noRetry)
 }
 
+// finishUnknown writes the end of an attempt whose entry is not in memory (its run was reloaded
+// without it): if this daemon still holds its claims, they are released and the attempt and its
+// task instance are recorded from what the runner knows; the run is read again next pass.
+func (l *loop) finishUnknown(tx *store.Tx, p *passState, ev *evFinished) error {
+	held, err := tx.ReleaseHeld(ev.entry, l.cfg.DaemonID, l.epoch, p.now)
+	if err != nil || !held {
+		if err == nil {
+			l.log.Warn("completion refused: claim no longer held", keyEntry, ev.entry)
+		}
+		return err
+	}
+	l.loaded = false
+	a := ev.a
+	if a == nil {
+		l.log.Error("completion of an entry not in memory: claims released, outcome unknown", keyEntry, ev.entry)
+		return nil
+	}
+	l.log.Warn("completion of an entry not in memory: claims released, outcome recorded", keyEntry, ev.entry,
+		keyDAG, a.dagID, keyRun, a.runID, keyTask, a.task.ID, keyTry, a.try)
+	state, reason := "success", ev.reason
+	switch {
+	case ev.skip:
+		state = "skipped"
+	case ev.shutdown || ev.lost || ev.reschedule:
+		state, reason = "failed", orDefault(reason, "stopped")
+	case !ev.ok:
+		state = "failed"
+	}
+	return tx.RecordEnd(ev.entry, &store.Attempt{TryNumber: a.try, State: state, StartDate: ev.start, EndDate: ev.end,
+		Reason: reason})
+}
+
 // failAttempt records try `try` as failed and applies the retry policy: up_for_retry until
 // end + delay while attempts are left, else failed (§3.3).
 func (l *loop) failAttempt(tx *store.Tx, p *passState, run *liveRun, ti *liveTI, try int, reason string, at time.Time, noRetry bool) error {
@@ -162,7 +200,10 @@ func (l *loop) command(tx *store.Tx, p *passState, ev *evCommand) error {
 func (l *loop) applyCommand(tx *store.Tx, p *passState, c store.Command) error {
 	run := l.runs[c.Run]
 	if run == nil {
-		return fmt.Errorf("%w: run is not open on this daemon", store.ErrConflict)
+		return fmt.Errorf("%w: the dag run has ended or is not open here", store.ErrConflict)
+	}
+	if c.Kind == "replace" {
+		return l.replaceRun(tx, p, run)
 	}
 	ti := run.tis[c.TaskID]
 	if ti == nil {
@@ -179,7 +220,7 @@ func (l *loop) applyCommand(tx *store.Tx, p *passState, c store.Command) error {
 		if ti.entry == nil || ti.entry.State != "waiting" {
 			return fmt.Errorf("%w: task %s is not waiting for admission", store.ErrConflict, c.TaskID)
 		}
-		return l.endWaiting(tx, p, ti.entry, "cancelled", "cancelled by operator")
+		return l.endWaiting(tx, p, ti.entry, store.EntryCancelled, "cancelled by operator")
 	case "fail":
 		return l.markFailed(tx, p, run, ti, "marked failed by operator")
 	}
@@ -188,8 +229,8 @@ func (l *loop) applyCommand(tx *store.Tx, p *passState, c store.Command) error {
 
 // endWaiting ends a waiting entry as expired, cancelled or rejected: a failed attempt that
 // follows the retry policy (§4.6).
-func (l *loop) endWaiting(tx *store.Tx, p *passState, le *liveEntry, state, reason string) error {
-	if err := tx.EndEntry(le.ID, state, state, reason, p.now); err != nil {
+func (l *loop) endWaiting(tx *store.Tx, p *passState, le *liveEntry, state store.EntryState, reason string) error {
+	if err := tx.EndEntry(le.ID, state, string(state), reason, p.now); err != nil {
 		return err
 	}
 	delete(l.entries, le.ID)
@@ -202,23 +243,29 @@ func (l *loop) endWaiting(tx *store.Tx, p *passState, le *liveEntry, state, reas
 	return l.failAttempt(tx, p, le.run, ti, le.TryNumber, reason, p.now, false)
 }
 
-// markFailed ends a task with no further retry, retiring its queued entry and stopping a
-// running attempt (poolflow tasks fail, §3.3).
+// markFailed ends a task with no further retry (poolflow tasks fail, §3.3; replace). A queued
+// entry is retired at once. A running attempt is killed, and the task fails when its end comes
+// back: its claims are released only once its processes are gone.
 func (l *loop) markFailed(tx *store.Tx, p *passState, run *liveRun, ti *liveTI, reason string) error {
 	if dag.State(ti.State).Terminal() {
 		return fmt.Errorf("%w: task %s is already %s", store.ErrConflict, ti.TaskID, ti.State)
 	}
 	if le := ti.entry; le != nil {
-		if le.State == "admitted" {
-			if a := l.running[le.ID]; a != nil {
-				a.kill("marked failed")
+		if le.State == string(store.EntryAdmitted) {
+			a := l.running[le.ID]
+			if a == nil {
+				return fmt.Errorf("%w: task %s is starting; try again", store.ErrConflict, ti.TaskID)
 			}
+			if le.failWith == "" {
+				le.failWith = reason
+			}
+			a.kill(reason)
+			return nil
 		}
-		if err := tx.EndEntry(le.ID, "retired", "failed", reason, p.now); err != nil {
+		if err := tx.EndEntry(le.ID, store.EntryRetired, "failed", reason, p.now); err != nil {
 			return err
 		}
 		delete(l.entries, le.ID)
-		delete(l.running, le.ID)
 		ti.entry = nil
 	}
 	ti.State, ti.Reason, ti.NextAt = string(dag.StateFailed), reason, time.Time{}

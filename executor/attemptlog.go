@@ -16,39 +16,37 @@ type attemptLog struct {
 	path   string
 	replay bool
 
-	mu  sync.Mutex
-	f   *os.File
-	err error
+	mu sync.Mutex
+	f  *os.File
 }
 
-func newAttemptLog(path string, replay bool) (*attemptLog, error) {
+// newAttemptLog prepares an attempt's log. A replay opens it at once to write its marker line;
+// a log that cannot be opened is tried again at the next write (a full disk may free up), and
+// the attempt runs on meanwhile.
+func newAttemptLog(path string, replay bool) *attemptLog {
 	l := &attemptLog{path: path, replay: replay}
 	if replay {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if err := l.open(); err != nil {
-			return nil, err
-		}
+		_ = l.open()
 	}
-	return l, nil
+	return l
 }
 
 // open creates the file; mu is held.
 func (l *attemptLog) open() error {
-	if l.f != nil || l.err != nil {
-		return l.err
+	if l.f != nil {
+		return nil
 	}
 	dir := filepath.Dir(l.path)
 	// Mkdir first: usually only the task's folder is missing, and MkdirAll would stat every level.
 	if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			l.err = err
 			return err
 		}
 	}
 	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		l.err = err
 		return err
 	}
 	l.f = f

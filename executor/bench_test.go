@@ -25,20 +25,29 @@ func BenchmarkTestRun1000(b *testing.B) {
 	b.ReportMetric(float64(1000*b.N)/b.Elapsed().Seconds(), "admissions/s")
 }
 
-// BenchmarkTestRunChain1000 runs a chain t0 → t1 → … → t999 of `true` tasks: one pass, one
-// commit and one process per step, so it shows the loop's cost per step.
-func BenchmarkTestRunChain1000(b *testing.B) {
-	var sb strings.Builder
-	sb.WriteString("dag_id: bench\ntasks:\n  - {id: t0000, command: [\"true\"]}\n")
-	for i := 1; i < 1000; i++ {
-		fmt.Fprintf(&sb, "  - {id: t%04d, command: [\"true\"], depends_on: [t%04d]}\n", i, i-1)
+// BenchmarkChain runs a chain of one-step `true` tasks (each depends on the previous) and
+// reports the cost per step: one commit and one fork each, plus what the daemon adds (issue 11's
+// budget is 0.5 ms beyond those).
+func BenchmarkChain(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			var sb strings.Builder
+			sb.WriteString("dag_id: chain\ntasks:\n")
+			for i := 0; i < n; i++ {
+				dep := ""
+				if i > 0 {
+					dep = fmt.Sprintf(", depends_on: [t%05d]", i-1)
+				}
+				fmt.Fprintf(&sb, "  - {id: t%05d, command: [\"true\"]%s}\n", i, dep)
+			}
+			for i := 0; i < b.N; i++ {
+				bu := setup(b, "pools:\n  default: -1\n", map[string]string{"chain.yaml": sb.String()})
+				run := bu.testRun(b, "chain", nil)
+				if run.State != "success" {
+					b.Fatalf("run %s", run.State)
+				}
+			}
+			b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(n*b.N), "ms/step")
+		})
 	}
-	for i := 0; i < b.N; i++ {
-		bu := setup(b, "max_running: 8\npools:\n  default: -1\n", map[string]string{"bench.yaml": sb.String()})
-		run := bu.testRun(b, "bench", nil)
-		if run.State != "success" {
-			b.Fatalf("run %s", run.State)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(1000*b.N), "µs/step")
 }

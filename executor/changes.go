@@ -13,8 +13,8 @@ import (
 // with the new requirements, keeping its due time and try number. Running attempts finish.
 func (l *loop) applyChanges(tx *store.Tx, p *passState) error {
 	for _, run := range l.runs {
-		if run.dag == nil {
-			continue // the whole DAG is gone: endRuns retires the run
+		if run.dag == nil || run.away {
+			continue // the whole DAG is gone (retireRemoved ends the run), or the run is its dead owner's
 		}
 		for _, t := range run.dag.Tasks {
 			if _, ok := run.tis[t.ID]; ok {
@@ -43,7 +43,7 @@ func (l *loop) applyChanges(tx *store.Tx, p *passState) error {
 	var requeue []readyTask
 	for _, le := range l.entries {
 		ti := le.ti
-		if le.State != "waiting" || ti == nil || ti.task == nil || le.Fingerprint == ti.task.Fingerprint() {
+		if le.State != "waiting" || le.away || ti == nil || ti.task == nil || le.Fingerprint == ti.task.Fingerprint() {
 			continue
 		}
 		if len(le.kept) > 0 {
@@ -66,7 +66,7 @@ func (l *loop) applyChanges(tx *store.Tx, p *passState) error {
 
 // retire ends a waiting entry without it counting as an attempt.
 func (l *loop) retire(tx *store.Tx, p *passState, le *liveEntry, reason string) error {
-	if err := tx.EndEntry(le.ID, "retired", "retired", reason, p.now); err != nil {
+	if err := tx.EndEntry(le.ID, store.EntryRetired, "retired", reason, p.now); err != nil {
 		return err
 	}
 	delete(l.entries, le.ID)
@@ -83,7 +83,7 @@ func (l *loop) retireJobRetries(tx *store.Tx, p *passState, d *dag.DAG, newer *l
 		return nil
 	}
 	for _, run := range l.runs {
-		if run.DAGID != d.ID || run.PK >= newer.PK {
+		if run.DAGID != d.ID || run.PK >= newer.PK || run.away {
 			continue
 		}
 		for _, ti := range run.tis {

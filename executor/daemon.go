@@ -138,9 +138,35 @@ func (d *Daemon) Start(ctx context.Context) error {
 	return nil
 }
 
+// StartWait is Start for a daemon that must come up however long the store is busy or
+// unavailable (§3.5: @reboot is deferred until then): it retries every few seconds, logging the
+// reason each time (and telling waiting, if set), until Start succeeds, ctx ends, or the error
+// cannot pass by waiting (an owner id held by a live process, a configuration error).
+func (d *Daemon) StartWait(ctx context.Context, every time.Duration, waiting func(error)) error {
+	if every <= 0 {
+		every = 3 * time.Second
+	}
+	for {
+		err := d.Start(ctx)
+		if err == nil || !errors.Is(err, store.ErrUnavailable) {
+			return err
+		}
+		if waiting != nil {
+			waiting(err)
+		}
+		d.cfg.Logger.Warn("the store is not available yet; waiting to start", "err", err, "retry_in", every.String())
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(every):
+		}
+	}
+}
+
 // Stop stops admitting, terminates running attempts (SIGTERM, then SIGKILL after the shutdown
 // grace), puts their entries back in the queue with the same try number, and waits for the loop.
-// It is safe to call twice.
+// It is bounded: a Go task that ignores its cancellation is abandoned a second after the
+// shutdown grace. It is safe to call twice.
 func (d *Daemon) Stop() error {
 	d.mu.Lock()
 	started := d.started
@@ -152,6 +178,17 @@ func (d *Daemon) Stop() error {
 	cancel()
 	<-d.done
 	return d.err
+}
+
+// Err is why the loop ended on its own (another process took this daemon's id), once Done is
+// closed; nil after Stop or a finished test run.
+func (d *Daemon) Err() error {
+	select {
+	case <-d.done:
+		return d.err
+	default:
+		return nil
+	}
 }
 
 // Done is closed when the loop has ended (after Stop, or when a test run finished).

@@ -66,11 +66,10 @@ func (b *bundle) ti(t *testing.T, dagID, runID, taskID string) store.TaskInstanc
 func TestLifecycle(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name      string
-		scheduled bool // wait for the first pass to start its cron schedule from t0
-		cfg       string
-		dags      func(dir string) map[string]string
-		run       func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, dir string)
+		name string
+		cfg  string
+		dags func(dir string) map[string]string
+		run  func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, dir string)
 	}{
 		{
 			name: "pause keeps entries waiting with reason paused",
@@ -89,8 +88,7 @@ func TestLifecycle(t *testing.T) {
 			},
 		},
 		{
-			scheduled: true,
-			name:      "forbid keeps the next fire queued until the previous run ends",
+			name: "forbid keeps the next fire queued until the previous run ends",
 			dags: func(dir string) map[string]string {
 				return map[string]string{"f.yaml": fmt.Sprintf(`dag_id: f
 schedule: "@every 1m"
@@ -118,8 +116,7 @@ tasks:
 			},
 		},
 		{
-			scheduled: true,
-			name:      "replace fails the previous run's unfinished tasks",
+			name: "replace fails the previous run's unfinished tasks",
 			dags: func(dir string) map[string]string {
 				return map[string]string{"r.yaml": `dag_id: r
 schedule: "@every 1m"
@@ -175,8 +172,7 @@ tasks:
 			},
 		},
 		{
-			scheduled: true,
-			name:      "a newer fire retires a job's queued retry",
+			name: "a newer fire retires a job's queued retry",
 			dags: func(string) map[string]string {
 				return map[string]string{"j.yaml": "schedule: '@every 1m'\nretries: 3\nretry_delay: 1h\ncommand: [\"false\"]\n"}
 			},
@@ -207,15 +203,18 @@ tasks:
 					rs := b.runs(t, "boot")
 					return len(rs) == 1 && rs[0].State == "success"
 				})
+				// Passes after the first must not fire it again: wait for one that began after
+				// the clock moved (a second fire would get a new logical date then).
 				clock.Advance(time.Hour)
+				d.Wake()
+				b.waitNotice(t, func(n Notice) bool { return n.Kind == NoticePass && !n.At.Before(t0.Add(time.Hour)) })
 				if rs := b.runs(t, "boot"); len(rs) != 1 {
 					t.Fatalf("%d reboot runs", len(rs))
 				}
 			},
 		},
 		{
-			scheduled: true,
-			name:      "catch-up runs missed fires one at a time, in order",
+			name: "catch-up runs missed fires one at a time, in order",
 			dags: func(string) map[string]string {
 				return map[string]string{"cu.yaml": fmt.Sprintf("dag_id: cu\nschedule: '* * * * *'\ncatchup: true\nstart_date: %s\n"+
 					"tasks:\n  - {id: a, bash: 'sleep 0.05'}\n", t0.Add(-2*time.Minute).Format(time.RFC3339))}
@@ -347,7 +346,7 @@ tasks:
 			},
 		},
 		{
-			name: "a removed DAG retires its waiting entries and fails its open runs",
+			name: "a removed DAG retires its waiting entries and fails its run once its running attempt ends",
 			cfg:  "pools:\n  db: 1\n",
 			dags: func(dir string) map[string]string {
 				return map[string]string{"gone.yaml": fmt.Sprintf(`dag_id: gone
@@ -368,12 +367,24 @@ tasks:
 				if err := os.Remove(filepath.Join(b.dagsDir, "gone.yaml")); err != nil {
 					t.Fatal(err)
 				}
-				eventually(t, "the run to fail", func() bool { return b.mustRun(t, "gone", "r").State == "failed" })
-				e, _ := b.st.LatestEntry(context.Background(), res.Run.PK, "waiter")
-				if e.State != "retired" {
-					t.Fatalf("waiter's entry is %s, want retired", e.State)
+				eventually(t, "the waiting entry to be retired", func() bool {
+					e, err := b.st.LatestEntry(context.Background(), res.Run.PK, "waiter")
+					return err == nil && e.State == "retired"
+				})
+				// An outside write reloads the loop's memory: the run stays tracked while its
+				// attempt runs, so the attempt's end is not lost.
+				setPaused(t, b, "other", true)
+				if r := b.mustRun(t, "gone", "r"); r.State != "running" {
+					t.Fatalf("run %s while its attempt runs", r.State)
 				}
 				touch(t, filepath.Join(dir, "go"))
+				eventually(t, "the run to fail", func() bool { return b.mustRun(t, "gone", "r").State == "failed" })
+				if ti := b.tis(t, res.Run.PK)["holder"]; ti.State != "success" || ti.EndDate.IsZero() {
+					t.Errorf("holder %s (end %v): its end was not recorded", ti.State, ti.EndDate)
+				}
+				if claims, _ := b.st.ListClaims(context.Background()); len(claims) != 0 {
+					t.Errorf("claims left: %+v", claims)
+				}
 			},
 		},
 		{
@@ -413,18 +424,7 @@ tasks:
 			clock := NewFakeClock(t0)
 			d := b.serve(t, clock)
 			// The first pass records the DAGs and starts their schedules from t0.
-			eventually(t, "the first pass", func() bool {
-				states, err := b.st.ListDAGStates(context.Background())
-				if err != nil || len(states) == 0 {
-					return false
-				}
-				for _, s := range states {
-					if s.Checkpoint.IsZero() && tc.scheduled {
-						return false
-					}
-				}
-				return true
-			})
+			b.waitNotice(t, func(n Notice) bool { return n.Kind == NoticePass })
 			tc.run(t, b, d, clock, dir)
 		})
 	}

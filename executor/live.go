@@ -32,6 +32,9 @@ type liveRun struct {
 	open int
 	// timers holds the task instances that wait on a clock.
 	timers map[*liveTI]struct{}
+	// away marks a dead owner's bound run (§9): in memory so that commands and deadlines apply
+	// to it, but never advanced or admitted here.
+	away bool
 }
 
 // liveTI is one task instance of a live run.
@@ -231,14 +234,31 @@ type liveEntry struct {
 	pokes int
 	// reason is the last wait reason written for it.
 	reason *pools.Reason
+	// away: bound to a dead owner, it waits node_unavailable and holds no room (§9).
+	away bool
+	// failWith is set when an operator marked the running attempt failed (or a newer fire
+	// replaced its run): the attempt is being killed, and its end fails the task with this
+	// reason and no retry. Its claims are released only when its processes are gone.
+	failWith string
 }
 
 // admission returns the entry as pools.Admit sees it, with its current block and force flag.
+// Another owner's entry (not_mine, node_unavailable) leaves out _global: max_running limits
+// each daemon on its own (§9).
 func (le *liveEntry) admission(block pools.Block) pools.Entry {
 	if le.pe == nil {
 		pe := poolEntry(&le.Entry, block)
 		if needs, kept := le.remaining(); kept != nil {
 			pe.Needs, pe.Kept = requirementsToNeeds(needs), requirementsToNeeds(kept)
+		}
+		if block == pools.BlockNotMine || block == pools.BlockNodeAway {
+			local := pe.Needs[:0:0]
+			for _, n := range pe.Needs {
+				if n.Pool != pools.GlobalPool {
+					local = append(local, n)
+				}
+			}
+			pe.Needs = local
 		}
 		le.pe = &pe
 	}

@@ -2,10 +2,10 @@ package executor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"time"
 
@@ -40,6 +40,7 @@ type evFinished struct {
 	shutdown   bool // killed by our own shutdown: back to the queue, same try
 	lost       bool // killed because its lease could not be renewed
 	reschedule bool // a reschedule sensor's check is not met yet: poke again later
+	a          *attempt
 }
 
 // evStarted records an attempt's process group and start time.
@@ -56,9 +57,11 @@ type loop struct {
 	log   *slog.Logger
 	clock Clock
 	reg   *registry
+	host  string
 
-	events chan event
-	wakeCh chan struct{}
+	events  chan event
+	wakeCh  chan struct{}
+	stopped chan struct{} // closed when the loop has ended: late attempt ends are dropped
 
 	// Everything below belongs to the loop goroutine.
 	epoch      int64
@@ -66,32 +69,52 @@ type loop struct {
 	loaded     bool
 	regChanged bool
 	regGen     uint64 // the registry generation the loop last applied
-	reboot     bool   // @reboot runs still to create
-	runs       map[int64]*liveRun
-	entries    map[int64]*liveEntry // this daemon's waiting and admitted entries
-	foreign    []*liveEntry         // other daemons' waiting entries
-	running    map[int64]*attempt
-	pending    []event
-	pools      map[string]store.Pool
-	dagStates  map[string]store.DAGState
-	scheds     map[*dag.DAG]*schedule
-	lastRenew  time.Time
-	minLease   time.Time            // earliest lease expiry among claims seen in the last pass
-	snapBuf    []pools.Entry        // reused across passes
-	paths      pathCache            // where PATH lookups found commands
-	dropped    map[string]time.Time // cron fires dropped while the store was unavailable (§4.9)
-	wakeAt     time.Time            // when the loop passes on its own next; zero = recompute
-	renewFail  bool
-	attemptsWG sync.WaitGroup
+	// poolSig is the pools' capacities the DAGs were last validated under; dagsReloaded says
+	// load validated them again in this pass.
+	poolSig      string
+	dagsReloaded bool
+	reboot       bool // @reboot runs still to create (or to drop with the §4.9 warning)
+	runs         map[int64]*liveRun
+	entries      map[int64]*liveEntry // waiting and admitted entries of the runs in memory
+	foreign      []*liveEntry         // other owners' waiting entries
+	others       []store.Run          // other owners' open runs, for counting (§9)
+	running      map[int64]*attempt
+	pending      []event
+	pools        map[string]store.Pool
+	dagStates    map[string]store.DAGState
+	scheds       map[*dag.DAG]*schedule
+	lastRenew    time.Time
+	minLease     time.Time            // earliest lease expiry among claims seen in the last pass
+	snapBuf      []pools.Entry        // reused across passes
+	paths        pathCache            // where PATH lookups found commands
+	dropped      map[string]time.Time // cron fires dropped while the store was unavailable (§4.9)
+	wakeAt       time.Time            // when the loop passes on its own next; zero = recompute
+	renewFail    bool
+	attemptsWG   sync.WaitGroup
 	// ruleSet assigns the pool of a task that declares none (§6); nil = {default: 1}.
 	ruleSet *rules.Set
-
-	testPK     int64
-	testSuffix string // several dags test processes may start in the same millisecond
 	// ruleCache holds pool rule assignments evaluated before a pass's transaction (rules.go).
 	ruleCache map[ruleKey]assignment
 	// ruleMisses counts assignments evaluated inside a transaction, for tests.
 	ruleMisses int
+
+	// Owners (§9): the liveness view the memory was built under, whether a check is due, and
+	// the dead owners on this host whose processes are being killed or confirmed gone.
+	view        *ownerView
+	ownersDirty bool
+	reaping     map[string]int64
+	reaped      map[string]int64
+	wd          *watchdog
+
+	// A failed pass backs off (doubling up to maxBackoff); warnings repeat at most once a
+	// minute per distinct text.
+	failures int
+	retryAt  time.Time
+	warned   map[string]time.Time
+	lastSlow time.Time // the last look at the DAG folder and the owners
+
+	testPK     int64
+	testSuffix string // several dags test processes may start in the same millisecond
 	testMu     sync.Mutex
 	testRun    store.Run
 	testDone   bool
@@ -110,9 +133,14 @@ func newLoop(cfg *Config) (*loop, error) {
 		running: map[int64]*attempt{},
 		scheds:  map[*dag.DAG]*schedule{},
 		dropped: map[string]time.Time{},
+		stopped: make(chan struct{}),
+		reaping: map[string]int64{},
+		reaped:  map[string]int64{},
+		warned:  map[string]time.Time{},
 		// A test run's id ends with a random suffix, fixed before any pass needs it.
 		testSuffix: fmt.Sprintf("_%06x", rand.IntN(1<<24)),
 	}
+	l.host, _ = os.Hostname()
 	l.reg = newRegistry(cfg.DAGsDir, cfg.GoDAGs, l.loadOptions)
 	return l, nil
 }
@@ -125,6 +153,17 @@ func (l *loop) send(ctx context.Context, ev event) error {
 		return ctx.Err()
 	}
 }
+
+// post hands an event to the loop from another goroutine; after the loop ended it is dropped.
+func (l *loop) post(ev event) {
+	select {
+	case l.events <- ev:
+	case <-l.stopped:
+	}
+}
+
+// serve reports whether this is a serve daemon (not a dags test process).
+func (l *loop) serve() bool { return l.cfg.Test == nil }
 
 func (l *loop) wake() {
 	select {
@@ -141,10 +180,23 @@ func (l *loop) testResult() (store.Run, bool) {
 
 // run is the loop goroutine: wait for an event, a timer or an outside change, then pass.
 func (l *loop) run(ctx context.Context) error {
+	defer close(l.stopped)
+	l.lastSlow = time.Now()
 	for {
 		if l.cfg.Test != nil && l.isTestDone() {
 			l.shutdown()
 			return nil
+		}
+		if time.Since(l.lastSlow) >= slowEvery && time.Until(l.retryAt) <= 0 {
+			// Checks too slow for every poll, made on time even while passes follow each other.
+			l.lastSlow = time.Now()
+			if l.slowChecks(ctx) {
+				l.coalesce()
+				if err := l.passOnce(ctx); err != nil {
+					return err
+				}
+				continue
+			}
 		}
 		now := l.clock.Now()
 		if l.wakeAt.IsZero() {
@@ -152,6 +204,11 @@ func (l *loop) run(ctx context.Context) error {
 		}
 		timer := l.clock.After(l.wakeAt.Sub(now))
 		poll := time.NewTimer(l.cfg.PollEvery)
+		var backoff <-chan time.Time
+		if hold := time.Until(l.retryAt); hold > 0 {
+			// After a failed pass, nothing passes before the back-off ends; events wait.
+			backoff = time.After(hold)
+		}
 		select {
 		case <-ctx.Done():
 			poll.Stop()
@@ -160,26 +217,29 @@ func (l *loop) run(ctx context.Context) error {
 		case ev := <-l.events:
 			l.pending = append(l.pending, ev)
 			l.drainEvents()
-			if onlyStarts(l.pending) {
+			if onlyStarts(l.pending) || backoff != nil {
 				// A start changes no decision: it is written with the next pass, at the latest
 				// at the next poll tick, so a burst of starts does not cost a commit each.
 				poll.Stop()
 				continue
 			}
 		case <-l.wakeCh:
+			l.ownersDirty = true
 		case <-timer:
 		case <-poll.C:
 			if !l.outsideChange(ctx) && len(l.pending) == 0 {
 				continue
 			}
+		case <-backoff:
 		}
 		poll.Stop()
-		l.coalesce()
-		if err := l.pass(ctx); err != nil {
-			l.failPass(err)
+		if time.Until(l.retryAt) > 0 {
+			continue
 		}
-		l.wakeAt = time.Time{} // recomputed from the state this pass left
-
+		l.coalesce()
+		if err := l.passOnce(ctx); err != nil {
+			return err
+		}
 	}
 }
 
@@ -239,180 +299,5 @@ func (l *loop) drainEvents() {
 		default:
 			return
 		}
-	}
-}
-
-// outsideChange reports whether another process committed to the store or a DAG file changed.
-func (l *loop) outsideChange(ctx context.Context) bool {
-	if g := l.reg.generation(); g != l.regGen {
-		l.regGen = g
-		l.regChanged = true
-		l.scheds = map[*dag.DAG]*schedule{}
-		return true
-	}
-	v, err := l.st.DataVersion(ctx)
-	if err != nil {
-		return true // let the pass report the store's state
-	}
-	return v != l.dv
-}
-
-// failPass handles a pass whose transaction did not commit: memory is rebuilt from the store on
-// the next pass; completions stay pending and are rewritten then; callers waiting on a trigger or
-// a command hear the error.
-func (l *loop) failPass(err error) {
-	l.loaded = false
-	if errors.Is(err, context.Canceled) {
-		return
-	}
-	l.log.Warn("pass failed; will retry", "err", err)
-	kept := l.pending[:0]
-	for _, ev := range l.pending {
-		switch ev := ev.(type) {
-		case *evTrigger:
-			if ev.reply != nil {
-				ev.reply <- triggerReply{err: err}
-			}
-		case *evCommand:
-			if ev.reply != nil {
-				ev.reply <- err
-			}
-		default:
-			kept = append(kept, ev)
-		}
-	}
-	l.pending = kept
-	now := l.clock.Now()
-	l.unavailable(now, err)
-	if now.Sub(l.lastRenew) > l.cfg.Lease {
-		// The leases lapsed without renewal: another daemon may admit these entries again, so
-		// their processes must stop (§4.8).
-		for id, a := range l.running {
-			l.log.Warn("lease could not be renewed; killing the attempt", keyEntry, id)
-			a.kill("lease lost")
-		}
-	}
-}
-
-// pass is one decision: apply events, advance runs, admit, and commit once.
-func (l *loop) pass(ctx context.Context) error {
-	now := l.clock.Now()
-	l.prepareRules(now) // CPU work stays out of the write transaction
-	defer clear(l.ruleCache)
-	tx, err := l.st.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	committed := false
-	defer func() {
-		if !committed {
-			tx.Rollback()
-		}
-	}()
-	dv, err := tx.DataVersion()
-	if err != nil {
-		return err
-	}
-	reloaded := l.regChanged
-	if !l.loaded || dv != l.dv || l.regChanged {
-		if err := l.load(tx, now); err != nil {
-			return err
-		}
-	}
-	l.dv = dv
-	p := &passState{now: now}
-	// Renew first: a daemon that can pass is alive, and its own claims must not look expired
-	// to the expiry check below.
-	if now.Sub(l.lastRenew) >= l.cfg.RenewEvery {
-		if err := tx.Heartbeat(l.cfg.DaemonID, l.epoch, now, now.Add(l.cfg.Lease)); err != nil {
-			return err
-		}
-		p.renewed = true
-	}
-	finished := map[int64]bool{}
-	for _, ev := range l.pending {
-		if f, ok := ev.(*evFinished); ok {
-			finished[f.entry] = true
-		}
-	}
-	for _, ev := range l.pending {
-		if s, ok := ev.(*evStarted); ok && finished[s.entry] {
-			continue // its end, written below, carries its start
-		}
-		if err := l.apply(tx, p, ev); err != nil {
-			return err
-		}
-	}
-	if reloaded {
-		if err := l.applyChanges(tx, p); err != nil {
-			return err
-		}
-	}
-	if err := l.createRuns(tx, p); err != nil {
-		return err
-	}
-	if err := l.advanceAll(tx, p); err != nil {
-		return err
-	}
-	if err := l.admit(tx, p); err != nil {
-		return err
-	}
-	if err := l.settleTriggers(tx, p); err != nil {
-		return err
-	}
-	if err := l.endRuns(tx, p); err != nil {
-		return err
-	}
-	if err := flushTIs(tx, p); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	committed = true
-	l.pending = l.pending[:0]
-	if p.renewed {
-		l.lastRenew = now
-		l.renewFail = false
-	}
-	l.afterCommit(p)
-	return nil
-}
-
-// passState collects what one pass decided, applied after its commit.
-type passState struct {
-	now      time.Time
-	admitted []*liveEntry
-	newRuns  []*liveRun
-	started  []*liveRun // runs that went from queued to running in this pass
-	replies  []func()
-	ended    []*liveRun
-	renewed  bool
-	triggers []*pendingTrigger
-	notices  []Notice
-	dirtyTIs []*liveTI // written once, before the commit
-}
-
-func (l *loop) afterCommit(p *passState) {
-	for _, le := range p.admitted {
-		l.spawn(le)
-	}
-	for _, r := range p.replies {
-		r()
-	}
-	for _, r := range p.ended {
-		l.log.Info("run ended", keyDAG, r.DAGID, keyRun, r.RunID, "state", r.State)
-		l.notify(p, Notice{Kind: NoticeRunEnded, DAGID: r.DAGID, RunID: r.RunID, State: r.State, Reason: r.Reason})
-		if r.PK == l.testPK && l.testPK != 0 {
-			l.testMu.Lock()
-			l.testRun, l.testDone = r.Run, true
-			l.testMu.Unlock()
-		}
-	}
-	for _, n := range p.notices {
-		l.cfg.Notify(n)
-	}
-	if len(p.ended) > 0 {
-		l.wake() // a queued run (max_active_runs, forbid, catch-up) may start now
 	}
 }

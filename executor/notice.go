@@ -14,6 +14,8 @@ type Notice struct {
 	// Duration is an attempt's run time, or how long an admitted entry waited.
 	Duration time.Duration
 	Pool     string // admitted: the first named pool of the entry
+	// At is the pass's time (NoticePass): a pass at or after t began after the clock read t.
+	At time.Time
 }
 
 // NoticeKind names what happened.
@@ -25,6 +27,9 @@ const (
 	NoticeAdmitted     NoticeKind = "admitted"
 	NoticeExpired      NoticeKind = "expired"
 	NoticeRejected     NoticeKind = "rejected"
+	// NoticePass follows every committed pass, after its other notices: a test waits for a
+	// pass with it instead of polling the store.
+	NoticePass NoticeKind = "pass"
 )
 
 func (l *loop) notify(p *passState, n Notice) {

@@ -86,7 +86,7 @@ func (l *loop) sensorTimedOut(tx *store.Tx, p *passState, le *liveEntry, at time
 	ti, run := le.ti, le.run
 	s := ti.task.Sensor
 	reason := fmt.Sprintf("sensor timeout %s passed", s.Timeout)
-	if err := tx.EndEntry(le.ID, "done", "timeout", reason, p.now); err != nil {
+	if err := tx.EndEntry(le.ID, store.EntryDone, "timeout", reason, p.now); err != nil {
 		return err
 	}
 	delete(l.entries, le.ID)

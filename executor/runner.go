@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,11 +21,17 @@ import (
 
 // Environment variables the local executor adds to every attempt (§3.4). The daemon's id and
 // epoch let a restarted daemon find attempt processes its previous life left behind.
+// POOLFLOW_ATTEMPT is unique per attempt in this process: the orphans of an ended attempt are
+// found by it.
 const (
 	envDaemonID = "POOLFLOW_DAEMON_ID"
 	envEpoch    = "POOLFLOW_DAEMON_EPOCH"
 	envStore    = "POOLFLOW_STORE"
+	envAttempt  = "POOLFLOW_ATTEMPT"
 )
+
+// attemptSeq numbers attempts in this process for their POOLFLOW_ATTEMPT tag.
+var attemptSeq atomic.Int64
 
 // attempt is one running try of a task.
 type attempt struct {
@@ -38,6 +44,7 @@ type attempt struct {
 	params  map[string]any
 	replay  bool
 	logPath string
+	tag     string // POOLFLOW_ATTEMPT
 
 	mu       sync.Mutex
 	pgid     int
@@ -56,13 +63,14 @@ func (l *loop) spawn(le *liveEntry) {
 	run := le.run
 	a := &attempt{entry: le.ID, dagID: run.DAGID, runID: run.RunID, task: le.ti.task, try: le.TryNumber,
 		logical: run.LogicalDate, params: run.params, replay: le.Replay,
-		logPath: LogPath(l.cfg.StateDir, run.DAGID, run.RunID, le.TaskID, le.TryNumber)}
+		logPath: LogPath(l.cfg.StateDir, run.DAGID, run.RunID, le.TaskID, le.TryNumber),
+		tag:     strconv.Itoa(os.Getpid()) + "." + strconv.FormatInt(attemptSeq.Add(1), 10)}
 	l.running[le.ID] = a
 	l.attemptsWG.Add(1)
 	go func() {
 		defer l.attemptsWG.Done()
 		ev := l.execute(a)
-		l.events <- ev
+		l.post(ev)
 	}()
 }
 
@@ -95,12 +103,8 @@ func (a *attempt) stopReason() string {
 // execute runs the attempt to its end and describes that end.
 func (l *loop) execute(a *attempt) *evFinished {
 	start := l.clock.Now()
-	ev := &evFinished{entry: a.entry, start: start}
-	logf, err := newAttemptLog(a.logPath, a.replay)
-	if err != nil {
-		ev.end, ev.reason = l.clock.Now(), "open log: "+err.Error()
-		return ev
-	}
+	ev := &evFinished{entry: a.entry, start: start, a: a}
+	logf := newAttemptLog(a.logPath, a.replay)
 	defer logf.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -109,10 +113,10 @@ func (l *loop) execute(a *attempt) *evFinished {
 	a.mu.Unlock()
 	switch a.task.Kind {
 	case dag.KindGo:
-		l.events <- &evStarted{entry: a.entry, start: start}
+		l.post(&evStarted{entry: a.entry, start: start})
 		ev.ok, ev.reason = runGo(ctx, a, logf)
 	case dag.KindSensor:
-		l.events <- &evStarted{entry: a.entry, start: start}
+		l.post(&evStarted{entry: a.entry, start: start})
 		if a.task.Sensor.Mode == dag.ModeReschedule {
 			l.pokeOnce(ctx, a, logf, ev)
 		} else {
@@ -158,12 +162,15 @@ func (l *loop) env(a *attempt) []string {
 		envDaemonID+"="+l.cfg.DaemonID,
 		envEpoch+"="+strconv.FormatInt(l.epoch, 10),
 		envStore+"="+l.st.Path(),
+		envAttempt+"="+a.tag,
 	)
 }
 
-// runProcess runs argv in its own process group with output to the log. execution_timeout sends
-// SIGTERM to the group, then SIGKILL after the grace period (§3.4). When the leader exits, what
-// is left of its group is killed so a finished attempt holds no processes.
+// runProcess runs argv in its own session and process group with output to the log.
+// execution_timeout sends SIGTERM to the group, then SIGKILL after the grace period (§3.4).
+// When the leader exits, what is left of its group is killed, and so are the orphans that left
+// the group but carry the attempt's tag (setsid'ed descendants): a finished attempt holds no
+// processes, and it reports its end (so its claims are released) only once they are gone.
 func (l *loop) runProcess(ctx context.Context, a *attempt, logf *attemptLog, argv []string) (bool, string) {
 	if len(argv) == 0 {
 		return false, "empty command"
@@ -177,18 +184,28 @@ func (l *loop) runProcess(ctx context.Context, a *attempt, logf *attemptLog, arg
 		return false, "pipe: " + err.Error()
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	// Its own session: the attempt's processes are told from the daemon's by it (reaper.go).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = startLeader(cmd.Start, func() int { return cmd.Process.Pid })
 	pw.Close()
 	if err != nil {
 		pr.Close()
 		fmt.Fprintf(logf, "poolflow: cannot start %q: %v\n", argv[0], err)
 		return false, "start: " + err.Error()
 	}
+	pgid := cmd.Process.Pid
+	l.wd.add(pgid)
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
-		_, _ = io.Copy(logf, pr)
+		reported := false
+		drain(logf, pr, func(err error) {
+			if !reported {
+				reported = true
+				l.log.Warn("attempt log cannot be written; output is dropped until it can", keyDAG, a.dagID, keyRun, a.runID,
+					keyTask, a.task.ID, keyTry, a.try, "err", err)
+			}
+		})
 	}()
 	defer func() {
 		// The group is dead by now; a process that left it may still hold the pipe, so the
@@ -199,7 +216,6 @@ func (l *loop) runProcess(ctx context.Context, a *attempt, logf *attemptLog, arg
 		}
 		pr.Close()
 	}()
-	pgid := cmd.Process.Pid
 	a.mu.Lock()
 	a.pgid = pgid
 	killed := a.killedBy != ""
@@ -207,7 +223,7 @@ func (l *loop) runProcess(ctx context.Context, a *attempt, logf *attemptLog, arg
 	if killed {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
-	l.events <- &evStarted{entry: a.entry, pgid: pgid, start: l.clock.Now()}
+	l.post(&evStarted{entry: a.entry, pgid: pgid, start: l.clock.Now()})
 	var timedOut bool
 	var tmu sync.Mutex
 	if to := a.task.ExecutionTimeout; to > 0 {
@@ -221,7 +237,13 @@ func (l *loop) runProcess(ctx context.Context, a *attempt, logf *attemptLog, arg
 		defer t.Stop()
 	}
 	err = cmd.Wait()
+	leaderDone(pgid)
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	for limit := l.cfg.KillGrace; !sweepAttempt(a.tag, pgid, limit); limit = min(2*limit, time.Minute) {
+		l.log.Warn("processes of an ended attempt survive SIGKILL; its claims stay held until they are gone",
+			keyDAG, a.dagID, keyRun, a.runID, keyTask, a.task.ID, keyTry, a.try, "pgid", pgid)
+	}
+	l.wd.remove(pgid)
 	tmu.Lock()
 	defer tmu.Unlock()
 	switch {

@@ -69,7 +69,9 @@ func (l *loop) createRuns(tx *store.Tx, p *passState) error {
 			return err
 		}
 	}
-	l.reboot = false
+	// The fires are consumed only when this pass commits (afterCommit); a pass that fails
+	// drops them with the §4.9 warning instead (unavailable).
+	p.rebooted = l.reboot
 	return nil
 }
 
@@ -120,10 +122,16 @@ func (l *loop) cronFires(tx *store.Tx, p *passState, d *dag.DAG, cs cron.Schedul
 	return l.fire(tx, p, d, "schedule", next)
 }
 
+// openScheduledRuns counts the open scheduled and catch-up runs of a DAG, every owner's (§9).
 func (l *loop) openScheduledRuns(dagID string) int {
 	n := 0
 	for _, r := range l.runs {
-		if r.DAGID == dagID && (r.RunType == "schedule" || r.RunType == "catchup") {
+		if r.DAGID == dagID && isLeaderOwned(r.RunType) {
+			n++
+		}
+	}
+	for _, r := range l.others {
+		if r.DAGID == dagID && isLeaderOwned(r.RunType) {
 			n++
 		}
 	}
@@ -152,8 +160,10 @@ func (l *loop) setCheckpoint(tx *store.Tx, dagID string, at time.Time) error {
 	return tx.SetCheckpoint(dagID, at)
 }
 
-// nextFire is the earliest cron fire the loop must wake for.
-func (l *loop) nextFire() time.Time {
+// nextFire is the earliest cron fire after now the loop must wake for. A fire already due that
+// the last pass did not create waits for a catch-up run to end (this daemon's or another's):
+// that end wakes the loop, so it is not a reason to pass again at once.
+func (l *loop) nextFire(now time.Time) time.Time {
 	var out time.Time
 	if l.cfg.Test != nil {
 		return out
@@ -168,7 +178,7 @@ func (l *loop) nextFire() time.Time {
 		if cp.IsZero() {
 			continue
 		}
-		if n := s.cron.Next(cp); out.IsZero() || n.Before(out) {
+		if n := s.cron.Next(cp); n.After(now) && (out.IsZero() || n.Before(out)) {
 			out = n
 		}
 	}

@@ -214,7 +214,7 @@ func firstPool(le *liveEntry) string {
 func (l *loop) refuseRun(tx *store.Tx, p *passState, run *liveRun, reason string) error {
 	for _, ti := range run.inOrder() {
 		if le := ti.entry; le != nil && le.State == "waiting" {
-			if err := tx.EndEntry(le.ID, "rejected", "rejected", reason, p.now); err != nil {
+			if err := tx.EndEntry(le.ID, store.EntryRejected, "rejected", reason, p.now); err != nil {
 				return err
 			}
 			delete(l.entries, le.ID)

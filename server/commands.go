@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -19,9 +21,11 @@ var errCommandPending = errors.New("command queued")
 
 // sendCommand applies an operator command to a task instance. A run this process's daemon owns
 // goes through its loop and the answer is immediate. A run another process owns (or nobody yet)
-// gets the command through the store, as the CLI sends it; the answer waits for that daemon up
-// to CommandWait and is errCommandPending after that. Commands tolerate replay (§4.8): a
-// command applied twice is refused the second time with a conflict, never applied twice.
+// gets the command through the store, as the CLI sends it: its owner applies it when alive,
+// any live daemon when the owner is gone (§9); the answer waits up to CommandWait and is
+// errCommandPending after that. When no live process can apply it, the answer is a 409 saying
+// so. Commands tolerate replay (§4.8): a command applied twice is refused the second time with
+// a conflict, never applied twice.
 func (s *Server) sendCommand(ctx context.Context, run store.Run, kind, taskID, note string) error {
 	c := store.Command{Kind: kind, Run: run.PK, TaskID: taskID, Who: commandWho, Note: note}
 	if s.cfg.Daemon != nil && run.Owner == s.cfg.Daemon.ID() {
@@ -33,6 +37,16 @@ func (s *Server) sendCommand(ctx context.Context, run store.Run, kind, taskID, n
 	}
 	if run.State != string(dag.RunQueued) && run.State != string(dag.RunRunning) {
 		return conflict("dag run %s has ended (%s)", run.RunID, run.State)
+	}
+	owners, err := s.cfg.Store.ListOwners(ctx)
+	if err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	// Liveness is judged by the wall clock, like the owners' leases (s.now stamps records).
+	who, ok, why := executor.CommandTarget(run, owners, time.Now(), host)
+	if !ok {
+		return conflict("%s of %s: %s", kind, taskID, why)
 	}
 	if err := s.writer.WithTx(ctx, func(tx *store.Tx) error { return tx.InsertCommand(&c, s.now()) }); err != nil {
 		return err
@@ -56,12 +70,8 @@ func (s *Server) sendCommand(ctx context.Context, run store.Run, kind, taskID, n
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline.C:
-			owner := run.Owner
-			if owner == "" {
-				owner = "the next daemon"
-			}
 			return fmt.Errorf("%w: %s of %s is queued for %s, which has not applied it yet", errCommandPending, kind,
-				taskID, owner)
+				taskID, who)
 		case <-tick.C:
 		}
 	}

@@ -33,3 +33,25 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+// startingJSON is /health while the process waits for the store to start its scheduler.
+type startingJSON struct {
+	healthJSON
+	Detail string `json:"detail"`
+}
+
+// Starting is the handler `poolflow serve` answers with while its scheduler waits for a busy or
+// unavailable store (§3.5, §4.9): /api/v1/health says the store and the scheduler are
+// unhealthy, with why, and every other route answers 503 pool state is unavailable.
+func Starting(reason func() string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		why := reason()
+		if r.URL.Path == "/api/v1/health" {
+			out := startingJSON{healthJSON: healthJSON{Metadatabase: statusJSON{"unhealthy"},
+				Scheduler: schedulerJSON{Status: "unhealthy"}}, Detail: "starting: " + why}
+			writeJSON(w, http.StatusServiceUnavailable, out)
+			return
+		}
+		writeProblem(w, http.StatusServiceUnavailable, unavailableDetail+": poolflow is starting: "+why)
+	})
+}

@@ -1,12 +1,16 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/poolflow/poolflow/store"
 )
 
 // TestPoolCRUD creates, changes and deletes a stored pool; file pools stay read-only and a pool a
@@ -150,5 +154,41 @@ func TestBoardOrder(t *testing.T) {
 	}
 	if want := []string{"u1/10", "h1/2", "h2/2"}; !slices.Equal(got, want) {
 		t.Fatalf("waiting order %v, want %v", got, want)
+	}
+}
+
+// TestCancelWithNoDaemonAlive: a cancel on a dead owner's entry answers 409 naming the owner
+// when no daemon is alive to apply it, instead of queueing it for nobody.
+func TestCancelWithNoDaemonAlive(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{token: testToken, noStop: true})
+	b.pause(t, "held")
+	if rec := b.trigger(t, "held", "r1", ""); rec.Code != http.StatusAccepted {
+		t.Fatalf("start: %d %s", rec.Code, rec.Body)
+	}
+	if err := b.daemon.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	run, err := b.st.GetRun(ctx, "held", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := time.Now().Add(-time.Hour)
+	err = b.st.WithTx(ctx, func(tx *store.Tx) error {
+		run.Owner = "ghost"
+		if err := tx.UpdateRun(&run); err != nil {
+			return err
+		}
+		return tx.PutOwner(&store.Owner{ID: "ghost", Kind: store.OwnerDaemon, Host: "elsewhere", PID: 4242,
+			StartedAt: gone, Heartbeat: gone, LeaseUntil: gone.Add(30 * time.Second)})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := b.do(t, http.MethodPost, "/pools/db/queue/1/cancel", "", testToken)
+	if detail := problemOf(t, rec).Detail; rec.Code != http.StatusConflict ||
+		!strings.Contains(detail, "no daemon is alive") || !strings.Contains(detail, "ghost (pid 4242 on host elsewhere)") {
+		t.Fatalf("cancel with nobody alive: %d %s", rec.Code, rec.Body)
 	}
 }

@@ -123,10 +123,10 @@ func (s *Store) ListImportErrors(ctx context.Context) ([]ImportErrorRow, error) 
 	return out, unavailable(rows.Err())
 }
 
-// DaemonHeartbeat is the last heartbeat a daemon recorded; ErrNotFound for a daemon never seen.
+// DaemonHeartbeat is the last heartbeat an owner recorded; ErrNotFound for an owner never seen.
 func (s *Store) DaemonHeartbeat(ctx context.Context, id string) (time.Time, error) {
 	var hb int64
-	err := s.r.QueryRowContext(ctx, `SELECT heartbeat FROM daemons WHERE id = ?`, id).Scan(&hb)
+	err := s.r.QueryRowContext(ctx, `SELECT heartbeat FROM owners WHERE id = ?`, id).Scan(&hb)
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, ErrNotFound
 	}

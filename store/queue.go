@@ -65,28 +65,14 @@ func (t *Tx) Entries(states ...string) ([]Entry, error) {
 	return entries(t.ctx, t.tx, states, 0)
 }
 
-// ReleaseClaims deletes every claim of an entry and sets its final or waiting state.
-// state "waiting" puts it back in the queue (same try number); replay marks that its attempt
-// log gets a replay line when it runs again.
-func (t *Tx) ReleaseClaims(id int64, state string, replay bool, now time.Time) error {
-	if _, err := t.exec(`DELETE FROM claims WHERE entry = ?`, id); err != nil {
+// EndEntry gives a waiting entry a terminal state (expired, cancelled, rejected, retired, or done
+// for a sensor that timed out between pokes) with a reason, and releases any claim it kept.
+func (t *Tx) EndEntry(id int64, state EntryState, code, reason string, now time.Time) error {
+	if err := t.moveEntry(id, state, `reason_code = ?, reason = ?, ended_at = ?`,
+		nullString(code), nullString(reason), Micros(now)); err != nil {
 		return err
 	}
-	if state == "waiting" {
-		_, err := t.exec(`UPDATE queue_entries SET state = 'waiting', replay = ?, admitted_at = NULL WHERE id = ?`, replay, id)
-		return err
-	}
-	_, err := t.exec(`UPDATE queue_entries SET state = ?, ended_at = ? WHERE id = ?`, state, Micros(now), id)
-	return err
-}
-
-// EndEntry gives a waiting entry a terminal state (expired, cancelled, rejected, retired) with a reason.
-func (t *Tx) EndEntry(id int64, state, code, reason string, now time.Time) error {
-	if _, err := t.exec(`DELETE FROM claims WHERE entry = ?`, id); err != nil {
-		return err
-	}
-	_, err := t.exec(`UPDATE queue_entries SET state = ?, reason_code = ?, reason = ?, ended_at = ? WHERE id = ?`,
-		state, nullString(code), nullString(reason), Micros(now), id)
+	_, err := t.exec(`DELETE FROM claims WHERE entry = ?`, id)
 	return err
 }
 
@@ -118,6 +104,9 @@ func (t *Tx) SetForce(id int64) error {
 // Admit debits every requirement of an entry in claims rows and marks it admitted. Together
 // with the other admissions of a pass it commits or rolls back as one (§4.3).
 func (t *Tx) Admit(e *Entry, daemon string, epoch int64, now, leaseUntil time.Time) error {
+	if err := t.moveEntry(e.ID, EntryAdmitted, `admitted_at = ?, reason_code = NULL, reason = NULL`, Micros(now)); err != nil {
+		return err
+	}
 	if t.failAfter != nil {
 		// Failure injection debits pool by pool so a test can fail between two pools.
 		for _, n := range e.Needs {
@@ -139,9 +128,7 @@ func (t *Tx) Admit(e *Entry, daemon string, epoch int64, now, leaseUntil time.Ti
 			return err
 		}
 	}
-	_, err := t.exec(`UPDATE queue_entries SET state = 'admitted', admitted_at = ?, reason_code = NULL, reason = NULL
-		WHERE id = ? AND state = 'waiting'`, Micros(now), e.ID)
-	return err
+	return nil
 }
 
 var errInjected = errors.New("injected failure")
@@ -206,7 +193,10 @@ func (t *Tx) QueuedCount(pool string) (int, error) {
 // same try number, its task instance back to scheduled (recovery, lost leases, shutdown, §4.8).
 // The entry's next run appends to the same attempt log after a replay line.
 func (t *Tx) RequeueEntry(id int64) error {
-	if err := t.ReleaseClaims(id, "waiting", true, time.Time{}); err != nil {
+	if err := t.moveEntry(id, EntryWaiting, `replay = 1, admitted_at = NULL`); err != nil {
+		return err
+	}
+	if _, err := t.exec(`DELETE FROM claims WHERE entry = ?`, id); err != nil {
 		return err
 	}
 	_, err := t.exec(`UPDATE task_instances SET state = 'scheduled'
@@ -214,18 +204,33 @@ func (t *Tx) RequeueEntry(id int64) error {
 	return err
 }
 
-// ReleaseHeld is the release of a completion: it deletes the entry's claims only if daemon still
-// holds them under epoch (the fencing check of §4.8) and then marks the entry done. It reports
-// false, changing nothing, when the claims are gone or belong to another epoch.
+// ReleaseEntry releases every claim of an entry whose holder is gone or whose lease lapsed: an
+// admitted entry goes back to the queue (RequeueEntry); a waiting one (a sensor between pokes)
+// only loses the claims it kept. It returns the state the entry was in.
+func (t *Tx) ReleaseEntry(id int64) (EntryState, error) {
+	var cur EntryState
+	if err := t.tx.QueryRowContext(t.ctx, `SELECT state FROM queue_entries WHERE id = ?`, id).Scan(&cur); err != nil {
+		return "", unavailable(err)
+	}
+	if cur == EntryAdmitted {
+		return cur, t.RequeueEntry(id)
+	}
+	_, err := t.exec(`DELETE FROM claims WHERE entry = ?`, id)
+	return cur, err
+}
+
+// ReleaseHeld is the release of a completion: it marks the entry done and deletes its claims
+// only if daemon still holds them under epoch (the fencing check of §4.8). It reports false,
+// changing nothing, when the claims are gone or belong to another epoch.
 func (t *Tx) ReleaseHeld(id int64, daemon string, epoch int64, now time.Time) (bool, error) {
-	res, err := t.exec(`DELETE FROM claims WHERE entry = ? AND daemon = ? AND epoch = ?`, id, daemon, epoch)
-	if err != nil {
+	held, err := t.HoldsClaim(id, daemon, epoch)
+	if err != nil || !held {
 		return false, err
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return false, nil
+	if err := t.moveEntry(id, EntryDone, `ended_at = ?`, Micros(now)); err != nil {
+		return false, err
 	}
-	_, err = t.exec(`UPDATE queue_entries SET state = 'done', ended_at = ? WHERE id = ?`, Micros(now), id)
+	_, err = t.exec(`DELETE FROM claims WHERE entry = ?`, id)
 	return true, err
 }
 
@@ -237,6 +242,23 @@ func (t *Tx) RequeueHeld(id int64, daemon string, epoch int64) (bool, error) {
 		return false, err
 	}
 	return true, t.RequeueEntry(id)
+}
+
+// RetireOrphans retires the waiting entries of runs that have ended (§4.6: if the DAG run
+// already ended, the entry is retired and its backlog place released), with the claims they
+// kept, and reports how many it retired.
+func (t *Tx) RetireOrphans(now time.Time) (int, error) {
+	const orphan = `state = 'waiting' AND run IN (SELECT id FROM dag_runs WHERE state NOT IN ('queued', 'running'))`
+	if _, err := t.exec(`DELETE FROM claims WHERE entry IN (SELECT id FROM queue_entries WHERE ` + orphan + `)`); err != nil {
+		return 0, err
+	}
+	res, err := t.exec(`UPDATE queue_entries SET state = 'retired', reason_code = 'retired', reason = 'the run has ended',
+		ended_at = ? WHERE `+orphan, Micros(now))
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
 }
 
 // FinishDrain switches a draining pool to its new capacity once no entry waits for it (§4.7).
@@ -264,10 +286,25 @@ func (t *Tx) Reschedule(id int64, keep []string, notBefore time.Time) error {
 			args = append(args, k)
 		}
 	}
-	if _, err := t.exec(q, args...); err != nil {
+	if err := t.moveEntry(id, EntryWaiting, `not_before = ?, admitted_at = NULL`, Micros(notBefore)); err != nil {
 		return err
 	}
-	_, err := t.exec(`UPDATE queue_entries SET state = 'waiting', not_before = ?, admitted_at = NULL WHERE id = ?`,
-		Micros(notBefore), id)
+	_, err := t.exec(q, args...)
+	return err
+}
+
+// RecordEnd writes the end of entry id's attempt for a writer that no longer has its run in
+// memory: the attempt row, and the task instance's final state and dates if it still shows the
+// attempt running.
+func (t *Tx) RecordEnd(id int64, a *Attempt) error {
+	if err := t.tx.QueryRowContext(t.ctx, `SELECT run, task_id FROM queue_entries WHERE id = ?`, id).Scan(&a.Run, &a.TaskID); err != nil {
+		return unavailable(err)
+	}
+	if err := t.InsertAttempt(a); err != nil {
+		return err
+	}
+	_, err := t.exec(`UPDATE task_instances SET state = ?, try_number = ?, start_date = ?, end_date = ?, next_at = NULL, reason = ?
+		WHERE run = ? AND task_id = ? AND state = 'running'`, a.State, a.TryNumber, nullMicros(a.StartDate),
+		nullMicros(a.EndDate), nullString(a.Reason), a.Run, a.TaskID)
 	return err
 }

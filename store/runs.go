@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 	"time"
 )
@@ -50,13 +51,17 @@ func (t *Tx) UpdateRun(r *Run) error {
 	return err
 }
 
-// OpenRuns lists queued and running runs that daemon owns or that nobody owns yet.
-func (t *Tx) OpenRuns(daemon string) ([]Run, error) {
-	rows, err := t.query(`SELECT `+runCols+` FROM dag_runs
-		WHERE state IN ('queued', 'running') AND (owner IS NULL OR owner = ?) ORDER BY id`, daemon)
+// OpenRuns lists every queued and running run, whoever owns it: a daemon needs them all to count
+// runs across daemons (§9) and to tell its own from the live and the dead owners' ones.
+func (t *Tx) OpenRuns() ([]Run, error) {
+	rows, err := t.query(`SELECT ` + runCols + ` FROM dag_runs WHERE state IN ('queued', 'running') ORDER BY id`)
 	if err != nil {
 		return nil, err
 	}
+	return scanRuns(rows)
+}
+
+func scanRuns(rows *sql.Rows) ([]Run, error) {
 	defer rows.Close()
 	var out []Run
 	for rows.Next() {
@@ -67,6 +72,15 @@ func (t *Tx) OpenRuns(daemon string) ([]Run, error) {
 		out = append(out, r)
 	}
 	return out, unavailable(rows.Err())
+}
+
+// RunByPK reads a run by its key; ErrNotFound for none.
+func (t *Tx) RunByPK(pk int64) (Run, error) {
+	r, err := scanRun(t.tx.QueryRowContext(t.ctx, `SELECT `+runCols+` FROM dag_runs WHERE id = ?`, pk))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, ErrNotFound
+	}
+	return r, unavailable(err)
 }
 
 // InsertTI creates a task instance.
@@ -199,12 +213,22 @@ func (t *Tx) InsertCommand(c *Command, now time.Time) error {
 	return err
 }
 
-// PendingCommands lists undone commands for runs owned by daemon.
-func (t *Tx) PendingCommands(daemon string) ([]Command, error) {
-	rows, err := t.query(`SELECT c.id, c.kind, c.run, c.task_id, c.who, c.note FROM commands c
-		JOIN dag_runs r ON r.id = c.run WHERE c.done_at IS NULL AND r.owner = ? ORDER BY c.id`, daemon)
+// PendingCommands lists undone commands for runs owned by one of owners (a daemon applies its
+// own and those of dead owners whose work it holds, §9), and for runs that have ended, which
+// any daemon refuses.
+func (t *Tx) PendingCommands(owners []string) ([]Command, error) {
+	q := `SELECT c.id, c.kind, c.run, c.task_id, c.who, c.note FROM commands c JOIN dag_runs r ON r.id = c.run
+		WHERE c.done_at IS NULL AND (r.state NOT IN ('queued', 'running')`
+	args := make([]any, 0, len(owners))
+	if len(owners) > 0 {
+		q += ` OR r.owner IN (?` + strings.Repeat(", ?", len(owners)-1) + `)`
+		for _, o := range owners {
+			args = append(args, o)
+		}
+	}
+	rows, err := t.tx.QueryContext(t.ctx, q+`) ORDER BY c.id`, args...)
 	if err != nil {
-		return nil, err
+		return nil, unavailable(err)
 	}
 	defer rows.Close()
 	var out []Command
@@ -216,6 +240,14 @@ func (t *Tx) PendingCommands(daemon string) ([]Command, error) {
 		out = append(out, c)
 	}
 	return out, unavailable(rows.Err())
+}
+
+// HasPendingCommand reports whether run already has an undone command of kind.
+func (t *Tx) HasPendingCommand(run int64, kind string) (bool, error) {
+	var n int
+	err := t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM commands WHERE run = ? AND kind = ? AND done_at IS NULL`,
+		run, kind).Scan(&n)
+	return n > 0, unavailable(err)
 }
 
 // DoneCommand marks a command as handled, with the reason it was refused if it was.

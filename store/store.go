@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // the SQLite driver
+	"github.com/mattn/go-sqlite3" // the SQLite driver
 )
 
 //go:embed migrations/*.sql
@@ -213,6 +213,21 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return unavailable(err)
 	}
 	return nil
+}
+
+// ioFailure reports whether a driver error is one of §4.9's conditions (an I/O error, a full
+// disk, a lock held past the bound, a damaged file) rather than a refused statement: this is
+// the one place that knows SQLite's codes.
+func ioFailure(err error) bool {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case sqlite3.ErrIoErr, sqlite3.ErrFull, sqlite3.ErrBusy, sqlite3.ErrLocked, sqlite3.ErrCorrupt, sqlite3.ErrNotADB,
+			sqlite3.ErrCantOpen, sqlite3.ErrProtocol, sqlite3.ErrNomem:
+			return true
+		}
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, sql.ErrTxDone)
 }
 
 // unavailable marks I/O-level failures (locks held past the bound, disk errors, timeouts) as

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
-	"time"
 )
 
 // Tx is one BEGIN IMMEDIATE transaction on the writer: an admission pass, a CLI command, or a
@@ -69,7 +68,11 @@ func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
 	}
 	res, err := st.ExecContext(t.ctx, args...)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", firstWords(query), err)
+		err = fmt.Errorf("%s: %w", firstWords(query), err)
+		if ioFailure(err) {
+			err = unavailable(err)
+		}
+		return nil, err
 	}
 	return res, nil
 }
@@ -121,29 +124,6 @@ func (t *Tx) DataVersion() (int64, error) {
 	var v int64
 	err := t.tx.QueryRowContext(t.ctx, `PRAGMA data_version`).Scan(&v)
 	return v, unavailable(err)
-}
-
-// RegisterDaemon records a daemon start and returns its new fencing epoch.
-func (t *Tx) RegisterDaemon(id string, pid int, now time.Time) (int64, error) {
-	var epoch int64
-	err := t.tx.QueryRowContext(t.ctx, `SELECT epoch FROM daemons WHERE id = ?`, id).Scan(&epoch)
-	if err != nil && err != sql.ErrNoRows {
-		return 0, unavailable(err)
-	}
-	epoch++
-	_, err = t.exec(`INSERT INTO daemons (id, epoch, pid, heartbeat) VALUES (?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET epoch = excluded.epoch, pid = excluded.pid, heartbeat = excluded.heartbeat`,
-		id, epoch, pid, Micros(now))
-	return epoch, err
-}
-
-// Heartbeat renews a daemon's liveness and the leases of every claim it holds under epoch.
-func (t *Tx) Heartbeat(id string, epoch int64, now, leaseUntil time.Time) error {
-	if _, err := t.exec(`UPDATE daemons SET heartbeat = ? WHERE id = ? AND epoch = ?`, Micros(now), id, epoch); err != nil {
-		return err
-	}
-	_, err := t.exec(`UPDATE claims SET lease_until = ? WHERE daemon = ? AND epoch = ?`, Micros(leaseUntil), id, epoch)
-	return err
 }
 
 func (s *Store) prepared(query string) *sql.Stmt {

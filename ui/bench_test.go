@@ -56,7 +56,7 @@ func fillBatch(b *testing.B, bd *bundle, now time.Time, lo, hi, n int) {
 				if err := tx.Admit(&e, "bench", 1, start, end); err != nil {
 					return err
 				}
-				if err := tx.ReleaseClaims(e.ID, "done", false, end); err != nil {
+				if _, err := tx.ReleaseHeld(e.ID, "bench", 1, end); err != nil {
 					return err
 				}
 			}

@@ -1,0 +1,47 @@
+package executor
+
+import (
+	"fmt"
+	"io"
+)
+
+// drain copies an attempt's output pipe to its log until the pipe closes. Writing the log must
+// never block the task: when a write fails (a full disk, say), drain keeps reading the pipe and
+// drops the output, and once a write succeeds again it first writes one marker line saying how
+// much was lost and why. report hears the first error of each episode. It returns the bytes
+// dropped in all.
+func drain(dst io.Writer, src io.Reader, report func(error)) int64 {
+	buf := make([]byte, 32<<10)
+	var dropped, episode int64
+	var cause error
+	for {
+		n, rerr := src.Read(buf)
+		if n > 0 {
+			if cause != nil {
+				// Space may be back: the marker goes first, or the chunk is dropped too.
+				marker := fmt.Sprintf("poolflow: %d bytes of output dropped: %v\n", episode, cause)
+				if _, err := io.WriteString(dst, marker); err == nil {
+					cause, episode = nil, 0
+				}
+			}
+			lost := n
+			if cause == nil {
+				w, err := dst.Write(buf[:n])
+				lost = n - w
+				if err != nil {
+					cause = err
+					if report != nil {
+						report(err)
+					}
+				}
+			}
+			if cause != nil {
+				dropped += int64(lost)
+				episode += int64(lost)
+			}
+		}
+		if rerr != nil {
+			return dropped
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package executor
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/poolflow/poolflow/store"
+)
+
+func owner(id string, kind store.OwnerKind, host string, pid int, lease time.Time) store.Owner {
+	return store.Owner{ID: id, Kind: kind, Host: host, PID: pid, Epoch: 1, StartedAt: t0.Add(-time.Hour),
+		Heartbeat: lease.Add(-30 * time.Second), LeaseUntil: lease}
+}
+
+// TestOwnerAlive: the lease decides for another host; on this host a process that is gone is
+// dead at once, lease or not.
+func TestOwnerAlive(t *testing.T) {
+	t.Parallel()
+	running := func(pid int) procCheck { return func(o store.Owner) bool { return o.PID == pid } }
+	cases := []struct {
+		name string
+		o    store.Owner
+		want bool
+	}{
+		{"lease running, process running here", owner("a", store.OwnerDaemon, "here", 10, t0.Add(time.Second)), true},
+		{"lease running, process gone here", owner("a", store.OwnerDaemon, "here", 11, t0.Add(time.Second)), false},
+		{"lease running, other host", owner("a", store.OwnerDaemon, "there", 11, t0.Add(time.Second)), true},
+		{"lease ended, other host", owner("a", store.OwnerDaemon, "there", 10, t0), false},
+		{"lease ended, process running here (stuck)", owner("a", store.OwnerDaemon, "here", 10, t0.Add(-time.Second)), false},
+		{"released at a clean stop", owner("a", store.OwnerTest, "here", 10, t0), false},
+	}
+	for _, tc := range cases {
+		if got := ownerAlive(tc.o, t0, "here", running(10)); got != tc.want {
+			t.Errorf("%s: alive = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestRunFate: what a daemon does with each open run, by owner and liveness.
+func TestRunFate(t *testing.T) {
+	t.Parallel()
+	owners := []store.Owner{
+		owner("me", store.OwnerDaemon, "h", 1, t0.Add(time.Minute)),
+		owner("live", store.OwnerDaemon, "h", 2, t0.Add(time.Minute)),
+		owner("dead", store.OwnerDaemon, "h", 3, t0.Add(-time.Minute)),
+	}
+	v := newOwnerView(owners, "me", t0, "h", func(store.Owner) bool { return true })
+	cases := []struct {
+		owner string
+		serve bool
+		want  runFate
+	}{
+		{"me", true, fateMine}, {"", true, fateTake}, {"", false, fateForeign}, {"live", true, fateForeign},
+		{"dead", true, fateAway}, {"dead", false, fateAway}, {"unknown", true, fateAway},
+	}
+	for _, tc := range cases {
+		if got := runFateOf(store.Run{Owner: tc.owner, RunType: "manual"}, "me", tc.serve, v); got != tc.want {
+			t.Errorf("owner %q serve %v: fate %d, want %d", tc.owner, tc.serve, got, tc.want)
+		}
+	}
+}
+
+// TestPlanTakeovers: a dead owner on this host is reaped first; once reaped (or on another
+// host) it is taken over, by a serve daemon completely; handled and live owners are left alone.
+func TestPlanTakeovers(t *testing.T) {
+	t.Parallel()
+	handled := owner("handled", store.OwnerDaemon, "h", 4, t0.Add(-time.Minute))
+	handled.HandledEpoch = 1
+	owners := []store.Owner{
+		owner("me", store.OwnerDaemon, "h", 1, t0.Add(time.Minute)),
+		owner("live", store.OwnerDaemon, "h", 2, t0.Add(time.Minute)),
+		owner("here", store.OwnerDaemon, "h", 3, t0.Add(-time.Minute)),
+		owner("there", store.OwnerTest, "far", 3, t0.Add(-time.Minute)),
+		handled,
+	}
+	v := newOwnerView(owners, "me", t0, "h", func(store.Owner) bool { return true })
+	plan := func(serve bool, reaped map[string]int64) []string {
+		var out []string
+		for _, tk := range planTakeovers(v, "me", serve, "h", reaped) {
+			out = append(out, tk.owner.ID+map[bool]string{true: "/reap", false: ""}[tk.reap]+
+				map[bool]string{true: "/adopt", false: ""}[tk.adopt])
+		}
+		return out
+	}
+	if got, want := plan(true, nil), []string{"here/reap/adopt", "there/adopt"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("serve, nothing reaped: %v, want %v", got, want)
+	}
+	if got, want := plan(true, map[string]int64{"here": 1}), []string{"here/adopt", "there/adopt"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("serve, here reaped: %v, want %v", got, want)
+	}
+	if got, want := plan(false, map[string]int64{"here": 1}), []string{"here", "there"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("dags test: %v, want %v", got, want)
+	}
+	if got := commandOwners(v, "me", true); !reflect.DeepEqual(got, []string{"me", "handled"}) {
+		t.Errorf("command owners %v", got)
+	}
+}
+
+// TestCommandTarget: a live owner applies its commands, a live daemon those of a dead owner,
+// and nobody alive is a clear refusal naming the dead owner.
+func TestCommandTarget(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	dead := owner("dead", store.OwnerDaemon, "elsewhere", 3, now.Add(-time.Minute))
+	live := owner("live", store.OwnerDaemon, "elsewhere", 4, now.Add(time.Minute))
+	test := owner("test:x:5", store.OwnerTest, "elsewhere", 5, now.Add(time.Minute))
+	run := store.Run{RunID: "r", Owner: "dead"}
+	if who, ok, _ := CommandTarget(run, []store.Owner{dead, live}, now, "here"); !ok || who != "live" {
+		t.Errorf("dead owner, live daemon: %s %v", who, ok)
+	}
+	if who, ok, _ := CommandTarget(store.Run{Owner: "test:x:5"}, []store.Owner{test}, now, "here"); !ok || who != "test:x:5" {
+		t.Errorf("live test owner: %s %v", who, ok)
+	}
+	_, ok, why := CommandTarget(run, []store.Owner{dead, test}, now, "here")
+	if ok || !strings.Contains(why, "no daemon is alive") || !strings.Contains(why, "belongs to dead (pid 3") {
+		t.Errorf("nobody alive: %v %q", ok, why)
+	}
+}
+
+// TestOwnerLiveError names the live process.
+func TestOwnerLiveError(t *testing.T) {
+	t.Parallel()
+	err := error(&OwnerLiveError{Owner: owner("d", store.OwnerDaemon, "h", 77, t0)})
+	if !errors.Is(err, ErrOwnerLive) || !strings.Contains(err.Error(), "pid 77 on host h since") {
+		t.Fatalf("%v", err)
+	}
+}

@@ -1,0 +1,217 @@
+package executor
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/poolflow/poolflow/store"
+)
+
+// Processes on this host: who is alive, which processes belong to which owner (by the
+// environment tags every attempt carries), and the orphans an attempt leaves behind.
+
+// procStat is what /proc/<pid>/stat says about a process.
+type procStat struct {
+	state     byte  // R, S, D, Z, …
+	ppid      int   // parent
+	pgrp, sid int   // process group and session
+	start     int64 // start time in clock ticks after boot
+}
+
+// readStat parses /proc/<pid>/stat; ok is false when the process is gone.
+func readStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	// The command name may hold spaces and parentheses: the fields start after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return procStat{}, false
+	}
+	f := strings.Fields(string(b[i+2:]))
+	if len(f) < 20 {
+		return procStat{}, false
+	}
+	var st procStat
+	st.state = f[0][0]
+	st.ppid, _ = strconv.Atoi(f[1])
+	st.pgrp, _ = strconv.Atoi(f[2])
+	st.sid, _ = strconv.Atoi(f[3])
+	st.start, _ = strconv.ParseInt(f[19], 10, 64)
+	return st, true
+}
+
+// selfStart is this process's start time, recorded on its owner row so a reused pid is not
+// taken for it.
+var selfStart = sync.OnceValue(func() int64 {
+	st, _ := readStat(os.Getpid())
+	return st.start
+})
+
+// processAlive reports whether pid runs and, when start is known, is the process that started
+// then (not a later one that reused the pid). A zombie is dead.
+func processAlive(pid int, start int64) bool {
+	if pid <= 0 {
+		return false
+	}
+	st, ok := readStat(pid)
+	if !ok || st.state == 'Z' || st.state == 'X' {
+		return false
+	}
+	return start == 0 || st.start == start
+}
+
+// processAliveOwner is a procCheck for processes outside any daemon (the CLI).
+func processAliveOwner(o store.Owner) bool { return processAlive(o.PID, o.ProcStart) }
+
+// inProcess records the owners that run in this process, by store and id, with their epoch:
+// several daemons may share one process (tests, programs embedding poolflow), and a pid check
+// cannot tell a stopped one from a running one.
+var inProcess = struct {
+	sync.Mutex
+	m map[string]int64
+}{m: map[string]int64{}}
+
+func inProcessKey(storePath, id string) string { return storePath + "\x00" + id }
+
+func setInProcess(storePath, id string, epoch int64) {
+	inProcess.Lock()
+	defer inProcess.Unlock()
+	if epoch == 0 {
+		delete(inProcess.m, inProcessKey(storePath, id))
+		return
+	}
+	inProcess.m[inProcessKey(storePath, id)] = epoch
+}
+
+// localAlive is the loop's procCheck: another process by pid and start time, this process by
+// its registry of running owners.
+func (l *loop) localAlive(o store.Owner) bool {
+	if o.PID == os.Getpid() {
+		inProcess.Lock()
+		defer inProcess.Unlock()
+		return inProcess.m[inProcessKey(l.st.Path(), o.ID)] == o.Epoch
+	}
+	return processAlive(o.PID, o.ProcStart)
+}
+
+// tagged finds the processes of owner id on the store at storePath whose epoch matches, by the
+// environment variables every attempt carries (§3.4): those of a previous life of this
+// daemon, or of a dead owner, whose process groups may not have reached the store. It returns
+// their process groups, this process's own group excepted.
+func tagged(id, storePath string, match func(epoch int64) bool) map[int]bool {
+	out := map[int]bool{}
+	procs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	wantID := []byte("\x00" + envDaemonID + "=" + id + "\x00")
+	wantStore := []byte("\x00" + envStore + "=" + storePath + "\x00")
+	wantAttempt := []byte("\x00" + envAttempt + "=")
+	self, selfGroup := os.Getpid(), syscall.Getpgrp()
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		env := append(append([]byte{0}, b...), 0)
+		if !bytes.Contains(env, wantAttempt) || !bytes.Contains(env, wantID) || !bytes.Contains(env, wantStore) {
+			continue
+		}
+		epoch, ok := envInt(env, envEpoch)
+		if !ok || !match(epoch) {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil || pid == self {
+			continue
+		}
+		if pgid, err := syscall.Getpgid(pid); err == nil && pgid != selfGroup {
+			out[pgid] = true
+		}
+	}
+	return out
+}
+
+// envInt reads the integer variable key from a NUL-framed environment.
+func envInt(env []byte, key string) (int64, bool) {
+	k := []byte("\x00" + key + "=")
+	i := bytes.Index(env, k)
+	if i < 0 {
+		return 0, false
+	}
+	rest := env[i+len(k):]
+	if j := bytes.IndexByte(rest, 0); j >= 0 {
+		rest = rest[:j]
+	}
+	v, err := strconv.ParseInt(string(rest), 10, 64)
+	return v, err == nil
+}
+
+// ownedGroup reports whether process group pgid (recorded on a claim) still belongs to owner
+// id: a pid is never reused while a group of that id exists, so a group whose leader is gone is
+// the recorded one; a group whose leader lives is the owner's only if the leader carries its
+// tags. This keeps a kill of a recorded pgid from hitting an unrelated group that reused it.
+func ownedGroup(pgid int, id, storePath string) bool {
+	if pgid <= 1 || syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pgid) + "/environ")
+	if err != nil || len(b) == 0 {
+		st, ok := readStat(pgid)
+		return !ok || st.pgrp != pgid // leader gone (or a zombie that left): the recorded group
+	}
+	env := append(append([]byte{0}, b...), 0)
+	return bytes.Contains(env, []byte("\x00"+envDaemonID+"="+id+"\x00")) &&
+		bytes.Contains(env, []byte("\x00"+envStore+"="+storePath+"\x00"))
+}
+
+// killGroups SIGKILLs every group and waits until none has a live member, up to limit; it
+// reports whether they are all gone.
+func killGroups(groups map[int]bool, limit time.Duration) bool {
+	for pgid := range groups {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	return waitGone(groups, limit)
+}
+
+// waitGone waits until the groups have no live member, up to limit. Zombies count as gone:
+// their parent reaps them, and they hold nothing.
+func waitGone(groups map[int]bool, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for pgid := range groups {
+		for groupLive(pgid) {
+			if time.Now().After(deadline) {
+				return false
+			}
+			time.Sleep(2 * time.Millisecond) // polling the kernel: a group's end has no event
+		}
+	}
+	return true
+}
+
+// groupLive reports whether process group pgid has a member that is not a zombie. kill(-pgid,
+// 0) also succeeds for zombies, so a group that answers is looked at member by member only then.
+func groupLive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	if st, ok := readStat(pgid); ok && st.pgrp == pgid && st.state != 'Z' {
+		return true // the leader itself lives
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := readStat(pid); ok && st.pgrp == pgid && st.state != 'Z' {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,149 @@
+package executor
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Orphans an attempt leaves behind. Every attempt leader runs in its own session and process
+// group; killing the group at the attempt's end stops what stayed in it. A descendant that
+// started its own session (setsid, a daemonizing script) left the group, so the daemon is a child
+// subreaper (PR_SET_CHILD_SUBREAPER): such processes come to it when their parent dies instead
+// of to init. At each attempt's end it looks only at its own children (one /proc read, not a
+// scan of every process), kills those that carry the attempt's tag or belong to its group, and
+// reaps the zombies of attempt processes. Children in the daemon's own session (what a Go task
+// starts with os/exec) are never touched: os/exec waits for them.
+
+const prSetChildSubreaper = 36
+
+var becomeSubreaper = sync.OnceFunc(func() {
+	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
+})
+
+// leaders are the attempt leaders os/exec is waiting for, across every daemon of this process:
+// the sweep must never reap one. spawnMu keeps a sweep from running between a leader's fork and
+// its registration.
+var leaders = struct {
+	sync.Mutex
+	m map[int]bool
+}{m: map[int]bool{}}
+
+var spawnMu sync.RWMutex
+
+// startLeader starts cmd and registers its pid as a leader, both under spawnMu's read side.
+func startLeader(start func() error, pid func() int) error {
+	spawnMu.RLock()
+	defer spawnMu.RUnlock()
+	if err := start(); err != nil {
+		return err
+	}
+	leaders.Lock()
+	leaders.m[pid()] = true
+	leaders.Unlock()
+	return nil
+}
+
+// leaderDone forgets a leader once os/exec has waited for it.
+func leaderDone(pid int) {
+	leaders.Lock()
+	delete(leaders.m, pid)
+	leaders.Unlock()
+}
+
+var selfSession = sync.OnceValue(func() int {
+	st, _ := readStat(os.Getpid())
+	return st.sid
+})
+
+// children lists this process's children attached to its main thread, where the kernel puts
+// the orphans it reparents to a subreaper; all threads are read when full is set.
+func children(full bool) []int {
+	self := strconv.Itoa(os.Getpid())
+	tids := []string{self}
+	if full {
+		if ents, err := os.ReadDir("/proc/self/task"); err == nil {
+			tids = tids[:0]
+			for _, e := range ents {
+				tids = append(tids, e.Name())
+			}
+		}
+	}
+	var out []int
+	for _, tid := range tids {
+		b, err := os.ReadFile("/proc/" + self + "/task/" + tid + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// sweepOnce kills this process's children that belong to the attempt (its tag in their
+// environment, its group or session) and reaps attempt processes that have ended. match nil
+// matches every attempt process (shutdown). It reports whether a matching child was alive.
+func sweepOnce(match func(pid int, st procStat) bool, full bool) bool {
+	spawnMu.Lock()
+	defer spawnMu.Unlock()
+	alive := false
+	for _, pid := range children(full) {
+		leaders.Lock()
+		leader := leaders.m[pid]
+		leaders.Unlock()
+		if leader {
+			continue
+		}
+		st, ok := readStat(pid)
+		if !ok || st.sid == selfSession() {
+			continue
+		}
+		if st.state == 'Z' {
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+			continue
+		}
+		if match != nil && !match(pid, st) {
+			continue
+		}
+		alive = true
+		if st.pgrp > 1 && st.pgrp != syscall.Getpgrp() {
+			_ = syscall.Kill(-st.pgrp, syscall.SIGKILL)
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return alive
+}
+
+// sweepAttempt stops what an ended attempt left: its group (already SIGKILLed by the caller)
+// and the orphans that carry its tag, until none is alive or limit passes. It reports whether
+// everything is gone; its claims are released only then.
+func sweepAttempt(tag string, pgid int, limit time.Duration) bool {
+	want := []byte("\x00" + envAttempt + "=" + tag + "\x00")
+	match := func(pid int, st procStat) bool {
+		if st.pgrp == pgid || st.sid == pgid {
+			return true
+		}
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		return err == nil && bytes.Contains(append(append([]byte{0}, b...), 0), want)
+	}
+	deadline := time.Now().Add(limit)
+	for wait := 500 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
+		orphans := sweepOnce(match, false)
+		if !orphans && !groupLive(pgid) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(wait) // a SIGKILLed process ends on its own time; nothing to wait on
+	}
+}

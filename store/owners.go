@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+)
+
+// OwnerKind says what kind of process an owner is (§9).
+type OwnerKind string
+
+const (
+	OwnerDaemon OwnerKind = "daemon" // poolflow serve
+	OwnerTest   OwnerKind = "test"   // poolflow dags test
+)
+
+// Owner is one row of the owners table: a process that can own runs, entries and claims, with
+// its liveness lease and fencing epoch.
+type Owner struct {
+	ID   string
+	Kind OwnerKind
+	Host string
+	PID  int
+	// ProcStart is the process's start time in clock ticks after boot (/proc/<pid>/stat), so a
+	// reused pid is not mistaken for the owner; 0 = unknown.
+	ProcStart  int64
+	Epoch      int64
+	StartedAt  time.Time
+	Heartbeat  time.Time
+	LeaseUntil time.Time
+	// HandledEpoch is the epoch whose end a live daemon has handled: its claims released, its
+	// leader-owned runs moved. 0 = none.
+	HandledEpoch int64
+}
+
+const ownerCols = `id, kind, host, pid, proc_start, epoch, started_at, heartbeat, lease_until, COALESCE(handled_epoch, 0)`
+
+func scanOwner(sc interface{ Scan(...any) error }) (Owner, error) {
+	var o Owner
+	var started, hb, lease int64
+	err := sc.Scan(&o.ID, &o.Kind, &o.Host, &o.PID, &o.ProcStart, &o.Epoch, &started, &hb, &lease, &o.HandledEpoch)
+	o.StartedAt, o.Heartbeat, o.LeaseUntil = FromMicros(started), FromMicros(hb), FromMicros(lease)
+	return o, err
+}
+
+func scanOwners(rows *sql.Rows) ([]Owner, error) {
+	defer rows.Close()
+	var out []Owner
+	for rows.Next() {
+		o, err := scanOwner(rows)
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		out = append(out, o)
+	}
+	return out, unavailable(rows.Err())
+}
+
+// Owners lists every owner row by id.
+func (t *Tx) Owners() ([]Owner, error) {
+	rows, err := t.query(`SELECT ` + ownerCols + ` FROM owners ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	return scanOwners(rows)
+}
+
+// OwnerByID reads one owner; ErrNotFound for an id never registered.
+func (t *Tx) OwnerByID(id string) (Owner, error) {
+	o, err := scanOwner(t.tx.QueryRowContext(t.ctx, `SELECT `+ownerCols+` FROM owners WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return o, ErrNotFound
+	}
+	return o, unavailable(err)
+}
+
+// PutOwner records an owner's start under the next fencing epoch (one more than the row's, if
+// it had one) and sets o.Epoch to it. Whether the id may be taken is the caller's decision.
+func (t *Tx) PutOwner(o *Owner) error {
+	var epoch int64
+	err := t.tx.QueryRowContext(t.ctx, `SELECT epoch FROM owners WHERE id = ?`, o.ID).Scan(&epoch)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return unavailable(err)
+	}
+	o.Epoch = epoch + 1
+	_, err = t.exec(`INSERT INTO owners (id, kind, host, pid, proc_start, epoch, started_at, heartbeat, lease_until)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, host = excluded.host, pid = excluded.pid,
+		proc_start = excluded.proc_start, epoch = excluded.epoch, started_at = excluded.started_at,
+		heartbeat = excluded.heartbeat, lease_until = excluded.lease_until, handled_epoch = NULL`,
+		o.ID, o.Kind, o.Host, o.PID, o.ProcStart, o.Epoch, Micros(o.StartedAt), Micros(o.Heartbeat), Micros(o.LeaseUntil))
+	return err
+}
+
+// Heartbeat renews an owner's lease and the leases of every claim it holds under epoch. It
+// returns the owner's row as it was before the renewal, so the caller sees whether another
+// process took its id (a newer epoch) or handled its end while it could not renew; it renews
+// nothing then.
+func (t *Tx) Heartbeat(id string, epoch int64, now, leaseUntil time.Time) (Owner, error) {
+	o, err := t.OwnerByID(id)
+	if err != nil || o.Epoch != epoch || o.HandledEpoch >= epoch {
+		return o, err
+	}
+	if _, err := t.exec(`UPDATE owners SET heartbeat = ?, lease_until = ? WHERE id = ? AND epoch = ?`,
+		Micros(now), Micros(leaseUntil), id, epoch); err != nil {
+		return o, err
+	}
+	_, err = t.exec(`UPDATE claims SET lease_until = ? WHERE daemon = ? AND epoch = ?`, Micros(leaseUntil), id, epoch)
+	return o, err
+}
+
+// ReleaseOwner ends an owner's lease at now (a clean stop): live daemons handle what it left at
+// once instead of waiting for the lease to run out. It changes nothing if another process took
+// the id since.
+func (t *Tx) ReleaseOwner(id string, epoch int64, now time.Time) error {
+	_, err := t.exec(`UPDATE owners SET lease_until = ?, heartbeat = ? WHERE id = ? AND epoch = ?`,
+		Micros(now), Micros(now), id, epoch)
+	return err
+}
+
+// DeleteOwner removes an owner row whose process will never come back (a dags test process)
+// once nothing it owned is left open.
+func (t *Tx) DeleteOwner(id string, epoch int64) error {
+	_, err := t.exec(`DELETE FROM owners WHERE id = ? AND epoch = ?`, id, epoch)
+	return err
+}
+
+// MarkOwnerHandled records that the end of owner id's epoch has been handled.
+func (t *Tx) MarkOwnerHandled(id string, epoch int64) error {
+	_, err := t.exec(`UPDATE owners SET handled_epoch = ? WHERE id = ? AND epoch = ?`, epoch, id, epoch)
+	return err
+}
+
+// ListOwners lists every owner row, for /health, the UI and the CLI.
+func (s *Store) ListOwners(ctx context.Context) ([]Owner, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+ownerCols+` FROM owners ORDER BY id`)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	return scanOwners(rows)
+}
+
+// GetOwner reads one owner row; ErrNotFound for an id never registered.
+func (s *Store) GetOwner(ctx context.Context, id string) (Owner, error) {
+	o, err := scanOwner(s.r.QueryRowContext(ctx, `SELECT `+ownerCols+` FROM owners WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return o, ErrNotFound
+	}
+	return o, unavailable(err)
+}
