@@ -1,0 +1,367 @@
+// Command poolflow-chaos is poolflow's chaos harness (issue 9): several `poolflow serve`
+// daemons and `poolflow dags test` processes on one store, DAGs with overlapping multi-pool
+// requirements, random kill -9 and restarts, DAG files deleted and restored, pools shrunk and
+// grown, for a bounded time; then a quiet period, and checks from the intervals the tasks
+// really ran and from the store: no pool over capacity, no attempt running twice, every run
+// final, no claim held and no orphan process after the lease bound.
+//
+//	make chaos                        # 5 minutes, 3 daemons, a random seed
+//	CHAOS_TIME=60s CHAOS_SEED=7 make chaos
+//	go run ./cmd/poolflow-chaos -h
+//
+// It is black-box: it drives the poolflow binary and reads state through its HTTP API and CLI.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	binary, store, dir   string
+	daemons, tests       int
+	chaos, lease, lag    time.Duration
+	longTask, quietMax   time.Duration
+	stall                time.Duration
+	seed                 uint64
+	keep, verbose, quiet bool
+	rates                rates
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("poolflow-chaos", flag.ContinueOnError)
+	fs.StringVar(&o.binary, "binary", "", "poolflow binary to test (default: go build ./cmd/poolflow into the run folder)")
+	fs.StringVar(&o.store, "store", "", "store DSN passed as --store to every poolflow process (issue 13; not yet accepted by the binary: leave empty for SQLite under the state folder)")
+	fs.StringVar(&o.dir, "dir", "", "run folder: project, state, logs, record (default: a new temporary folder, kept)")
+	fs.IntVar(&o.daemons, "daemons", envInt("CHAOS_DAEMONS", 3), "number of poolflow serve daemons ($CHAOS_DAEMONS)")
+	fs.IntVar(&o.tests, "tests", 2, "number of dags test slots (concurrent dags test processes)")
+	fs.DurationVar(&o.chaos, "time", envDuration("CHAOS_TIME", 5*time.Minute), "length of the chaos ($CHAOS_TIME)")
+	fs.DurationVar(&o.lease, "lease", 30*time.Second, "poolflow's claim and owner lease: the quiet period waits past it")
+	fs.DurationVar(&o.lag, "admit-lag", 5*time.Second, "bound on admission-to-process-start delay used around resizes")
+	fs.DurationVar(&o.longTask, "long-task", 40*time.Second, "length of the slow DAG's task during the chaos, longer than a lease (0 = no slow DAG)")
+	fs.DurationVar(&o.quietMax, "quiet-max", 5*time.Minute, "longest quiet period")
+	fs.DurationVar(&o.stall, "stall", 0, "quiet period: give up waiting after this long without progress (default lease + 15s)")
+	o.rates = defaultRates
+	fs.DurationVar(&o.rates.kill, "kill-every", o.rates.kill, "mean interval between kill -9s")
+	fs.DurationVar(&o.rates.http, "trigger-every", o.rates.http, "mean interval between HTTP triggers of mix or solo")
+	fs.DurationVar(&o.rates.test, "test-every", o.rates.test, "mean interval between dags test starts")
+	seed := fs.String("seed", os.Getenv("CHAOS_SEED"), "seed of the random choices ($CHAOS_SEED; default: from the clock)")
+	fs.BoolVar(&o.keep, "keep", true, "keep the run folder")
+	fs.BoolVar(&o.verbose, "v", false, "print every action as it happens")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if *seed == "" {
+		o.seed = uint64(time.Now().UnixNano() % 1e9)
+	} else {
+		n, err := strconv.ParseUint(*seed, 10, 64)
+		if err != nil {
+			return o, fmt.Errorf("seed %q: %v", *seed, err)
+		}
+		o.seed = n
+	}
+	if o.stall == 0 {
+		o.stall = o.lease + 15*time.Second
+	}
+	if o.daemons < 1 {
+		return o, fmt.Errorf("--daemons must be at least 1")
+	}
+	return o, nil
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return d
+	}
+	return def
+}
+
+// harness is one chaos run.
+type harness struct {
+	opt options
+	p   *project
+	r   *runner
+	rec *recorder
+	t0  time.Time
+
+	mu       sync.Mutex
+	counts   map[string]int
+	caps     []capChange
+	capNow   map[string]int
+	acks     []ack
+	timers   []timed
+	deleted  map[string]bool
+	lastKill time.Time
+	quiet    bool
+	quietAt  time.Time
+	inflight sync.WaitGroup
+	log      *os.File
+}
+
+// ack is a run poolflow said it created.
+type ack struct{ dag, run, via string }
+
+type timed struct {
+	at time.Time
+	a  action
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	opt, err := parseFlags(args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	h, err := setup(opt)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "poolflow-chaos:", err)
+		if h != nil {
+			h.cleanup()
+		}
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	h.chaos(ctx)
+	h.settle(ctx)
+	res := h.check()
+	h.cleanup()
+	h.report(res)
+	if ctx.Err() != nil {
+		fmt.Println("interrupted")
+		return 2
+	}
+	if res.violations() > 0 {
+		return 1
+	}
+	return 0
+}
+
+func setup(opt options) (*harness, error) {
+	if opt.dir == "" {
+		d, err := os.MkdirTemp("", "poolflow-chaos-")
+		if err != nil {
+			return nil, err
+		}
+		opt.dir = d
+	}
+	dir, err := filepath.Abs(opt.dir)
+	if err != nil {
+		return nil, err
+	}
+	opt.dir = dir
+	fmt.Printf("poolflow-chaos: seed %d, %d daemons, %d dags test slots, chaos %s, run folder %s\n",
+		opt.seed, opt.daemons, opt.tests, opt.chaos, opt.dir)
+	fmt.Printf("replay: CHAOS_SEED=%d CHAOS_TIME=%s make chaos (or go run ./cmd/poolflow-chaos -seed %d -time %s -daemons %d)\n",
+		opt.seed, opt.chaos, opt.seed, opt.chaos, opt.daemons)
+	if opt.store != "" {
+		fmt.Println("note: --store is passed through to every poolflow process; today's binary does not accept it yet (issue 13)")
+	}
+	if opt.binary == "" {
+		opt.binary = filepath.Join(opt.dir, "poolflow")
+		build := exec.Command("go", "build", "-o", opt.binary, "github.com/poolflow/poolflow/cmd/poolflow")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return nil, fmt.Errorf("build poolflow: %w", err)
+		}
+	}
+	p, err := newProject(opt.dir, time.Now(), opt.longTask)
+	if err != nil {
+		return nil, err
+	}
+	r, err := newRunner(opt.binary, opt.store, p, opt.daemons, opt.tests)
+	if err != nil {
+		return nil, err
+	}
+	h := &harness{opt: opt, p: p, r: r, rec: newRecorder(p.record), t0: time.Now(), counts: map[string]int{},
+		capNow: map[string]int{}, deleted: map[string]bool{}}
+	if h.log, err = os.Create(filepath.Join(opt.dir, "actions.log")); err != nil {
+		return nil, err
+	}
+	r.onExit = h.exited
+	// Pools first, so the DAGs that need them load.
+	for _, pd := range poolDefs {
+		h.resize(pd.name, pd.slots, true, "create pool "+pd.name)
+		if h.capNow[pd.name] != pd.slots {
+			return h, fmt.Errorf("could not create pool %s (see %s)", pd.name, h.log.Name())
+		}
+	}
+	h.caps = nil // creation is not a resize: the timeline starts from here
+	delete(h.counts, "pool resizes")
+	for _, d := range p.defs {
+		if err := p.writeDAG(d.id, true); err != nil {
+			return h, err
+		}
+	}
+	// dags list, not dags validate: validate without files ignores stored pools.
+	out, errOut, err := r.cli(time.Minute, "dags", "list", "-o", "json")
+	var listed struct {
+		DAGs   []struct{} `json:"dags"`
+		Errors []string   `json:"import_errors"`
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(out), &listed)
+	}
+	if err != nil || len(listed.Errors) > 0 || len(listed.DAGs) != len(p.defs) {
+		return h, fmt.Errorf("the chaos DAGs do not load: %v %v\n%s", err, listed.Errors, errOut)
+	}
+	if err := h.rec.start(); err != nil {
+		return h, err
+	}
+	for i := range r.daemons {
+		if _, err := r.startDaemon(i); err != nil {
+			return h, err
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for i := range r.daemons {
+		for r.readyDaemon(i) == "" {
+			if time.Now().After(deadline) {
+				return h, fmt.Errorf("daemon %s did not answer within a minute (see %s)", r.daemons[i].id, p.logs)
+			}
+			time.Sleep(100 * time.Millisecond) // another process: nothing to wait on
+		}
+	}
+	return h, nil
+}
+
+func (h *harness) logf(format string, args ...any) {
+	line := fmt.Sprintf("[%8.3fs] ", time.Since(h.t0).Seconds()) + fmt.Sprintf(format, args...)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	fmt.Fprintln(h.log, line)
+	if h.opt.verbose {
+		fmt.Println(line)
+	}
+}
+
+func (h *harness) count(what string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.counts[what]++
+}
+
+func (h *harness) ack(dag, run, via string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.acks = append(h.acks, ack{dag, run, via})
+}
+
+func (h *harness) async(fn func()) {
+	h.inflight.Add(1)
+	go func() { defer h.inflight.Done(); fn() }()
+}
+
+func (h *harness) after(d time.Duration, a action) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.timers = append(h.timers, timed{at: time.Now().Add(d), a: a})
+}
+
+func (h *harness) isQuiet() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.quiet
+}
+
+func (h *harness) isDeleted(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.deleted[id]
+}
+
+func (h *harness) setDeleted(id string, v bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.deleted[id] = v
+}
+
+// exited is called when any poolflow process ends. A daemon that ended without the harness
+// asking is counted, its last log lines kept, and started again a second later.
+func (h *harness) exited(c *child, d *daemon) {
+	if c.byHarness() {
+		return
+	}
+	if d != nil {
+		h.count("daemon exits not caused by the harness")
+		h.logf("%s (pid %d) exited on its own (%v); last lines:\n%s", c.name, c.pid, c.err, tailOf(c.log, 5))
+		h.after(time.Second, action{kind: kRestart, target: d.idx})
+		return
+	}
+	code := exitCode(c)
+	h.count(fmt.Sprintf("dags test exits: %d", code))
+	if code != 0 {
+		h.logf("%s (pid %d) exited %d; last lines:\n%s", c.name, c.pid, code, tailOf(c.log, 3))
+	}
+}
+
+// chaos runs the plan for the chaos time, with the restarts and restores it schedules.
+func (h *harness) chaos(ctx context.Context) {
+	plan := makePlan(h.opt.seed, h.opt.chaos, h.opt.daemons, h.opt.tests, h.opt.lease, h.opt.longTask > 0, h.opt.rates)
+	c0 := time.Now()
+	h.logf("chaos starts: %d planned actions over %s", len(plan), h.opt.chaos)
+	fmt.Printf("chaos: %d planned actions over %s\n", len(plan), h.opt.chaos)
+	end := c0.Add(h.opt.chaos)
+	for i := 0; ctx.Err() == nil; {
+		now := time.Now()
+		h.mu.Lock()
+		var due []action
+		kept := h.timers[:0]
+		for _, t := range h.timers {
+			if !t.at.After(now) {
+				due = append(due, t.a)
+			} else {
+				kept = append(kept, t)
+			}
+		}
+		h.timers = kept
+		next := end
+		for _, t := range h.timers {
+			if t.at.Before(next) {
+				next = t.at
+			}
+		}
+		h.mu.Unlock()
+		for _, a := range due {
+			h.do(a)
+		}
+		if i < len(plan) && !c0.Add(plan[i].at).After(now) {
+			h.do(plan[i])
+			i++
+			continue
+		}
+		if !now.Before(end) {
+			break
+		}
+		if i < len(plan) && c0.Add(plan[i].at).Before(next) {
+			next = c0.Add(plan[i].at)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Until(next)):
+		}
+	}
+	h.inflight.Wait()
+}
