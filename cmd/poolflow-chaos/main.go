@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -320,6 +321,13 @@ func (h *harness) exited(c *child, d *daemon) {
 // chaos runs the plan for the chaos time, with the restarts and restores it schedules.
 func (h *harness) chaos(ctx context.Context) {
 	plan := makePlan(h.opt.seed, h.opt.chaos, h.opt.daemons, h.opt.tests, h.opt.lease, h.opt.longTask > 0, h.opt.rates)
+	var planText strings.Builder
+	for _, a := range plan {
+		fmt.Fprintf(&planText, "%9.3fs %s\n", a.at.Seconds(), a)
+	}
+	if err := os.WriteFile(filepath.Join(h.p.dir, "plan.txt"), []byte(planText.String()), 0o644); err != nil {
+		h.logf("write plan: %v", err)
+	}
 	c0 := time.Now()
 	h.logf("chaos starts: %d planned actions over %s", len(plan), h.opt.chaos)
 	fmt.Printf("chaos: %d planned actions over %s\n", len(plan), h.opt.chaos)

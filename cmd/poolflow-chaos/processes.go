@@ -19,6 +19,7 @@ import (
 // child is one poolflow process the harness started.
 type child struct {
 	name    string
+	daemon  *daemon // nil for a dags test process
 	cmd     *exec.Cmd
 	pid     int
 	log     string
@@ -56,7 +57,8 @@ type daemon struct {
 
 // runner starts, kills and stops poolflow processes. Every process gets the same --config,
 // --dags and --state (one SQLite file), plus --store when one is given: the seam for the
-// PostgreSQL store of issue 13, which today's binary does not accept yet.
+// PostgreSQL store of issue 13, which today's binary does not accept yet. With --store each
+// daemon gets a state folder of its own (its logs), as a daemon on another host would.
 type runner struct {
 	bin, store string
 	p          *project
@@ -95,8 +97,8 @@ func newRunner(bin, store string, p *project, daemons, slots int) (*runner, erro
 }
 
 // args is the global flags every poolflow command gets, then the command's own.
-func (r *runner) args(extra ...string) []string {
-	a := []string{"--config", r.p.config, "--dags", r.p.dags, "--state", r.p.state}
+func (r *runner) args(state string, extra ...string) []string {
+	a := []string{"--config", r.p.config, "--dags", r.p.dags, "--state", state}
 	if r.store != "" {
 		a = append(a, "--store", r.store)
 	}
@@ -105,20 +107,20 @@ func (r *runner) args(extra ...string) []string {
 
 // spawn starts a poolflow process in its own process group (so a Ctrl-C of the harness reaches
 // only the harness, which then stops everything in order), output to a log file.
-func (r *runner) spawn(name string, args ...string) (*child, error) {
+func (r *runner) spawn(name, state string, d *daemon, args ...string) (*child, error) {
 	logPath := filepath.Join(r.p.logs, fmt.Sprintf("%s.%s.log", name, time.Now().Format("150405.000")))
 	lf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(r.bin, r.args(args...)...)
+	cmd := exec.Command(r.bin, r.args(state, args...)...)
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = r.p.dir, r.env, lf, lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		lf.Close()
 		return nil, err
 	}
-	c := &child{name: name, cmd: cmd, pid: cmd.Process.Pid, log: logPath, done: make(chan struct{})}
+	c := &child{name: name, daemon: d, cmd: cmd, pid: cmd.Process.Pid, log: logPath, done: make(chan struct{})}
 	r.mu.Lock()
 	r.all = append(r.all, c)
 	r.mu.Unlock()
@@ -130,21 +132,10 @@ func (r *runner) spawn(name string, args ...string) (*child, error) {
 		c.mu.Unlock()
 		close(c.done)
 		if r.onExit != nil {
-			r.onExit(c, r.daemonOf(c))
+			r.onExit(c, c.daemon)
 		}
 	}()
 	return c, nil
-}
-
-func (r *runner) daemonOf(c *child) *daemon {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, d := range r.daemons {
-		if d.cur == c {
-			return d
-		}
-	}
-	return nil
 }
 
 // startDaemon starts daemon i unless it runs; it is ready once its API answers.
@@ -156,7 +147,11 @@ func (r *runner) startDaemon(i int) (*child, error) {
 		return nil, nil
 	}
 	r.mu.Unlock()
-	c, err := r.spawn(d.id, "serve", "--daemon-id", d.id, "--listen", d.addr)
+	state := r.p.state
+	if r.store != "" {
+		state = filepath.Join(r.p.dir, "state-"+d.id)
+	}
+	c, err := r.spawn(d.id, state, d, "serve", "--daemon-id", d.id, "--listen", d.addr)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +217,7 @@ func (r *runner) startTest(i int, dagID string) (*child, error) {
 	if busy {
 		return nil, nil
 	}
-	c, err := r.spawn(fmt.Sprintf("test%d", i), "dags", "test", dagID, "-o", "json")
+	c, err := r.spawn(fmt.Sprintf("test%d", i), r.p.state, nil, "dags", "test", dagID, "-o", "json")
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +231,7 @@ func (r *runner) startTest(i int, dagID string) (*child, error) {
 func (r *runner) cli(timeout time.Duration, args ...string) (stdout, stderr string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, r.bin, r.args(args...)...)
+	cmd := exec.CommandContext(ctx, r.bin, r.args(r.p.state, args...)...)
 	cmd.Dir, cmd.Env = r.p.dir, r.env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -184,7 +184,7 @@ func (h *harness) report(res *result) {
 	cpu, lives := map[string]time.Duration{}, map[string]int{}
 	h.r.mu.Lock()
 	for _, c := range h.r.all {
-		if ps := c.cmd.ProcessState; ps != nil && strings.HasPrefix(c.name, "chaos-d") {
+		if ps := c.cmd.ProcessState; ps != nil && c.daemon != nil {
 			cpu[c.name] += ps.UserTime() + ps.SystemTime()
 			lives[c.name]++
 		}
