@@ -74,6 +74,9 @@ func makePlan(seed uint64, total time.Duration, daemons, slots int, lease time.D
 	}
 	uniform := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(rng.Float64()*float64(hi-lo)) }
 	poisson := func(mean time.Duration, mk func() action) {
+		if mean <= 0 {
+			return
+		}
 		for t := exp(mean); t < total; t += exp(mean) {
 			a := mk()
 			a.at = t

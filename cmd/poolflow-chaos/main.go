@@ -10,6 +10,20 @@
 //	go run ./cmd/poolflow-chaos -h
 //
 // It is black-box: it drives the poolflow binary and reads state through its HTTP API and CLI.
+//
+// When a task really ran: every task runs task.sh (project.go), which appends a start line
+// (CLOCK_REALTIME, pid, the attempt's POOLFLOW_ tags, its requirements), a line per child it
+// forks (the child writes its own, also in setsid mode) and an end line. The recorder tails that
+// file and holds a pidfd per process (pidwatch.go): a process's life is known to lie between
+// the last instant it was seen alive and the poll that saw it gone, a few ms apart. Violations
+// are counted on what was certainly running; what cannot be ruled out is printed apart.
+//
+// Blind spots: overlaps shorter than the printed uncertainty window; over-admission within
+// --admit-lag after a resize (judged against the larger capacity); processes of an attempt that
+// write no line are seen only by the final orphan scan (the workload has none); Go tasks,
+// sensors and approval gates are not in the workload; implicit limits (max_running,
+// max_active_tasks), admission order and starvation are not checked; a clock step during a run
+// skews every interval; pidfds and /proc see one host only.
 package main
 
 import (
@@ -54,9 +68,18 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.quietMax, "quiet-max", 5*time.Minute, "longest quiet period")
 	fs.DurationVar(&o.stall, "stall", 0, "quiet period: give up waiting after this long without progress (default lease + 15s)")
 	o.rates = defaultRates
-	fs.DurationVar(&o.rates.kill, "kill-every", o.rates.kill, "mean interval between kill -9s")
-	fs.DurationVar(&o.rates.http, "trigger-every", o.rates.http, "mean interval between HTTP triggers of mix or solo")
-	fs.DurationVar(&o.rates.test, "test-every", o.rates.test, "mean interval between dags test starts")
+	for _, f := range []struct {
+		p    *time.Duration
+		name string
+		what string
+	}{
+		{&o.rates.kill, "kill-every", "kill -9s"}, {&o.rates.http, "trigger-every", "HTTP triggers of mix or solo"},
+		{&o.rates.cli, "cli-every", "dags trigger commands"}, {&o.rates.test, "test-every", "dags test starts"},
+		{&o.rates.del, "delete-every", "DAG file deletions"}, {&o.rates.resize, "resize-every", "pool resizes"},
+		{&o.rates.slow, "slow-every", "HTTP triggers of the slow DAG"},
+	} {
+		fs.DurationVar(f.p, f.name, *f.p, "mean interval between "+f.what+" (0 = none)")
+	}
 	seed := fs.String("seed", os.Getenv("CHAOS_SEED"), "seed of the random choices ($CHAOS_SEED; default: from the clock)")
 	fs.BoolVar(&o.keep, "keep", true, "keep the run folder")
 	fs.BoolVar(&o.verbose, "v", false, "print every action as it happens")

@@ -138,9 +138,11 @@ func (h *harness) check() *result {
 				res.lost = append(res.lost, a)
 			}
 		}
+		seen := map[int64]bool{} // an entry waits in every pool it needs
 		for _, p := range res.obs.board {
 			for _, w := range p.Waiting {
-				if final[w.DAGID+"/"+w.RunID] {
+				if final[w.DAGID+"/"+w.RunID] && !seen[w.QueueID] {
+					seen[w.QueueID] = true
 					res.zombies = append(res.zombies, w)
 				}
 			}
