@@ -64,7 +64,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.chaos, "time", envDuration("CHAOS_TIME", 5*time.Minute), "length of the chaos ($CHAOS_TIME)")
 	fs.DurationVar(&o.lease, "lease", 30*time.Second, "poolflow's claim and owner lease: the quiet period waits past it")
 	fs.DurationVar(&o.lag, "admit-lag", 5*time.Second, "bound on admission-to-process-start delay used around resizes")
-	fs.DurationVar(&o.longTask, "long-task", 40*time.Second, "length of the slow DAG's task during the chaos, longer than a lease (0 = no slow DAG)")
+	fs.DurationVar(&o.longTask, "long-task", 45*time.Second, "length of the slow DAG's task during the chaos, longer than a lease (0 = no slow DAG)")
 	fs.DurationVar(&o.quietMax, "quiet-max", 5*time.Minute, "longest quiet period")
 	fs.DurationVar(&o.stall, "stall", 0, "quiet period: give up waiting after this long without progress (default lease + 15s)")
 	o.rates = defaultRates

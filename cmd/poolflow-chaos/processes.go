@@ -25,6 +25,8 @@ type child struct {
 	log     string
 	done    chan struct{}
 	mu      sync.Mutex
+	started time.Time
+	ended   time.Time
 	killed  bool // the harness sent SIGKILL
 	stopped bool // the harness sent SIGTERM
 	err     error
@@ -120,7 +122,8 @@ func (r *runner) spawn(name, state string, d *daemon, args ...string) (*child, e
 		lf.Close()
 		return nil, err
 	}
-	c := &child{name: name, daemon: d, cmd: cmd, pid: cmd.Process.Pid, log: logPath, done: make(chan struct{})}
+	c := &child{name: name, daemon: d, cmd: cmd, pid: cmd.Process.Pid, log: logPath, done: make(chan struct{}),
+		started: time.Now()}
 	r.mu.Lock()
 	r.all = append(r.all, c)
 	r.mu.Unlock()
@@ -128,7 +131,7 @@ func (r *runner) spawn(name, state string, d *daemon, args ...string) (*child, e
 		err := cmd.Wait()
 		lf.Close()
 		c.mu.Lock()
-		c.err = err
+		c.err, c.ended = err, time.Now()
 		c.mu.Unlock()
 		close(c.done)
 		if r.onExit != nil {

@@ -20,11 +20,12 @@ type poolDef struct {
 // taskDef is one task: what it needs, how long it sleeps, and whether its sleeping child leaves
 // the task's process group with setsid (a grandchild a group kill does not reach).
 type taskDef struct {
-	id    string
-	needs map[string]int
-	secs  float64
-	mode  string // "group" or "setsid"
-	deps  []string
+	id       string
+	needs    map[string]int
+	secs     float64
+	mode     string // "group" or "setsid"
+	deps     []string
+	priority int // priority_weight; 0 = poolflow's default
 }
 
 // dagDef is one DAG file of the workload.
@@ -79,7 +80,10 @@ func workload(longTask time.Duration) []dagDef {
 		{id: "solo", job: true, tasks: []taskDef{{id: "solo", needs: req("d", 3), secs: 0.5, mode: "group"}}},
 	}
 	if longTask > 0 {
+		// Both tasks outlive a lease. rush goes first: when a daemon dies while its hold
+		// runs, a live daemon's rush is walked ahead of the dead one's requeued hold.
 		dags = append(dags, dagDef{id: "slow", tasks: []taskDef{
+			{id: "rush", needs: req("e", 1), secs: longTask.Seconds(), mode: "group", priority: 5},
 			{id: "hold", needs: req("e", 1), secs: longTask.Seconds(), mode: "setsid"},
 		}})
 	}
@@ -161,6 +165,9 @@ func (p *project) yaml(d *dagDef, schedules bool) string {
 			fmt.Sprintf("%g", t.secs), t.mode)
 		fmt.Fprintf(&b, "%spool_requirements: {%s}\n", indent, needsYAML(t.needs))
 		fmt.Fprintf(&b, "%sretries: 2\n%sretry_delay: 1s\n", indent, indent)
+		if t.priority > 0 {
+			fmt.Fprintf(&b, "%spriority_weight: %d\n", indent, t.priority)
+		}
 		if len(t.deps) > 0 {
 			fmt.Fprintf(&b, "%sdepends_on: [%s]\n", indent, strings.Join(t.deps, ", "))
 		}

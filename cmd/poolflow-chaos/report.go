@@ -183,17 +183,25 @@ func (h *harness) report(res *result) {
 		pf("  %-52s %d\n", k, h.counts[k])
 	}
 
-	cpu, lives := map[string]time.Duration{}, map[string]int{}
+	// A daemon with nothing to do uses little CPU; a busy life is a loop that does not sleep.
+	cpu, lives, busiest := map[string]time.Duration{}, map[string]int{}, map[string]string{}
+	share := map[string]float64{}
 	h.r.mu.Lock()
 	for _, c := range h.r.all {
 		if ps := c.cmd.ProcessState; ps != nil && c.daemon != nil {
-			cpu[c.name] += ps.UserTime() + ps.SystemTime()
+			used := ps.UserTime() + ps.SystemTime()
+			cpu[c.name] += used
 			lives[c.name]++
+			wall := c.ended.Sub(c.started)
+			if f := used.Seconds() / max(wall.Seconds(), 1); f > share[c.name] {
+				share[c.name] = f
+				busiest[c.name] = fmt.Sprintf("%s of CPU in %s (pid %d)", used.Round(10*time.Millisecond), wall.Round(time.Second), c.pid)
+			}
 		}
 	}
 	h.r.mu.Unlock()
 	for _, id := range sortedKeys(cpu) {
-		pf("  CPU of %s over its %d lives: %s\n", id, lives[id], cpu[id].Round(10*time.Millisecond))
+		pf("  CPU of %s over its %d lives: %s; busiest life %s\n", id, lives[id], cpu[id].Round(10*time.Millisecond), busiest[id])
 	}
 
 	pf("\n-- recorded --\n")
