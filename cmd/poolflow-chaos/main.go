@@ -36,6 +36,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -49,6 +50,7 @@ type options struct {
 	seed                 uint64
 	keep, verbose, quiet bool
 	rates                rates
+	replay               []string // the flags that change the plan, for the replay line
 }
 
 func parseFlags(args []string) (options, error) {
@@ -84,6 +86,13 @@ func parseFlags(args []string) (options, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "binary", "dir", "seed", "time", "daemons", "keep", "v":
+		default:
+			o.replay = append(o.replay, "-"+f.Name+"="+f.Value.String())
+		}
+	})
 	if *seed == "" {
 		o.seed = uint64(time.Now().UnixNano() % 1e9)
 	} else {
@@ -166,8 +175,11 @@ func setup(opt options) (*harness, error) {
 	opt.dir = dir
 	fmt.Printf("poolflow-chaos: seed %d, %d daemons, %d dags test slots, chaos %s, run folder %s\n",
 		opt.seed, opt.daemons, opt.tests, opt.chaos, opt.dir)
-	fmt.Printf("replay: CHAOS_SEED=%d CHAOS_TIME=%s make chaos (or go run ./cmd/poolflow-chaos -seed %d -time %s -daemons %d)\n",
-		opt.seed, opt.chaos, opt.seed, opt.chaos, opt.daemons)
+	fmt.Printf("replay: go run ./cmd/poolflow-chaos -seed %d -time %s -daemons %d %s\n", opt.seed, opt.chaos, opt.daemons,
+		strings.Join(opt.replay, " "))
+	if len(opt.replay) == 0 {
+		fmt.Printf("    or: CHAOS_SEED=%d CHAOS_TIME=%s CHAOS_DAEMONS=%d make chaos\n", opt.seed, opt.chaos, opt.daemons)
+	}
 	if opt.store != "" {
 		fmt.Println("note: --store is passed through to every poolflow process; today's binary does not accept it yet (issue 13)")
 	}
