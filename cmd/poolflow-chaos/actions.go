@@ -286,7 +286,7 @@ func (h *harness) resize(pool string, slots int, force bool, what string) {
 	to := nowNS()
 	if err != nil {
 		h.count("pool resizes refused")
-		h.logf("%s: refused: %s", what, strings.TrimSpace(errOut))
+		h.logf("%s: refused: %v: %s", what, err, strings.TrimSpace(errOut))
 		return
 	}
 	h.mu.Lock()

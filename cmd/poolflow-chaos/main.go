@@ -183,6 +183,12 @@ func setup(opt options) (*harness, error) {
 	if opt.store != "" {
 		fmt.Println("note: --store is passed through to every poolflow process; today's binary does not accept it yet (issue 13)")
 	}
+	if opt.binary != "" {
+		// Processes run in the run folder: a relative path would not name the binary there.
+		if opt.binary, err = filepath.Abs(opt.binary); err != nil {
+			return nil, err
+		}
+	}
 	if opt.binary == "" {
 		opt.binary = filepath.Join(opt.dir, "poolflow")
 		build := exec.Command("go", "build", "-o", opt.binary, "github.com/poolflow/poolflow/cmd/poolflow")
