@@ -2,7 +2,7 @@
 GO ?= go
 export CGO_ENABLED := 1
 
-.PHONY: run test lint bench bench-large build fuzz ui-shots
+.PHONY: run test lint bench bench-large build fuzz ui-shots chaos
 
 # The daemon with the example DAGs of dags/ (YAML and one Go DAG) on an embedded SQLite store
 # under ./state; the API and UI listen on http://127.0.0.1:8080.
@@ -46,3 +46,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 30s ./config/
 	$(GO) test -run '^$$' -fuzz FuzzRule -fuzztime 30s ./rules/
 	$(GO) test -count=1 -run 'Model|QueueMatches' ./pools/ -rapid.checks=20000 -rapid.steps=100
+
+# The chaos harness (issue 9; not part of `make test`, TestChaosShort in e2e/ is its short form):
+# daemons and dags test processes killed and restarted at random on one store while DAGs with
+# overlapping pool requirements run, then checks from the intervals the tasks really ran.
+# CHAOS_TIME=60s (default 5m), CHAOS_SEED=N replays the random choices, CHAOS_DAEMONS=N.
+chaos: build
+	$(GO) run ./cmd/poolflow-chaos --binary bin/poolflow
