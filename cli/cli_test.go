@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/server"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -250,6 +253,29 @@ tasks:
 		!strings.Contains(out, "requirements: db=1") {
 		t.Fatalf("explain: exit %d\n%s%s", code, out, errOut)
 	}
+	// The reason is computed when read, the same for the CLI, the API's task instance and the
+	// pools board (§4.5).
+	const why = "waiting: pool db is full (needs 1, 0 of 1 free; held by q.a try 1)"
+	api := server.New(server.Config{Store: st, Writer: st})
+	defer api.Close()
+	var ti server.TaskInstanceJSON
+	getJSON(t, api, "/api/v1/dags/q/dagRuns/r1/taskInstances/b", &ti)
+	if ti.WaitReason == nil || ti.WaitReason.Code != "pool_full" || ti.WaitReason.Text != why {
+		t.Errorf("API task instance reason %+v, want pool_full %q", ti.WaitReason, why)
+	}
+	var board server.BoardJSON
+	getJSON(t, api, "/pools", &board)
+	found := false
+	for _, pool := range board.Pools {
+		for _, e := range pool.Waiting {
+			if pool.Name == "db" && e.TaskID == "b" {
+				found = e.Reason != nil && e.Reason.Text == why
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the pools board does not show b waiting with %q: %+v", why, board)
+	}
 	if out, errOut, code := p.run("tasks", "run", "--force", "q", "r1", "b"); code != 0 || !strings.Contains(out, "applied") {
 		t.Fatalf("force: exit %d\n%s%s", code, out, errOut)
 	}
@@ -415,4 +441,19 @@ func (p *project) daemon(t *testing.T, id string, notify func(executor.Notice)) 
 	}
 	t.Cleanup(func() { d.Stop() })
 	return d, st
+}
+
+// getJSON reads path from the API handler h into v, failing the test unless it answers 200.
+func getJSON(t *testing.T, h http.Handler, path string, v any) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req.Host = "127.0.0.1"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, rec.Code, rec.Body)
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), v); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
 }

@@ -167,6 +167,9 @@ func Explain(ctx context.Context, st *store.Store, dagID, runID, taskID string) 
 	fmt.Fprintf(&b, "%s.%s in run %s: %s (try %d)\n", dagID, taskID, runID, ti.State, ti.TryNumber)
 	entry, err := st.LatestEntry(ctx, run.PK, taskID)
 	if err == nil {
+		if err := executor.Explain(ctx, st, time.Now().UTC(), &entry); err != nil {
+			return "", err
+		}
 		var reqs, limits []string
 		for _, n := range entry.Needs {
 			if n.Implicit {

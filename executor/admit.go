@@ -2,17 +2,35 @@ package executor
 
 import (
 	"fmt"
-	"strings"
+	"time"
 
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
 )
 
-// admit runs the admission decision over the whole queue and applies it in the pass's
-// transaction: expired entries fail their attempt, admitted ones debit every pool they need,
-// and every waiting entry gets its reason (§4.3–§4.6). Occupancy is re-read from the claim rows
-// inside this transaction, so several daemons never exceed a capacity.
+// waitReason says in words why one of the loop's entries waits after this pass, by the same
+// pure walk the reads use (§4.5); "" when it does not wait.
+func (l *loop) waitReason(le *liveEntry, now time.Time) string {
+	if l.queue == nil {
+		return ""
+	}
+	r, ok := pools.Admit(l.queue.Snapshot(), now).Reason(le.ID)
+	if !ok {
+		return ""
+	}
+	if r.Kind == pools.ReasonNodeAway && l.view != nil {
+		return l.view.awayText(le.run.Owner)
+	}
+	return r.String()
+}
+
+// admit decides admission and applies the decision in the pass's transaction: expired
+// entries fail their attempt, admitted ones debit every pool they need, entries that can never
+// fit are rejected (§4.3–§4.6). Occupancy is re-read from the claim rows inside this
+// transaction, so several daemons never exceed a capacity. The decision comes from the loop's
+// pools.Queue (queue.go), whose cost follows what changed, not the queue's length; why the
+// others wait is computed when someone reads it (Explain), not written here.
 func (l *loop) admit(tx *store.Tx, p *passState) error {
 	claims, err := tx.Claims()
 	if err != nil {
@@ -22,56 +40,8 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 	if err != nil {
 		return err
 	}
-	snap := &pools.Snapshot{Pools: map[string]pools.Pool{}, Holders: map[string][]pools.Holder{}}
-	for _, sp := range l.pools {
-		snap.Pools[sp.Name] = pools.Pool{Name: sp.Name, Slots: sp.Slots, Ordering: pools.Ordering(sp.Ordering),
-			StarvationAfter: sp.StarvationAfter}
-	}
-	for _, c := range claims {
-		if c.Pool == pools.GlobalPool && c.Daemon != l.cfg.DaemonID {
-			continue // max_running limits each daemon on its own (§9)
-		}
-		snap.Holders[c.Pool] = append(snap.Holders[c.Pool], pools.Holder{Entry: c.Entry, Label: c.Label, Slots: c.Slots})
-	}
-	snap.Entries = l.snapBuf[:0]
-	// _global and _dag/<dag>/<run> are the same for every entry of a run; only task limits differ.
-	declared := map[*liveRun]bool{}
-	for _, le := range l.entries {
-		if le.State != "waiting" || le.NotBefore.After(p.now) || le.ti == nil || le.ti.task == nil {
-			continue
-		}
-		block := pools.NotBlocked
-		switch {
-		case le.away:
-			block = pools.BlockNodeAway
-		case le.run.RunType != "test" && l.dagStates[le.run.DAGID].Paused:
-			block = pools.BlockPaused
-		}
-		snap.Entries = append(snap.Entries, le.admission(block))
-		if !declared[le.run] {
-			addImplicit(snap, le.Needs)
-			declared[le.run] = true
-		} else {
-			addTaskLimits(snap, le.Needs)
-		}
-	}
-	for _, fe := range l.foreign {
-		if !fe.NotBefore.After(p.now) {
-			// A live owner's entry keeps its room for it; a dead owner's holds none in
-			// backfill pools and blocks strict ones as their head (§9).
-			block := pools.BlockNotMine
-			if fe.away {
-				block = pools.BlockNodeAway
-			}
-			snap.Entries = append(snap.Entries, fe.admission(block))
-			addImplicit(snap, fe.Needs)
-		}
-	}
-	l.snapBuf = snap.Entries
-	if len(snap.Entries) == 0 {
-		return nil
-	}
-	dec := pools.Admit(snap, p.now)
+	l.syncQueue(p.now, claims)
+	dec := l.queue.Pass(p.now)
 	for _, id := range dec.Expired {
 		le := l.entries[id]
 		if le == nil {
@@ -109,55 +79,22 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 		l.notify(p, Notice{Kind: NoticeAdmitted, DAGID: le.run.DAGID, RunID: le.run.RunID, TaskID: le.TaskID,
 			Try: le.TryNumber, Duration: p.now.Sub(le.CreatedAt), Pool: firstPool(le)})
 	}
+	// The queue takes the decision now: the rest of the pass (a refused no-queue start's
+	// reason) reads what it left. Should the transaction fail, the load after it rebuilds.
+	l.queue.Apply(dec)
 	if err := l.finishDrains(tx); err != nil {
 		return err
 	}
-	changed := map[[2]string][]int64{}
-	for id, r := range dec.Reasons() {
-		le := l.entries[id]
-		if le == nil {
-			continue
+	for _, rj := range dec.Rejected {
+		le := l.entries[rj.Entry]
+		if le == nil || rj.Reason.Kind != pools.ReasonOverCapacity || l.drainFits(rj.Reason.Pool, rj.Reason.Need) {
+			continue // an unknown pool may still be created; a draining pool may come to fit
 		}
-		if r.Kind == pools.ReasonOverCapacity && !l.drainFits(r.Pool, r.Need) {
-			if err := l.endWaiting(tx, p, le, store.EntryRejected, "rejected: "+r.String()); err != nil {
-				return err
-			}
-			continue
-		}
-		if le.reason != nil && sameReason(*le.reason, r) {
-			continue // words unchanged: skip formatting them again
-		}
-		le.reason = &r
-		code, text := string(r.Kind), r.String()
-		if r.Kind == pools.ReasonNodeAway && l.view != nil {
-			text = l.view.awayText(le.run.Owner)
-		}
-		if code == le.ReasonCode && text == le.Reason {
-			continue
-		}
-		le.ReasonCode, le.Reason = code, text
-		key := [2]string{code, text}
-		changed[key] = append(changed[key], id)
-	}
-	// Many entries share their words (a full limit, the same head): one statement per reason.
-	for key, ids := range changed {
-		if err := tx.SetReasons(ids, key[0], key[1]); err != nil {
+		if err := l.endWaiting(tx, p, le, store.EntryRejected, "rejected: "+rj.Reason.String()); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// addImplicit declares the implicit pools an entry needs, with the capacity stored on its rows.
-func addImplicit(snap *pools.Snapshot, needs []store.Requirement) {
-	for _, n := range needs {
-		if !n.Implicit {
-			continue
-		}
-		if _, ok := snap.Pools[n.Pool]; !ok {
-			snap.Pools[n.Pool] = pools.Pool{Name: n.Pool, Slots: n.Capacity, Ordering: pools.Backfill, Implicit: true}
-		}
-	}
 }
 
 // expireLeases releases claims whose lease lapsed and whose holder is not an owner this daemon
@@ -222,29 +159,4 @@ func (l *loop) finishDrains(tx *store.Tx) error {
 func (l *loop) drainFits(pool string, need int) bool {
 	sp, ok := l.pools[pool]
 	return ok && sp.TargetSlots != store.NoTarget && (sp.TargetSlots == -1 || sp.TargetSlots >= need)
-}
-
-// addTaskLimits declares an entry's _task/… limits.
-func addTaskLimits(snap *pools.Snapshot, needs []store.Requirement) {
-	for _, n := range needs {
-		if n.Implicit && strings.HasPrefix(n.Pool, pools.TaskPrefix) {
-			if _, ok := snap.Pools[n.Pool]; !ok {
-				snap.Pools[n.Pool] = pools.Pool{Name: n.Pool, Slots: n.Capacity, Ordering: pools.Backfill, Implicit: true}
-			}
-		}
-	}
-}
-
-// sameReason reports whether two reasons read the same.
-func sameReason(a, b pools.Reason) bool {
-	if a.Kind != b.Kind || a.Pool != b.Pool || a.Need != b.Need || a.Free != b.Free || a.Capacity != b.Capacity ||
-		a.Used != b.Used || a.Behind != b.Behind || a.BehindLabel != b.BehindLabel || len(a.Holders) != len(b.Holders) {
-		return false
-	}
-	for i := range a.Holders {
-		if a.Holders[i] != b.Holders[i] {
-			return false
-		}
-	}
-	return true
 }

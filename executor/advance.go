@@ -199,6 +199,7 @@ func (l *loop) enqueue(tx *store.Tx, p *passState, r readyTask, queued map[strin
 	}
 	le := &liveEntry{Entry: e, run: run, ti: ti}
 	l.entries[e.ID] = le
+	l.queueDirty(e.ID)
 	ti.entry = le
 	ti.State, ti.NextAt = string(dag.StateScheduled), time.Time{}
 	l.touch(p, ti)

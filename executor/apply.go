@@ -53,7 +53,7 @@ func (l *loop) finish(tx *store.Tx, p *passState, ev *evFinished) error {
 	if ev.shutdown || ev.lost {
 		// Back to the queue with the same try number, unless the lease lapsed and another
 		// pass already took the entry back.
-		delete(l.entries, ev.entry)
+		l.dropEntry(ev.entry)
 		ti.entry = nil
 		ti.State = string(dag.StateScheduled) // RequeueHeld writes it
 		ti.noted()
@@ -83,7 +83,7 @@ func (l *loop) finish(tx *store.Tx, p *passState, ev *evFinished) error {
 		l.loaded = false // memory still shows it admitted: read the store again
 		return nil
 	}
-	delete(l.entries, ev.entry)
+	l.dropEntry(ev.entry)
 	ti.entry = nil
 	ti.StartDate, ti.EndDate = ev.start, ev.end
 	ti.TryNumber = le.TryNumber
@@ -215,6 +215,7 @@ func (l *loop) applyCommand(tx *store.Tx, p *passState, c store.Command) error {
 			return fmt.Errorf("%w: task %s is not waiting for admission", store.ErrConflict, c.TaskID)
 		}
 		ti.entry.Force = true
+		l.queueDirty(ti.entry.ID)
 		return tx.SetForce(ti.entry.ID)
 	case "cancel":
 		if ti.entry == nil || ti.entry.State != "waiting" {
@@ -233,7 +234,7 @@ func (l *loop) endWaiting(tx *store.Tx, p *passState, le *liveEntry, state store
 	if err := tx.EndEntry(le.ID, state, string(state), reason, p.now); err != nil {
 		return err
 	}
-	delete(l.entries, le.ID)
+	l.dropEntry(le.ID)
 	ti := le.ti
 	if ti == nil {
 		return nil
@@ -265,7 +266,7 @@ func (l *loop) markFailed(tx *store.Tx, p *passState, run *liveRun, ti *liveTI, 
 		if err := tx.EndEntry(le.ID, store.EntryRetired, "failed", reason, p.now); err != nil {
 			return err
 		}
-		delete(l.entries, le.ID)
+		l.dropEntry(le.ID)
 		ti.entry = nil
 	}
 	ti.State, ti.Reason, ti.NextAt = string(dag.StateFailed), reason, time.Time{}

@@ -69,7 +69,7 @@ func (l *loop) retire(tx *store.Tx, p *passState, le *liveEntry, reason string) 
 	if err := tx.EndEntry(le.ID, store.EntryRetired, "retired", reason, p.now); err != nil {
 		return err
 	}
-	delete(l.entries, le.ID)
+	l.dropEntry(le.ID)
 	if le.ti != nil && le.ti.entry == le {
 		le.ti.entry = nil
 	}

@@ -20,6 +20,21 @@ type bundle struct {
 	st       *store.Store
 	cfg      *config.Config
 	notices  chan Notice
+	clock    Clock // the daemons' clock when a test injects one; nil = the real clock
+}
+
+// latest reads a task instance's newest queue entry with its wait reason computed as a reader
+// sees it (Explain), at the bundle's clock.
+func (b *bundle) latest(run int64, taskID string) (store.Entry, error) {
+	e, err := b.st.LatestEntry(context.Background(), run, taskID)
+	if err != nil {
+		return e, err
+	}
+	now := time.Now()
+	if b.clock != nil {
+		now = b.clock.Now()
+	}
+	return e, Explain(context.Background(), b.st, now, &e)
 }
 
 func setup(t testing.TB, cfgYAML string, dags map[string]string) *bundle {

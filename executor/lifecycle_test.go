@@ -18,6 +18,7 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // serve starts a daemon in serve mode (schedules on) over the bundle with a fake clock.
 func (b *bundle) serve(t *testing.T, clock *FakeClock) *Daemon {
 	t.Helper()
+	b.clock = clock
 	d := b.daemon(t, func(c *Config) { c.Clock = clock })
 	if err := d.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -80,7 +81,7 @@ func TestLifecycle(t *testing.T) {
 				setPaused(t, b, "p", true)
 				cliTrigger(t, b, "p", "r", "a")
 				eventually(t, "reason paused", func() bool {
-					e, err := b.st.LatestEntry(context.Background(), b.mustRun(t, "p", "r").PK, "a")
+					e, err := b.latest(b.mustRun(t, "p", "r").PK, "a")
 					return err == nil && e.ReasonCode == "paused" && e.Reason == "waiting: DAG is paused"
 				})
 				setPaused(t, b, "p", false)
@@ -155,15 +156,15 @@ tasks:
 				}
 				pk := b.mustRun(t, "c", "r").PK
 				eventually(t, "waiter to wait for db", func() bool {
-					e, err := b.st.LatestEntry(context.Background(), pk, "waiter")
+					e, err := b.latest(pk, "waiter")
 					return err == nil && e.ReasonCode == "pool_full"
 				})
-				before, _ := b.st.LatestEntry(context.Background(), pk, "waiter")
+				before, _ := b.latest(pk, "waiter")
 				write(t, filepath.Join(b.dagsDir, "c.yaml"), changedDAG(dir, "other"))
 				eventually(t, "waiter to run on the new pool", func() bool {
 					return b.tis(t, pk)["waiter"].State == "success"
 				})
-				after, _ := b.st.LatestEntry(context.Background(), pk, "waiter")
+				after, _ := b.latest(pk, "waiter")
 				if after.ID == before.ID || after.TryNumber != before.TryNumber || !after.Due.Equal(before.Due) ||
 					len(after.Needs) == 0 || !hasPool(after.Needs, "other") || hasPool(after.Needs, "db") {
 					t.Fatalf("before %+v after %+v", before, after)
@@ -255,7 +256,7 @@ tasks:
 				}
 				pk := res.Run.PK
 				eventually(t, "waiter to wait", func() bool {
-					e, err := b.st.LatestEntry(context.Background(), pk, "waiter")
+					e, err := b.latest(pk, "waiter")
 					return err == nil && e.ReasonCode == "pool_full"
 				})
 				clock.Advance(31 * time.Second)
@@ -263,7 +264,7 @@ tasks:
 					ti := b.tis(t, pk)["waiter"]
 					return ti.State == "up_for_retry" && ti.TryNumber == 1 && strings.HasPrefix(ti.Reason, "expired: queue_timeout 30s")
 				})
-				e, _ := b.st.LatestEntry(context.Background(), pk, "waiter")
+				e, _ := b.latest(pk, "waiter")
 				if e.State != "expired" {
 					t.Fatalf("entry %s", e.State)
 				}
@@ -291,7 +292,7 @@ tasks:
 					t.Fatal(err)
 				}
 				eventually(t, "b to wait", func() bool {
-					e, err := b.st.LatestEntry(context.Background(), res.Run.PK, "b")
+					e, err := b.latest(res.Run.PK, "b")
 					return err == nil && e.ReasonCode == "pool_full"
 				})
 				// The configuration shrinks db to 1 while b waits: b keeps its place and its
@@ -336,7 +337,7 @@ tasks:
 					}
 				}
 				eventually(t, "the second run's task to wait on the task limit", func() bool {
-					e, err := b.st.LatestEntry(context.Background(), b.mustRun(t, "lim", "r2").PK, "a")
+					e, err := b.latest(b.mustRun(t, "lim", "r2").PK, "a")
 					return err == nil && e.ReasonCode == "task_limit" && hasPool(e.Needs, "_task/lim/a")
 				})
 				touch(t, filepath.Join(dir, "go"))
@@ -361,14 +362,14 @@ tasks:
 					t.Fatal(err)
 				}
 				eventually(t, "waiter to wait", func() bool {
-					e, err := b.st.LatestEntry(context.Background(), res.Run.PK, "waiter")
+					e, err := b.latest(res.Run.PK, "waiter")
 					return err == nil && e.ReasonCode == "pool_full"
 				})
 				if err := os.Remove(filepath.Join(b.dagsDir, "gone.yaml")); err != nil {
 					t.Fatal(err)
 				}
 				eventually(t, "the waiting entry to be retired", func() bool {
-					e, err := b.st.LatestEntry(context.Background(), res.Run.PK, "waiter")
+					e, err := b.latest(res.Run.PK, "waiter")
 					return err == nil && e.State == "retired"
 				})
 				// An outside write reloads the loop's memory: the run stays tracked while its

@@ -32,6 +32,8 @@ type liveRun struct {
 	open int
 	// timers holds the task instances that wait on a clock.
 	timers map[*liveTI]struct{}
+	// implicit names the run's implicit pools the admission queue knows (queue.go).
+	implicit map[string]bool
 	// away marks a dead owner's bound run (§9): in memory so that commands and deadlines apply
 	// to it, but never advanced or admitted here.
 	away bool
@@ -232,8 +234,6 @@ type liveEntry struct {
 	// kept are the claims a reschedule sensor keeps between pokes; pokes counts its pokes.
 	kept  []store.Requirement
 	pokes int
-	// reason is the last wait reason written for it.
-	reason *pools.Reason
 	// away: bound to a dead owner, it waits node_unavailable and holds no room (§9).
 	away bool
 	// failWith is set when an operator marked the running attempt failed (or a newer fire

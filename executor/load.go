@@ -85,6 +85,7 @@ func (l *loop) load(tx *store.Tx, now time.Time) error {
 	}
 	l.runs = map[int64]*liveRun{}
 	l.entries = map[int64]*liveEntry{}
+	l.qvalid = false // the admission queue is built again from what is read here
 	l.foreign = l.foreign[:0]
 	l.others = l.others[:0]
 	for _, r := range runs {

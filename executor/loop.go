@@ -84,13 +84,18 @@ type loop struct {
 	dagStates    map[string]store.DAGState
 	scheds       map[*dag.DAG]*schedule
 	lastRenew    time.Time
-	minLease     time.Time            // earliest lease expiry among claims seen in the last pass
-	snapBuf      []pools.Entry        // reused across passes
-	paths        pathCache            // where PATH lookups found commands
-	dropped      map[string]time.Time // cron fires dropped while the store was unavailable (§4.9)
-	wakeAt       time.Time            // when the loop passes on its own next; zero = recompute
-	renewFail    bool
-	attemptsWG   sync.WaitGroup
+	minLease     time.Time // earliest lease expiry among claims seen in the last pass
+	// queue is the admission queue kept between passes (queue.go): valid until the next load,
+	// with the entries changed since the last pass in qdirty and the implicit pools it has.
+	queue      *pools.Queue
+	qvalid     bool
+	qdirty     map[int64]struct{}
+	qimplicit  map[string]bool
+	paths      pathCache            // where PATH lookups found commands
+	dropped    map[string]time.Time // cron fires dropped while the store was unavailable (§4.9)
+	wakeAt     time.Time            // when the loop passes on its own next; zero = recompute
+	renewFail  bool
+	attemptsWG sync.WaitGroup
 	// ruleSet assigns the pool of a task that declares none (§6); nil = {default: 1}.
 	ruleSet *rules.Set
 	// ruleCache holds pool rule assignments evaluated before a pass's transaction (rules.go).

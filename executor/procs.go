@@ -93,13 +93,18 @@ func setInProcess(storePath, id string, epoch int64) {
 
 // localAlive is the loop's procCheck: another process by pid and start time, this process by
 // its registry of running owners.
-func (l *loop) localAlive(o store.Owner) bool {
-	if o.PID == os.Getpid() {
-		inProcess.Lock()
-		defer inProcess.Unlock()
-		return inProcess.m[inProcessKey(l.st.Path(), o.ID)] == o.Epoch
+func (l *loop) localAlive(o store.Owner) bool { return aliveOn(l.st.Path())(o) }
+
+// aliveOn is the procCheck of a process using the store at storePath.
+func aliveOn(storePath string) procCheck {
+	return func(o store.Owner) bool {
+		if o.PID == os.Getpid() {
+			inProcess.Lock()
+			defer inProcess.Unlock()
+			return inProcess.m[inProcessKey(storePath, o.ID)] == o.Epoch
+		}
+		return processAlive(o.PID, o.ProcStart)
 	}
-	return processAlive(o.PID, o.ProcStart)
 }
 
 // tagged finds the processes of owner id on the store at storePath whose epoch matches, by the

@@ -59,6 +59,7 @@ func (l *loop) rescheduleEntry(tx *store.Tx, p *passState, le *liveEntry, ev *ev
 		}
 	}
 	le.pe = nil
+	l.queueDirty(le.ID)
 	ti.State, ti.NextAt, ti.TryNumber = string(dag.StateUpForReschedule), next, le.TryNumber
 	ti.StartDate, ti.EndDate = first, ev.end
 	l.touch(p, ti)
@@ -89,7 +90,7 @@ func (l *loop) sensorTimedOut(tx *store.Tx, p *passState, le *liveEntry, at time
 	if err := tx.EndEntry(le.ID, store.EntryDone, "timeout", reason, p.now); err != nil {
 		return err
 	}
-	delete(l.entries, le.ID)
+	l.dropEntry(le.ID)
 	ti.entry = nil
 	ti.EndDate = at
 	if s.SoftFail {

@@ -43,7 +43,7 @@ tasks:
 	}
 	pk := res.Run.PK
 	eventually(t, "ruled to wait for wh", func() bool {
-		e, err := b.st.LatestEntry(context.Background(), pk, "ruled")
+		e, err := b.latest(pk, "ruled")
 		return err == nil && e.ReasonCode == "pool_full" && e.Rule == "etl" && hasPool(e.Needs, "wh")
 	})
 	d.Stop()
@@ -60,12 +60,12 @@ tasks:
 	}
 	defer d2.Stop()
 	eventually(t, "the restarted daemon to keep ruled waiting on wh", func() bool {
-		e, err := b.st.LatestEntry(context.Background(), pk, "ruled")
+		e, err := b.latest(pk, "ruled")
 		return err == nil && e.State == "waiting" && e.ReasonCode == "pool_full" && hasPool(e.Needs, "wh") && !hasPool(e.Needs, "other")
 	})
 	touch(t, gate)
 	eventually(t, "the run to succeed", func() bool { return b.mustRun(t, "etl_x", "r").State == "success" })
-	e, err := b.st.LatestEntry(context.Background(), pk, "ruled")
+	e, err := b.latest(pk, "ruled")
 	if err != nil || e.TryNumber != 2 || e.Rule != "retries" || !hasPool(e.Needs, "retry_pool") {
 		t.Fatalf("the retry's entry: %+v %v; want try 2 assigned afresh by rule retries", e, err)
 	}
@@ -168,7 +168,7 @@ tasks:
 		t.Errorf("%d rule assignments were evaluated inside a transaction", n)
 	}
 	for _, task := range []string{"a", "b", "c", "d", "e", "f"} {
-		e, err := b.st.LatestEntry(context.Background(), run.PK, task)
+		e, err := b.latest(run.PK, task)
 		want := "etl"
 		if task == "d" {
 			want = "retries" // its second try

@@ -171,7 +171,7 @@ func (l *loop) retireRemoved(tx *store.Tx, p *passState) error {
 				if err := tx.EndEntry(le.ID, store.EntryRetired, "retired", reason, p.now); err != nil {
 					return err
 				}
-				delete(l.entries, le.ID)
+				l.dropEntry(le.ID)
 				ti.entry = nil
 			}
 			if le := ti.entry; le != nil && le.State == string(store.EntryAdmitted) {

@@ -145,8 +145,8 @@ func (l *loop) settleTriggers(tx *store.Tx, p *passState) error {
 			continue
 		}
 		msg := fmt.Sprintf("pool %s cannot admit %s at once and the start asked not to queue", firstPool(first), first.Label)
-		if first.Reason != "" {
-			msg += " (" + first.Reason + ")"
+		if why := l.waitReason(first, p.now); why != "" {
+			msg += " (" + why + ")"
 		}
 		run.Reason = "rejected: " + msg
 		if err := l.refuseRun(tx, p, run, run.Reason); err != nil {
@@ -217,7 +217,7 @@ func (l *loop) refuseRun(tx *store.Tx, p *passState, run *liveRun, reason string
 			if err := tx.EndEntry(le.ID, store.EntryRejected, "rejected", reason, p.now); err != nil {
 				return err
 			}
-			delete(l.entries, le.ID)
+			l.dropEntry(le.ID)
 			ti.entry = nil
 			ti.State, ti.Reason = string(dag.StateFailed), reason
 			l.touch(p, ti)

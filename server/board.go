@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -92,8 +93,8 @@ func entryView(e store.Entry) EntryJSON {
 
 // EntryReason is why a queue entry waits (a waiting entry) or how it ended (a terminal one), in
 // the words of `poolflow tasks explain`; nil when none is known. It is the one place the API and
-// the UI read an entry's reason from, so its source can change in one place: today the scheduler
-// loop records the reason of each entry it walked; §4.5 wants it computed on read.
+// the UI read an entry's reason from. A waiting entry's reason is computed when read
+// (executor.Explain fills it in, §4.5); a terminal entry's is the one it ended with.
 func EntryReason(e store.Entry) *ReasonJSON {
 	if e.Reason == "" && e.ReasonCode == "" {
 		return nil
@@ -118,6 +119,10 @@ func (s *Server) board(ctx context.Context) (BoardJSON, error) {
 	if err != nil {
 		return BoardJSON{}, err
 	}
+	why, err := executor.Reasons(ctx, s.cfg.Store, s.now())
+	if err != nil {
+		return BoardJSON{}, err
+	}
 	recent, err := s.cfg.Store.RecentEntries(ctx, recentPerPool)
 	if err != nil {
 		return BoardJSON{}, err
@@ -139,6 +144,7 @@ func (s *Server) board(ctx context.Context) (BoardJSON, error) {
 				AdmittedAt: ts(e.AdmittedAt)})
 		}
 		for _, e := range st.waiting[p.Name] {
+			why.Fill(&e)
 			v.Waiting = append(v.Waiting, entryView(e))
 		}
 		for _, e := range recent[p.Name] {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -176,6 +177,9 @@ func (s *Server) runTasks(ctx context.Context, run store.Run) ([]store.TaskInsta
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if err := s.explain(ctx, entries); err != nil {
+		return nil, nil, nil, err
+	}
 	d := s.findDAG(run.DAGID)
 	order := map[string]int{}
 	if d != nil {
@@ -290,4 +294,24 @@ func (s *Server) getTaskInstance(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, t.view())
+}
+
+// explain fills in why the waiting ones among a run's latest entries wait (§4.5: on read).
+func (s *Server) explain(ctx context.Context, entries map[string]store.Entry) error {
+	waiting := false
+	for _, e := range entries {
+		waiting = waiting || e.State == string(store.EntryWaiting)
+	}
+	if !waiting {
+		return nil
+	}
+	why, err := executor.Reasons(ctx, s.cfg.Store, s.now())
+	if err != nil {
+		return err
+	}
+	for id, e := range entries {
+		why.Fill(&e)
+		entries[id] = e
+	}
+	return nil
 }

@@ -1,0 +1,171 @@
+package executor
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/poolflow/poolflow/pools"
+	"github.com/poolflow/poolflow/store"
+)
+
+// Explain sets the ReasonCode and Reason of every waiting entry among es to why it waits now
+// (§4.5). Reasons are not kept by the scheduler loop: they are computed when someone reads
+// them, from the store's state at that moment, by the same pure walk that admits (pools.Admit),
+// so they are never stale when shown and a pass writes no reason rows. Entries that do not wait
+// are left as they are (a terminal entry keeps the reason it ended with).
+//
+// Each owner's entries are walked as that owner's loop walks them: its own entries with their
+// blocks (paused, node_unavailable for a dead owner), every other owner's as entries that keep
+// their room, and _global counting only that owner's claims (max_running limits each daemon,
+// §9). The cost is one read of the queue and a walk per owner with waiting entries.
+func Explain(ctx context.Context, st *store.Store, now time.Time, es ...*store.Entry) error {
+	waiting := false
+	for _, e := range es {
+		waiting = waiting || e.State == string(store.EntryWaiting)
+	}
+	if !waiting {
+		return nil
+	}
+	x, err := Reasons(ctx, st, now)
+	if err != nil {
+		return err
+	}
+	for _, e := range es {
+		x.Fill(e)
+	}
+	return nil
+}
+
+// Explanation is why every waiting entry of the store waits, as computed at one moment.
+type Explanation struct{ reasons map[int64]explained }
+
+type explained struct{ code, text string }
+
+// Reasons computes why every waiting entry of the store waits now (see Explain).
+func Reasons(ctx context.Context, st *store.Store, now time.Time) (*Explanation, error) {
+	x, err := explainAll(ctx, st, now)
+	if err != nil {
+		return nil, err
+	}
+	return &Explanation{reasons: x}, nil
+}
+
+// Fill sets e's ReasonCode and Reason when it waits; other entries are left as they are.
+func (x *Explanation) Fill(e *store.Entry) {
+	if e.State != string(store.EntryWaiting) {
+		return
+	}
+	r := x.reasons[e.ID]
+	e.ReasonCode, e.Reason = r.code, r.text
+}
+
+func explainAll(ctx context.Context, st *store.Store, now time.Time) (map[int64]explained, error) {
+	ps, err := st.ListPools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	claims, err := st.ListClaims(ctx)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := st.ListEntries(ctx, string(store.EntryWaiting))
+	if err != nil {
+		return nil, err
+	}
+	flags, err := st.ListDAGStates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	owners, err := st.ListOwners(ctx)
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	view := newOwnerView(owners, "", now, host, aliveOn(st.Path()))
+
+	held := map[int64][]pools.Need{} // a waiting entry's claims: a reschedule sensor's kept ones
+	for _, c := range claims {
+		held[c.Entry] = append(held[c.Entry], pools.Need{Pool: c.Pool, Slots: c.Slots})
+	}
+	byOwner := map[string][]int{}
+	for i, e := range entries {
+		byOwner[e.Owner] = append(byOwner[e.Owner], i)
+	}
+	out := make(map[int64]explained, len(entries))
+	for owner, mine := range byOwner {
+		snap := &pools.Snapshot{Pools: map[string]pools.Pool{}, Holders: map[string][]pools.Holder{}}
+		for _, sp := range ps {
+			snap.Pools[sp.Name] = namedPool(sp)
+		}
+		for _, c := range claims {
+			if c.Pool == pools.GlobalPool && c.Daemon != owner {
+				continue
+			}
+			snap.Holders[c.Pool] = append(snap.Holders[c.Pool], pools.Holder{Entry: c.Entry, Label: c.Label, Slots: c.Slots})
+		}
+		declare := func(e *store.Entry) {
+			for _, n := range e.Needs {
+				if _, ok := snap.Pools[n.Pool]; n.Implicit && !ok {
+					snap.Pools[n.Pool] = pools.Implicit(n.Pool, n.Capacity)
+				}
+			}
+		}
+		for _, i := range mine { // its own _global capacity first
+			declare(&entries[i])
+		}
+		alive := view.isAlive(owner)
+		for i := range entries {
+			e := &entries[i]
+			declare(e)
+			block := pools.NotBlocked
+			switch {
+			case e.Owner != owner && view.isAlive(e.Owner):
+				block = pools.BlockNotMine
+			case !view.isAlive(e.Owner):
+				block = pools.BlockNodeAway
+			case view.owners[e.Owner].Kind != store.OwnerTest && flags[e.DAGID].Paused:
+				block = pools.BlockPaused
+			}
+			snap.Entries = append(snap.Entries, explainEntry(e, held[e.ID], block))
+		}
+		dec := pools.Admit(snap, now)
+		for _, i := range mine {
+			e := &entries[i]
+			r, ok := dec.Reason(e.ID)
+			if !ok {
+				continue
+			}
+			text := r.String()
+			if r.Kind == pools.ReasonNodeAway && !alive {
+				text = view.awayText(owner)
+			}
+			out[e.ID] = explained{code: string(r.Kind), text: text}
+		}
+	}
+	return out, nil
+}
+
+// explainEntry is a stored waiting entry as admission sees it (queueEntry for the store's
+// rows): a re-poking sensor needs only the pools it does not hold.
+func explainEntry(e *store.Entry, kept []pools.Need, block pools.Block) pools.Entry {
+	pe := poolEntry(e, block)
+	if len(kept) > 0 {
+		pe.Kept = kept
+		pe.Needs = pe.Needs[:0:0]
+		for _, n := range e.Needs {
+			holds := false
+			for _, k := range kept {
+				holds = holds || k.Pool == n.Pool
+			}
+			if !holds {
+				pe.Needs = append(pe.Needs, pools.Need{Pool: n.Pool, Slots: n.Slots})
+			}
+		}
+	}
+	pe.NotBefore, pe.Queued = e.NotBefore, e.CreatedAt
+	if e.NotBefore.After(pe.Queued) {
+		pe.Queued = e.NotBefore
+	}
+	return pe
+}
