@@ -85,6 +85,8 @@ type loop struct {
 	attemptsWG sync.WaitGroup
 	// ruleSet assigns the pool of a task that declares none (§6); nil = {default: 1}.
 	ruleSet *rules.Set
+	cfgGen  uint64 // the registry's configuration generation applied (reload.go)
+	seenDV  int64  // the data_version whose stored pools the registry was last offered
 
 	testPK     int64
 	testSuffix string // several dags test processes may start in the same millisecond
@@ -113,7 +115,7 @@ func newLoop(cfg *Config) (*loop, error) {
 		// A test run's id ends with a random suffix, fixed before any pass needs it.
 		testSuffix: fmt.Sprintf("_%06x", rand.IntN(1<<24)),
 	}
-	l.reg = newRegistry(cfg.DAGsDir, cfg.GoDAGs, l.loadOptions)
+	l.reg = newRegistry(cfg.DAGsDir, cfg.GoDAGs, cfg.Store, cfg.Settings, cfg.Logger)
 	return l, nil
 }
 
@@ -174,6 +176,7 @@ func (l *loop) run(ctx context.Context) error {
 			}
 		}
 		poll.Stop()
+		l.outsideChange(ctx) // woken by an event or a writer: take its stored pool changes first
 		l.coalesce()
 		if err := l.pass(ctx); err != nil {
 			l.failPass(err)
@@ -244,13 +247,16 @@ func (l *loop) drainEvents() {
 
 // outsideChange reports whether another process committed to the store or a DAG file changed.
 func (l *loop) outsideChange(ctx context.Context) bool {
+	v, err := l.st.DataVersion(ctx)
+	if err == nil && v != l.dv {
+		l.syncStored(ctx, v) // a stored pool may have changed: re-validate before this pass
+	}
 	if g := l.reg.generation(); g != l.regGen {
 		l.regGen = g
 		l.regChanged = true
 		l.scheds = map[*dag.DAG]*schedule{}
 		return true
 	}
-	v, err := l.st.DataVersion(ctx)
 	if err != nil {
 		return true // let the pass report the store's state
 	}
@@ -320,6 +326,9 @@ func (l *loop) pass(ctx context.Context) error {
 		}
 	}
 	l.dv = dv
+	if err := l.applyConfig(tx, now); err != nil {
+		return err
+	}
 	p := &passState{now: now}
 	// Renew first: a daemon that can pass is alive, and its own claims must not look expired
 	// to the expiry check below.
