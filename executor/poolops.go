@@ -11,6 +11,7 @@ import (
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/pools"
+	"github.com/poolflow/poolflow/rules"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -65,7 +66,7 @@ func SetPool(tx *store.Tx, cfg *config.Config, dags []*dag.DAG, spec pools.Spec,
 			row.Slots, row.TargetSlots = prev.Slots, spec.Slots
 		}
 	}
-	if err := checkStillValid(tx, cfg, spec.Name, &row); err != nil {
+	if err := checkStillValid(tx, cfg, spec.Name, &row, force); err != nil {
 		return err
 	}
 	return tx.PutPool(&row, now)
@@ -101,7 +102,7 @@ func DeletePool(tx *store.Tx, cfg *config.Config, dags []*dag.DAG, name string, 
 			return fmt.Errorf("%w: pool %s holds %d slots now; use --force", ErrPoolInUse, name, held)
 		}
 	}
-	if err := checkStillValid(tx, cfg, name, nil); err != nil {
+	if err := checkStillValid(tx, cfg, name, nil, force); err != nil {
 		return err
 	}
 	return tx.DeletePool(name)
@@ -136,8 +137,9 @@ func checkStoredName(cfg *config.Config, name string, prev store.Pool, exists bo
 
 // checkStillValid refuses a change (row nil: a deletion) that gives the configuration a problem
 // it did not have, such as a remainder default pool below 1. Problems it already had do not
-// stop unrelated changes.
-func checkStillValid(tx *store.Tx, cfg *config.Config, name string, row *store.Pool) error {
+// stop unrelated changes. With force, a rule left without its pool (or with too few slots) is
+// accepted, as a DAG left without its pool is: the daemon then reports it.
+func checkStillValid(tx *store.Tx, cfg *config.Config, name string, row *store.Pool, force bool) error {
 	all, err := tx.Pools()
 	if err != nil {
 		return err
@@ -148,9 +150,10 @@ func checkStillValid(tx *store.Tx, cfg *config.Config, name string, row *store.P
 		after = append(after, *row)
 	}
 	var added []string
-	for _, msg := range problemList(NewEffective(cfg, after)) {
-		if !before[msg] {
-			added = append(added, msg)
+	for _, p := range NewEffective(cfg, after).problems {
+		var re *rules.ConfigError
+		if !before[p.Error()] && !(force && errors.As(p, &re)) {
+			added = append(added, p.Error())
 		}
 	}
 	if len(added) > 0 {
@@ -159,18 +162,10 @@ func checkStillValid(tx *store.Tx, cfg *config.Config, name string, row *store.P
 	return nil
 }
 
-func problemList(e *Effective) []string {
-	var out []string
-	for _, p := range e.problems {
-		out = append(out, p.Error())
-	}
-	return out
-}
-
 func problemSet(e *Effective) map[string]bool {
 	out := map[string]bool{}
-	for _, msg := range problemList(e) {
-		out[msg] = true
+	for _, p := range e.problems {
+		out[p.Error()] = true
 	}
 	return out
 }

@@ -52,6 +52,7 @@ type registry struct {
 
 	watching atomic.Bool
 	reqs     chan *refreshReq
+	offers   chan []store.Pool // stored pools a pass read, newest only
 }
 
 // ConfigStatus says which poolflow.yaml is in force and what is wrong, for /api/v1/health and
@@ -69,7 +70,7 @@ type ConfigStatus struct {
 
 func newRegistry(dir string, goDAGs []*dag.DAG, st *store.Store, settings *config.Config, log *slog.Logger) *registry {
 	r := &registry{dir: dir, goDAGs: goDAGs, st: st, log: log, dags: map[string]*dag.DAG{},
-		reqs: make(chan *refreshReq)}
+		reqs: make(chan *refreshReq), offers: make(chan []store.Pool, 1)}
 	r.eff = NewEffective(settings, nil)
 	r.status = ConfigStatus{File: settings.File, LoadedAt: time.Now().UTC()}
 	if settings.File != "" {
@@ -346,6 +347,26 @@ func (r *registry) request(ctx context.Context, req *refreshReq, limit time.Dura
 	return false
 }
 
+// offer hands the watcher stored pools to re-validate against, without waiting; a newer offer
+// replaces one not taken yet. With no watcher (a test run), the refresh runs here.
+func (r *registry) offer(ps []store.Pool) {
+	if !r.watching.Load() {
+		r.refresh(&refreshReq{stored: ps, haveStored: true})
+		return
+	}
+	for {
+		select {
+		case r.offers <- ps:
+			return
+		default:
+		}
+		select {
+		case <-r.offers:
+		default:
+		}
+	}
+}
+
 // watch checks the DAG folder and poolflow.yaml every period, and serves refresh requests, until
 // ctx ends; after a refresh that changed something it calls changed.
 func (r *registry) watch(ctx context.Context, every time.Duration, changed func()) {
@@ -365,6 +386,10 @@ func (r *registry) watch(ctx context.Context, every time.Duration, changed func(
 			req.changedSome = r.refresh(req)
 			close(req.done)
 			if req.changedSome {
+				changed()
+			}
+		case ps := <-r.offers:
+			if r.refresh(&refreshReq{stored: ps, haveStored: true}) {
 				changed()
 			}
 		}

@@ -74,8 +74,21 @@ func (l *loop) syncStored(ctx context.Context, dv int64) {
 }
 
 // applyConfig applies a new configuration generation of the registry in the pass's transaction,
-// after load: file pools synced, l.pools re-read, rules and max_running taken.
+// after load: file pools synced, l.pools re-read, rules and max_running taken. A pass that read
+// stored pools the registry has not validated against (another process committed after
+// syncStored looked) hands them over; the registry re-validates off the loop.
 func (l *loop) applyConfig(tx *store.Tx, now time.Time) error {
+	if l.dv != l.seenDV {
+		l.seenDV = l.dv
+		ps := make([]store.Pool, 0, len(l.pools))
+		for _, p := range l.pools {
+			ps = append(ps, p)
+		}
+		sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
+		if l.reg.storedStale(ps) {
+			l.reg.offer(ps)
+		}
+	}
 	eff, gen := l.reg.effective()
 	if gen == l.cfgGen {
 		return nil
