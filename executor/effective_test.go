@@ -141,7 +141,9 @@ func TestPoolOpsWriteOnlyTheirPool(t *testing.T) {
 			t.Errorf("file pool %s changed", p.Name)
 		}
 	}
-	err := write(func(tx *store.Tx) error { return SetPool(tx, cliCfg, nil, pools.Spec{Name: "db", Slots: 9}, false, now) })
+	err := write(func(tx *store.Tx) error {
+		return SetPool(tx, cliCfg, nil, pools.Spec{Name: "db", Slots: 9}, false, now)
+	})
 	if !errors.Is(err, ErrFilePool) {
 		t.Errorf("setting a daemon's file pool from another config: %v", err)
 	}
