@@ -234,7 +234,7 @@ func (e *env) poolsDeleteCmd() *cobra.Command {
 				return executor.DeletePool(tx, cfg, dags, args[0], force, time.Now().UTC())
 			})
 			if errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("pool %s not found", args[0])
+				return fmt.Errorf("pool %s not found", pools.ShortName(args[0]))
 			}
 			if err != nil {
 				return err

@@ -81,8 +81,8 @@ func DeletePool(tx *store.Tx, cfg *config.Config, dags []*dag.DAG, name string, 
 		return err
 	}
 	if name == pools.DefaultPool {
-		return fmt.Errorf("%w: pool default cannot be deleted: it is the default pool, which tasks with no pool_requirements "+
-			"and no matching rule use (%s)", ErrFilePool, defaultWhere(cfg))
+		return &defaultPoolError{fmt.Sprintf("pool default cannot be deleted: it is the default pool, which tasks with no "+
+			"pool_requirements and no matching rule use (%s)", defaultWhere(cfg))}
 	}
 	if err := checkStoredName(cfg, name, prev, exists); err != nil {
 		return err
@@ -108,6 +108,13 @@ func DeletePool(tx *store.Tx, cfg *config.Config, dags []*dag.DAG, name string, 
 	return tx.DeletePool(name)
 }
 
+// defaultPoolError refuses storing or deleting the default pool. It counts as ErrFilePool (a
+// 409): the default pool belongs to the configuration, whether or not the file names it.
+type defaultPoolError struct{ msg string }
+
+func (e *defaultPoolError) Error() string        { return e.msg }
+func (e *defaultPoolError) Is(target error) bool { return target == ErrFilePool }
+
 // defaultWhere says where the default pool's capacity comes from.
 func defaultWhere(cfg *config.Config) string {
 	file := orDefault(cfg.File, "poolflow.yaml")
@@ -122,7 +129,7 @@ func defaultWhere(cfg *config.Config) string {
 // pool a daemon synced from its file (which cfg, the CLI's own copy, may not know).
 func checkStoredName(cfg *config.Config, name string, prev store.Pool, exists bool) error {
 	if name == pools.DefaultPool {
-		return fmt.Errorf("%w: pool default is the default pool; %s", ErrFilePool, defaultWhere(cfg))
+		return &defaultPoolError{fmt.Sprintf("pool default cannot be stored: it is the default pool; %s", defaultWhere(cfg))}
 	}
 	for _, p := range cfg.Pools {
 		if p.Name == name {

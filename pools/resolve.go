@@ -17,7 +17,16 @@ type SpecError struct {
 }
 
 func (e *SpecError) Error() string {
-	return fmt.Sprintf("pool %s: %s: %s", e.Pool, e.Field, e.Msg)
+	return fmt.Sprintf("pool %s: %s: %s", ShortName(e.Pool), e.Field, e.Msg)
+}
+
+// ShortName is a pool name fit for a message: a name over MaxNameLen is cut, so an absurd one
+// cannot bury the message it appears in.
+func ShortName(name string) string {
+	if len(name) <= MaxNameLen {
+		return name
+	}
+	return fmt.Sprintf("%.32s… (%d bytes)", name, len(name))
 }
 
 // Resolve validates pool specs and fills their defaults (§4.1): a missing default pool is
