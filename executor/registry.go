@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"log/slog"
 	"os"
@@ -59,6 +60,7 @@ type registry struct {
 // the UI's banner.
 type ConfigStatus struct {
 	File     string    // poolflow.yaml in force; "" = defaults
+	SHA256   string    // of the file's contents in force, hex; "" = defaults
 	LoadedAt time.Time // when the configuration in force was loaded
 	// Error says why the newest poolflow.yaml is not in force (it does not parse, or its rules
 	// or pools do not hold with the stored pools), or what no longer holds in the one in force
@@ -74,21 +76,25 @@ func newRegistry(dir string, goDAGs []*dag.DAG, st *store.Store, settings *confi
 	r.eff = NewEffective(settings, nil)
 	r.status = ConfigStatus{File: settings.File, LoadedAt: time.Now().UTC()}
 	if settings.File != "" {
-		r.cfgStamp = fileStamp(settings.File)
+		r.cfgStamp, _ = fileStamp(settings.File)
 		r.cfgData, _ = os.ReadFile(settings.File)
+		if r.cfgData != nil {
+			r.status.SHA256 = fmt.Sprintf("%x", sha256.Sum256(r.cfgData))
+		}
 	}
 	return r
 }
 
 // dirStamp summarizes the DAG files' names, sizes and modification times; polling it is cheap
-// and, unlike inotify, sees editors that replace files by rename.
-func dirStamp(dir string) string {
+// and, unlike inotify, sees editors that replace files by rename. newest is the latest
+// modification time among them.
+func dirStamp(dir string) (stamp string, newest time.Time) {
 	if dir == "" {
-		return ""
+		return "", time.Time{}
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return "error:" + err.Error()
+		return "error:" + err.Error(), time.Time{}
 	}
 	var b strings.Builder
 	for _, e := range ents {
@@ -100,18 +106,43 @@ func dirStamp(dir string) string {
 		if err != nil {
 			continue
 		}
+		if info.ModTime().After(newest) {
+			newest = info.ModTime()
+		}
 		fmt.Fprintf(&b, "%s:%d:%d;", n, info.Size(), info.ModTime().UnixNano())
 	}
-	return b.String()
+	return b.String(), newest
 }
 
-// fileStamp is a file's size and modification time, or its error.
-func fileStamp(path string) string {
+// fileStamp is a file's size and modification time, or its error, and the modification time.
+func fileStamp(path string) (string, time.Time) {
 	info, err := os.Stat(path)
 	if err != nil {
-		return "error:" + err.Error()
+		return "error:" + err.Error(), time.Time{}
 	}
-	return fmt.Sprintf("%d:%d", info.Size(), info.ModTime().UnixNano())
+	return fmt.Sprintf("%d:%d", info.Size(), info.ModTime().UnixNano()), info.ModTime()
+}
+
+// settleWindow is how long a changed file must stay unchanged before it is read. A writer that
+// truncates and then writes (os.WriteFile, `cat >`, many editors) leaves it empty or half
+// written for a moment, and a truncation need not show in the modification time; read then, an
+// empty poolflow.yaml is a valid one (every file pool gone) and a half DAG file an invalid DAG
+// (its runs retired). So a change is read once two looks settleWindow apart agree.
+const settleWindow = 50 * time.Millisecond
+
+// settled returns stamp's answer once two looks settleWindow apart give the same one (trying
+// a few times); it looks only when the first answer differs from last, the stamp already read.
+func settled(last string, stamp func() (string, time.Time)) string {
+	s, _ := stamp()
+	for i := 0; s != last && i < 10; i++ {
+		time.Sleep(settleWindow)
+		again, _ := stamp()
+		if again == s {
+			break
+		}
+		s = again
+	}
+	return s
 }
 
 // storedDigest summarizes the store's own pools, which the effective configuration depends on.
@@ -166,14 +197,23 @@ func (r *registry) refresh(req *refreshReq) bool {
 	fileErr, poolErr := r.fileErr, r.poolErr
 	cfgStamp := r.cfgStamp
 	if file := settings.File; file != "" {
-		cfgStamp = fileStamp(file)
+		last := r.cfgStamp
+		if req.rereadFile {
+			last = "" // SIGHUP: read it now, once it is not being written
+		}
+		cfgStamp = settled(last, func() (string, time.Time) { return fileStamp(file) })
 		// A refused file is tried again when the stored pools change: they may make it valid.
 		if cfgStamp != r.cfgStamp || req.rereadFile || (storedChanged && fileErr != "") {
 			next, restart, ferr := r.readConfig(file, settings, stored, fileErr)
 			fileErr = ferr
+			if now, _ := fileStamp(file); now != cfgStamp {
+				// Written while it was read: what was read may be torn. Look again next time.
+				next, cfgStamp, r.cfgData = nil, "", nil
+			}
 			if next != nil {
 				settings = next
 				status.LoadedAt, status.Restart = time.Now().UTC(), restart
+				status.SHA256 = fmt.Sprintf("%x", sha256.Sum256(r.cfgData))
 			}
 		}
 	}
@@ -193,7 +233,7 @@ func (r *registry) refresh(req *refreshReq) bool {
 	}
 	status.File = settings.File
 	status.Error = strings.TrimSpace(fileErr + "\n" + poolErr)
-	stamp := dirStamp(r.dir)
+	stamp := settled(r.stamp, func() (string, time.Time) { return dirStamp(r.dir) })
 	if !effChanged && stamp == r.stamp && loaded && !req.force {
 		r.mu.Lock()
 		r.cfgStamp, r.status, r.fileErr, r.poolErr = cfgStamp, status, fileErr, poolErr

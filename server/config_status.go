@@ -9,6 +9,7 @@ import "time"
 type ConfigHealthJSON struct {
 	Status   string     `json:"status"`
 	File     *string    `json:"file"`
+	SHA256   *string    `json:"sha256"` // of the file's contents in force
 	LoadedAt *time.Time `json:"loaded_at"`
 	Error    *string    `json:"error"`
 	// RestartPending lists settings changed in the file that apply only after a restart.
@@ -17,7 +18,7 @@ type ConfigHealthJSON struct {
 
 func (s *Server) configHealth() ConfigHealthJSON {
 	st := s.ConfigStatus()
-	out := ConfigHealthJSON{Status: "healthy", File: strOrNil(st.File), LoadedAt: ts(st.LoadedAt),
+	out := ConfigHealthJSON{Status: "healthy", File: strOrNil(st.File), SHA256: strOrNil(st.SHA256), LoadedAt: ts(st.LoadedAt),
 		Error: strOrNil(st.Error), RestartPending: st.Restart}
 	if out.RestartPending == nil {
 		out.RestartPending = []string{}
