@@ -255,7 +255,9 @@ type view struct {
 	Errors []string
 }
 
-func (v view) String() string { return fmt.Sprintf("dags %v\nerrors:\n  %s", v.DAGs, strings.Join(v.Errors, "\n  ")) }
+func (v view) String() string {
+	return fmt.Sprintf("dags %v\nerrors:\n  %s", v.DAGs, strings.Join(v.Errors, "\n  "))
+}
 
 func sorted(v view) view {
 	sort.Strings(v.DAGs)
