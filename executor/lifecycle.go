@@ -25,7 +25,7 @@ func (l *loop) start(ctx context.Context) error {
 	now := l.clock.Now()
 	var old []store.Claim
 	err := l.st.WithTx(ctx, func(tx *store.Tx) error {
-		if err := SyncPools(tx, l.cfg.Settings, now); err != nil {
+		if err := l.syncPools(tx, now); err != nil { // syncpools.go: a dags test only adds missing pools
 			return err
 		}
 		epoch, err := tx.RegisterDaemon(l.cfg.DaemonID, os.Getpid(), now)

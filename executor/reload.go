@@ -94,7 +94,8 @@ func (l *loop) applyConfig(tx *store.Tx, now time.Time) error {
 		return nil
 	}
 	prev := l.cfg.Settings
-	if err := SyncPools(tx, eff.Settings, now); err != nil {
+	l.cfg.Settings = eff.Settings
+	if err := l.syncPools(tx, now); err != nil {
 		if !errors.Is(err, ErrInvalidConfig) {
 			return err
 		}
@@ -109,7 +110,7 @@ func (l *loop) applyConfig(tx *store.Tx, now time.Time) error {
 	for _, p := range ps {
 		l.pools[p.Name] = p
 	}
-	l.cfg.Settings, l.ruleSet = eff.Settings, eff.Rules
+	l.ruleSet = eff.Rules
 	if prev.MaxRunning != eff.Settings.MaxRunning {
 		if err := l.setGlobalLimit(tx, eff.Settings.MaxRunning); err != nil {
 			return err

@@ -111,3 +111,44 @@ func syncRemainder(tx *store.Tx, cfg *config.Config, all []store.Pool, inFile ma
 	def.Slots, def.TargetSlots = slots, store.NoTarget
 	return tx.PutPool(&def, now)
 }
+
+// syncPools is SyncPools for this loop. A `dags test` process only adds the file pools the
+// store does not have yet: the pool table belongs to the serve daemons, and a test run with
+// another poolflow.yaml (or none) must not change or drop the pools they admit against.
+func (l *loop) syncPools(tx *store.Tx, now time.Time) error {
+	if l.cfg.Test == nil {
+		return SyncPools(tx, l.cfg.Settings, now)
+	}
+	return addMissingPools(tx, l.cfg.Settings, now)
+}
+
+// addMissingPools writes the file pools of cfg that the store lacks (a remainder default pool
+// gets what the others leave, at least 1), and nothing else.
+func addMissingPools(tx *store.Tx, cfg *config.Config, now time.Time) error {
+	all, err := tx.Pools()
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, p := range all {
+		have[p.Name] = true
+	}
+	for _, sp := range cfg.Pools {
+		if have[sp.Name] {
+			continue
+		}
+		slots := sp.Slots
+		if sp.Remainder {
+			if c, ok := NewEffective(cfg, all).Pool(sp.Name); ok {
+				slots = max(c, 1)
+			}
+		}
+		row := store.Pool{Name: sp.Name, Slots: slots, TargetSlots: store.NoTarget, Ordering: orDefault(string(sp.Ordering), "backfill"),
+			MaxQueued: sp.MaxQueued, StarvationAfter: sp.StarvationAfter, IncludeDeferred: sp.IncludeDeferred,
+			OnResize: orDefault(sp.OnResize, "immediate"), Description: sp.Description, Source: "file"}
+		if err := tx.PutPool(&row, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
