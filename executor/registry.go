@@ -161,10 +161,13 @@ func storedDigest(ps []store.Pool) string {
 // refreshReq asks for a refresh: with the stored pools just read (nil = read them when forced),
 // re-reading poolflow.yaml even if its stamp is unchanged (SIGHUP), or re-validating anyway.
 type refreshReq struct {
-	stored      []store.Pool
-	haveStored  bool
-	rereadFile  bool
-	force       bool
+	stored     []store.Pool
+	haveStored bool
+	rereadFile bool
+	force      bool
+	// skipDir leaves the DAG folder unlooked at unless something else changed: file
+	// notifications say it did not change.
+	skipDir     bool
 	done        chan struct{}
 	changedSome bool
 }
@@ -233,7 +236,10 @@ func (r *registry) refresh(req *refreshReq) bool {
 	}
 	status.File = settings.File
 	status.Error = strings.TrimSpace(fileErr + "\n" + poolErr)
-	stamp := settled(r.stamp, func() (string, time.Time) { return dirStamp(r.dir) })
+	stamp := r.stamp
+	if !req.skipDir || effChanged || req.force || !loaded {
+		stamp = settled(r.stamp, func() (string, time.Time) { return dirStamp(r.dir) })
+	}
 	if !effChanged && stamp == r.stamp && loaded && !req.force {
 		r.mu.Lock()
 		r.cfgStamp, r.status, r.fileErr, r.poolErr = cfgStamp, status, fileErr, poolErr
@@ -403,35 +409,6 @@ func (r *registry) offer(ps []store.Pool) {
 		select {
 		case <-r.offers:
 		default:
-		}
-	}
-}
-
-// watch checks the DAG folder and poolflow.yaml every period, and serves refresh requests, until
-// ctx ends; after a refresh that changed something it calls changed.
-func (r *registry) watch(ctx context.Context, every time.Duration, changed func()) {
-	r.watching.Store(true)
-	defer r.watching.Store(false)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if r.refresh(&refreshReq{}) {
-				changed()
-			}
-		case req := <-r.reqs:
-			req.changedSome = r.refresh(req)
-			close(req.done)
-			if req.changedSome {
-				changed()
-			}
-		case ps := <-r.offers:
-			if r.refresh(&refreshReq{stored: ps, haveStored: true}) {
-				changed()
-			}
 		}
 	}
 }
