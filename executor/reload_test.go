@@ -284,3 +284,20 @@ func TestStoredPoolRevalidates(t *testing.T) {
 	}
 	until(t, "the import error to come back", func() bool { _, errs := d.DAGs(); return len(errs) == 1 })
 }
+
+// TestLargeParamsGoToAFile: params too large for one environment string reach the task as a
+// file (POOLFLOW_PARAMS_FILE), so the attempt starts instead of failing with "argument list too
+// long"; small params stay in POOLFLOW_PARAMS.
+func TestLargeParamsGoToAFile(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", 200<<10)
+	b := setup(t, "", map[string]string{
+		"big.yaml": "params: {blob: " + big + "}\ntasks:\n  - id: t\n    bash: 'test -z \"$POOLFLOW_PARAMS\" && grep -q xxxx \"$POOLFLOW_PARAMS_FILE\"'\n",
+		"small.yaml": "params: {a: 1}\ntasks:\n  - id: t\n    bash: 'test \"$POOLFLOW_PARAMS\" = \"{\\\"a\\\":1}\" && test -z \"$POOLFLOW_PARAMS_FILE\"'\n",
+	})
+	for _, id := range []string{"big", "small"} {
+		if run := b.testRun(t, id, nil); run.State != "success" {
+			t.Errorf("%s: run %s (%s)", id, run.State, b.tis(t, run.PK)["t"].Reason)
+		}
+	}
+}
