@@ -292,7 +292,7 @@ func TestLargeParamsGoToAFile(t *testing.T) {
 	t.Parallel()
 	big := strings.Repeat("x", 200<<10)
 	b := setup(t, "", map[string]string{
-		"big.yaml": "params: {blob: " + big + "}\ntasks:\n  - id: t\n    bash: 'test -z \"$POOLFLOW_PARAMS\" && grep -q xxxx \"$POOLFLOW_PARAMS_FILE\"'\n",
+		"big.yaml":   "params: {blob: " + big + "}\ntasks:\n  - id: t\n    bash: 'test -z \"$POOLFLOW_PARAMS\" && grep -q xxxx \"$POOLFLOW_PARAMS_FILE\"'\n",
 		"small.yaml": "params: {a: 1}\ntasks:\n  - id: t\n    bash: 'test \"$POOLFLOW_PARAMS\" = \"{\\\"a\\\":1}\" && test -z \"$POOLFLOW_PARAMS_FILE\"'\n",
 	})
 	for _, id := range []string{"big", "small"} {
