@@ -126,7 +126,8 @@ func (d *Daemon) Start(ctx context.Context) error {
 		defer close(watched)
 		// DAG files are parsed here, off the loop; a test run reads them once.
 		if d.cfg.Test == nil {
-			// Every 10 polls: a change is re-validated well within a second.
+			// File notifications wake it at once; every 10 polls it also stats poolflow.yaml
+			// (watch.go), so a change is re-validated well within a second.
 			d.loop.reg.watch(ctx, 10*d.cfg.PollEvery, d.loop.wake)
 		}
 	}()
