@@ -24,11 +24,32 @@ import (
 )
 
 // Main runs the CLI with os.Args and the given Go DAGs, then exits with the command's code.
-// SIGINT and SIGTERM cancel the command (serve shuts down gracefully).
+// SIGINT and SIGTERM cancel the command: serve and dags test shut down gracefully, any other
+// command stops within a couple of seconds, and a second signal ends the process at once.
+// SIGHUP makes serve re-read poolflow.yaml.
 func Main(dags ...*dag.DAG) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := cli.Run(ctx, os.Args[1:], os.Stdout, os.Stderr, dags...)
-	stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-stop
+		// The next signal gets the default action: a stuck shutdown can still be ended.
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		sig, _ := s.(syscall.Signal)
+		cancel(cli.Interrupted{Signal: sig})
+	}()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	reload := make(chan struct{}, 1)
+	go func() {
+		for range hup {
+			select {
+			case reload <- struct{}{}:
+			default: // one reload pending covers this signal too
+			}
+		}
+	}()
+	err := cli.RunOptions(ctx, os.Args[1:], os.Stdout, os.Stderr, cli.Options{Reload: reload}, dags...)
 	os.Exit(ExitCode(err))
 }
 

@@ -5,15 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -24,25 +23,6 @@ func (e *env) dagsCmd() *cobra.Command {
 	return c
 }
 
-// loadDAGs loads the DAG folder and the Go DAGs, validated against the configured and stored pools.
-func (e *env) loadDAGs(ctx context.Context, cfg *config.Config, st *store.Store) ([]*dag.DAG, []*dag.ImportError) {
-	var stored []store.Pool
-	if st != nil {
-		stored, _ = st.ListPools(ctx)
-	}
-	opts := dag.LoadOptions{Pools: poolLookup(cfg, stored)}
-	dags, errs := dag.LoadDir(e.dags(), opts)
-	for _, d := range e.goDAGs {
-		if verrs := dag.Validate(d, opts); len(verrs) > 0 {
-			errs = append(errs, verrs...)
-			continue
-		}
-		dags = append(dags, d)
-	}
-	sort.Slice(dags, func(i, j int) bool { return dags[i].ID < dags[j].ID })
-	return dags, errs
-}
-
 func (e *env) dagsListCmd() *cobra.Command {
 	var output string
 	c := &cobra.Command{
@@ -51,13 +31,22 @@ func (e *env) dagsListCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cfg, st, _, err := e.open(ctx)
+			cfg, err := e.settings()
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			dags, errs := e.loadDAGs(ctx, cfg, st)
-			flags, err := st.ListDAGStates(ctx)
+			st, err := e.openRead(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			flags := map[string]store.DAGState{}
+			if st != nil {
+				defer st.Close()
+				if flags, err = st.ListDAGStates(ctx); err != nil {
+					return err
+				}
+			}
+			dags, errs, err := e.loadDAGs(ctx, cfg, st)
 			if err != nil {
 				return err
 			}
@@ -121,46 +110,41 @@ func orDash(s string) string {
 func (e *env) dagsValidateCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate [FILE...]",
-		Short: "Validate DAG files (default: the whole DAGs folder); exit 1 and print every error if any is invalid",
+		Short: "Validate DAG files (default: the whole DAGs folder) as the daemon does; exit 1 and print every error if any is invalid",
+		Long: "Validates the DAGs folder, or the files given, against poolflow.yaml and the pools kept in the store " +
+			"(pools set, the API): the validation the daemon, the API and the UI use, so a folder and its files " +
+			"get the same answer. Problems of poolflow.yaml itself (a rule naming a missing pool) fail it too.",
 		RunE: func(cmd *cobra.Command, files []string) error {
 			ctx := cmd.Context()
 			cfg, err := e.settings()
 			if err != nil {
 				return err
 			}
-			var stored []store.Pool
-			if st, _, err := e.openStore(ctx, cfg); err == nil {
-				stored, _ = st.ListPools(ctx)
-				st.Close()
+			st, err := e.openRead(ctx, cfg)
+			if err != nil {
+				return err
 			}
-			opts := dag.LoadOptions{Pools: poolLookup(cfg, stored)}
-			var errs []*dag.ImportError
-			n := 0
-			if len(files) == 0 {
-				var dags []*dag.DAG
-				dags, errs = e.loadDAGs(ctx, cfg, nil)
-				_ = dags
-				n = len(dags)
+			if st != nil {
+				defer st.Close()
 			}
-			for _, f := range files {
-				data, rerr := readFile(f)
-				if rerr != nil {
-					errs = append(errs, &dag.ImportError{File: f, Msg: rerr.Error()})
-					continue
-				}
-				if _, ferrs := dag.Parse(f, data, opts); len(ferrs) > 0 {
-					errs = append(errs, ferrs...)
-					continue
-				}
-				n++
+			v, _, err := e.validation(ctx, cfg, st, files)
+			if err != nil {
+				return err
 			}
-			for _, ie := range errs {
+			for _, ie := range v.Errors {
 				fmt.Fprintln(e.stderr, ie.Error())
 			}
-			if len(errs) > 0 {
-				return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d error(s)", len(errs))}
+			n := len(v.Errors)
+			if v.Config != nil {
+				for _, line := range strings.Split(v.Config.Error(), "\n") {
+					fmt.Fprintln(e.stderr, line)
+					n++
+				}
 			}
-			fmt.Fprintf(e.stdout, "%d DAG(s) valid\n", n)
+			if n > 0 {
+				return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d error(s)", n)}
+			}
+			fmt.Fprintf(e.stdout, "%d DAG(s) valid\n", len(v.DAGs))
 			return nil
 		},
 	}
@@ -183,8 +167,11 @@ func (e *env) pauseCmd(name string, paused bool) *cobra.Command {
 				if err := tx.SetPaused(args[0], paused, now); !errors.Is(err, store.ErrNotFound) {
 					return err
 				}
-				// Not seen by a daemon yet: record it if it is a loaded DAG.
-				dags, _ := e.loadDAGs(ctx, cfg, nil)
+				// Not seen by a daemon yet: record it if it is a valid DAG.
+				dags, _, err := e.loadDAGs(ctx, cfg, st)
+				if err != nil {
+					return err
+				}
 				for _, d := range dags {
 					if d.ID == args[0] {
 						if err := tx.UpsertDAG(d.ID, d.File, d.Schedule, now); err != nil {
@@ -210,35 +197,46 @@ func (e *env) dagsTriggerCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "trigger DAG_ID",
 		Short: "Create a manual run; a running daemon picks it up within 100 ms",
-		Args:  cobra.ExactArgs(1),
+		Long: "Creates a manual run of a DAG that is valid (the validation of dags validate). With --no-queue it " +
+			"waits for a daemon to take the run and says whether it started or was refused; a refused start " +
+			"exits 1 and never reports the run as created.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			conf, err := parseConf(confJSON)
 			if err != nil {
 				return &ExitError{Code: ExitUsage, Err: err}
 			}
+			if runID != "" {
+				if err := executor.CheckRunID(runID); err != nil {
+					return &ExitError{Code: ExitUsage, Err: fmt.Errorf("--run-id: %w", err)}
+				}
+			}
 			cfg, st, _, err := e.open(ctx)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			dags, _ := e.loadDAGs(ctx, cfg, st)
-			d := findDAG(dags, args[0])
-			if d == nil {
-				return fmt.Errorf("dag %s not found (or invalid: see poolflow dags validate)", args[0])
+			v, _, err := e.validation(ctx, cfg, st, nil)
+			if err != nil {
+				return err
+			}
+			d, err := v.ValidDAG(args[0])
+			if err != nil {
+				return fmt.Errorf("%w (see poolflow dags validate)", err)
 			}
 			run, err := createManualRun(ctx, st, d, runID, conf, noQueue)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "created run %s of dag %s\n", run.RunID, run.DAGID)
 			if noQueue {
 				return e.awaitNoQueue(ctx, st, run)
 			}
+			fmt.Fprintf(e.stdout, "created run %s of dag %s\n", run.RunID, run.DAGID)
 			return nil
 		},
 	}
-	c.Flags().StringVar(&confJSON, "conf", "", "JSON object merged over the DAG's params")
+	c.Flags().StringVar(&confJSON, "conf", "", "JSON object merged over the DAG's params (at most 128 KiB)")
 	c.Flags().StringVar(&runID, "run-id", "", "run id (default manual__<time>)")
 	c.Flags().BoolVar(&noQueue, "no-queue", false, "refuse the start unless its ready tasks are admitted at once")
 	return c
@@ -247,6 +245,9 @@ func (e *env) dagsTriggerCmd() *cobra.Command {
 func parseConf(s string) (map[string]any, error) {
 	if s == "" {
 		return nil, nil
+	}
+	if err := executor.CheckConf(len(s)); err != nil {
+		return nil, fmt.Errorf("--%w", err)
 	}
 	var conf map[string]any
 	if err := json.Unmarshal([]byte(s), &conf); err != nil {
@@ -289,7 +290,8 @@ func createManualRun(ctx context.Context, st *store.Store, d *dag.DAG, runID str
 }
 
 // awaitNoQueue waits for a daemon to take a --no-queue run and reports whether its ready tasks
-// were admitted at once or the start was refused.
+// were admitted at once or the start was refused. Until a daemon has decided, the run is neither
+// started nor refused, and the command says so rather than "created".
 func (e *env) awaitNoQueue(ctx context.Context, st *store.Store, run store.Run) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -299,9 +301,12 @@ func (e *env) awaitNoQueue(ctx context.Context, st *store.Store, run store.Run) 
 		}
 		switch {
 		case strings.HasPrefix(r.Reason, "rejected: "):
-			return &ExitError{Code: ExitFailed, Err: errors.New(strings.TrimPrefix(r.Reason, "rejected: "))}
+			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("refused: run %s of dag %s was not started: %s", r.RunID, r.DAGID,
+				strings.TrimPrefix(r.Reason, "rejected: "))}
+		case r.State == "failed":
+			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("refused: run %s of dag %s failed: %s", r.RunID, r.DAGID, r.Reason)}
 		case r.State != "queued":
-			fmt.Fprintf(e.stdout, "run %s started: its ready tasks were admitted\n", r.RunID)
+			fmt.Fprintf(e.stdout, "started run %s of dag %s: its ready tasks were admitted\n", r.RunID, r.DAGID)
 			return nil
 		}
 		select {
@@ -310,6 +315,7 @@ func (e *env) awaitNoQueue(ctx context.Context, st *store.Store, run store.Run) 
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	fmt.Fprintln(e.stderr, "no daemon has taken the run yet; it will be refused then unless its tasks can start at once")
+	fmt.Fprintf(e.stderr, "run %s of dag %s is queued, but no daemon has taken it yet; it will be refused then unless its tasks can start at once\n",
+		run.RunID, run.DAGID)
 	return nil
 }

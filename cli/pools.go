@@ -1,13 +1,16 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
@@ -37,6 +40,72 @@ type PoolView struct {
 	DrainingTo      *int   `json:"draining_to"`
 	Description     string `json:"description"`
 	Source          string `json:"source"`
+	// Synced is false for a pool of this poolflow.yaml that no daemon has written to the store
+	// yet (none runs with this file, or it has not seen the change): it is shown as configured.
+	Synced bool `json:"synced"`
+}
+
+// poolViews lists the pools of the store with their occupancy, then the pools of cfg that the
+// store does not have yet, with the capacity the effective configuration gives them.
+func poolViews(ctx context.Context, st *store.Store, cfg *config.Config) ([]PoolView, error) {
+	var ps []store.Pool
+	var claims []store.Claim
+	var waiting []store.Entry
+	if st != nil {
+		var err error
+		if ps, err = st.ListPools(ctx); err != nil {
+			return nil, err
+		}
+		if claims, err = st.ListClaims(ctx); err != nil {
+			return nil, err
+		}
+		if waiting, err = st.ListEntries(ctx, "waiting"); err != nil {
+			return nil, err
+		}
+	}
+	views := []PoolView{}
+	have := map[string]bool{}
+	for _, p := range ps {
+		have[p.Name] = true
+		v := PoolView{Name: p.Name, Slots: p.Slots, Ordering: p.Ordering, MaxQueued: p.MaxQueued,
+			StarvationAfter: p.StarvationAfter.String(), IncludeDeferred: p.IncludeDeferred, OnResize: p.OnResize,
+			Description: p.Description, Source: p.Source, Synced: true}
+		if p.TargetSlots != store.NoTarget {
+			t := p.TargetSlots
+			v.DrainingTo = &t
+		}
+		for _, c := range claims {
+			if c.Pool == p.Name {
+				v.OccupiedSlots += c.Slots
+			}
+		}
+		for _, w := range waiting {
+			for _, n := range w.Needs {
+				if n.Pool == p.Name {
+					v.QueuedEntries++
+				}
+			}
+		}
+		v.OpenSlots = p.Slots - v.OccupiedSlots
+		if p.Slots == pools.Unlimited {
+			v.OpenSlots = -1
+		} else if v.OpenSlots < 0 {
+			v.OpenSlots = 0
+		}
+		views = append(views, v)
+	}
+	eff := executor.NewEffective(cfg, ps)
+	for _, sp := range cfg.Pools {
+		if have[sp.Name] {
+			continue
+		}
+		slots, _ := eff.Pool(sp.Name)
+		views = append(views, PoolView{Name: sp.Name, Slots: slots, OpenSlots: slots, Ordering: string(sp.Ordering),
+			MaxQueued: sp.MaxQueued, StarvationAfter: sp.StarvationAfter.String(), IncludeDeferred: sp.IncludeDeferred,
+			OnResize: sp.OnResize, Description: sp.Description, Source: "file"})
+	}
+	sort.SliceStable(views, func(i, j int) bool { return views[i].Name < views[j].Name })
+	return views, nil
 }
 
 func (e *env) poolsListCmd() *cobra.Command {
@@ -47,54 +116,21 @@ func (e *env) poolsListCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cfg, st, _, err := e.open(ctx)
+			cfg, err := e.settings()
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			if err := st.WithTx(ctx, func(tx *store.Tx) error { return executor.SyncPools(tx, cfg, time.Now().UTC()) }); err != nil {
-				return err
-			}
-			ps, err := st.ListPools(ctx)
+			// A read: the store is opened read-only and nothing is synced (reads never write).
+			st, err := e.openRead(ctx, cfg)
 			if err != nil {
 				return err
 			}
-			claims, err := st.ListClaims(ctx)
+			if st != nil {
+				defer st.Close()
+			}
+			views, err := poolViews(ctx, st, cfg)
 			if err != nil {
 				return err
-			}
-			waiting, err := st.ListEntries(ctx, "waiting")
-			if err != nil {
-				return err
-			}
-			views := []PoolView{}
-			for _, p := range ps {
-				v := PoolView{Name: p.Name, Slots: p.Slots, Ordering: p.Ordering, MaxQueued: p.MaxQueued,
-					StarvationAfter: p.StarvationAfter.String(), IncludeDeferred: p.IncludeDeferred, OnResize: p.OnResize,
-					Description: p.Description, Source: p.Source}
-				if p.TargetSlots != store.NoTarget {
-					t := p.TargetSlots
-					v.DrainingTo = &t
-				}
-				for _, c := range claims {
-					if c.Pool == p.Name {
-						v.OccupiedSlots += c.Slots
-					}
-				}
-				for _, w := range waiting {
-					for _, n := range w.Needs {
-						if n.Pool == p.Name {
-							v.QueuedEntries++
-						}
-					}
-				}
-				v.OpenSlots = p.Slots - v.OccupiedSlots
-				if p.Slots == pools.Unlimited {
-					v.OpenSlots = -1
-				} else if v.OpenSlots < 0 {
-					v.OpenSlots = 0
-				}
-				views = append(views, v)
 			}
 			if output == "json" {
 				return writeJSON(e.stdout, map[string]any{"pools": views, "total_entries": len(views)})
@@ -109,8 +145,12 @@ func (e *env) poolsListCmd() *cobra.Command {
 				if v.DrainingTo != nil {
 					slots += fmt.Sprintf(" (draining to %d)", *v.DrainingTo)
 				}
+				source := v.Source
+				if !v.Synced {
+					source += " (not synced)"
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", v.Name, slots, v.OccupiedSlots, v.QueuedEntries, v.Ordering,
-					v.Source, v.Description)
+					source, v.Description)
 			}
 			return tw.Flush()
 		},
@@ -145,7 +185,11 @@ func (e *env) poolsSetCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			dags, _ := e.loadDAGs(ctx, cfg, st)
+			dags, _, err := e.loadDAGs(ctx, cfg, st)
+			if err != nil {
+				return err
+			}
+			// Only this pool's row is written; a running daemon re-validates and re-syncs.
 			err = st.WithTx(ctx, func(tx *store.Tx) error {
 				return executor.SetPool(tx, cfg, dags, spec, force, time.Now().UTC())
 			})
@@ -173,7 +217,7 @@ func (e *env) poolsDeleteCmd() *cobra.Command {
 	var force bool
 	c := &cobra.Command{
 		Use:   "delete NAME",
-		Short: "Delete a stored pool (refused while a loaded DAG or a claim needs it, unless --force)",
+		Short: "Delete a stored pool (refused while a loaded DAG, a pool rule or a claim needs it, unless --force)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -182,12 +226,15 @@ func (e *env) poolsDeleteCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			dags, _ := e.loadDAGs(ctx, cfg, st)
+			dags, _, err := e.loadDAGs(ctx, cfg, st)
+			if err != nil {
+				return err
+			}
 			err = st.WithTx(ctx, func(tx *store.Tx) error {
 				return executor.DeletePool(tx, cfg, dags, args[0], force, time.Now().UTC())
 			})
 			if errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("pool %s not found", args[0])
+				return fmt.Errorf("pool %s not found", pools.ShortName(args[0]))
 			}
 			if err != nil {
 				return err

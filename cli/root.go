@@ -9,11 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -50,12 +53,34 @@ type env struct {
 	goDAGs     []*dag.DAG
 	stdout     io.Writer
 	stderr     io.Writer
+	reload     <-chan struct{} // SIGHUP, for serve
 }
 
 // Run runs the CLI with args (without the program name). Go-authored DAGs are registered with
 // goDAGs. The error is an *ExitError when the exit code is not 1.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer, goDAGs ...*dag.DAG) error {
-	e := &env{goDAGs: goDAGs, stdout: stdout, stderr: stderr}
+	return RunOptions(ctx, args, stdout, stderr, Options{}, goDAGs...)
+}
+
+// Options extend Run for the program's main, which owns the signals.
+type Options struct {
+	// Reload receives a value per SIGHUP: serve re-reads poolflow.yaml then.
+	Reload <-chan struct{}
+	// Grace bounds how long a command other than serve and dags test (which stop their attempts
+	// in order) may take to return once ctx ends; default 2s. Past it, Run returns an
+	// interrupted error and main exits, so `timeout` or Ctrl-C always stops a command.
+	Grace time.Duration
+}
+
+// Interrupted is the cancellation cause main gives ctx when a signal arrives; Run exits with
+// 128 plus its number, as a shell would report the signal.
+type Interrupted struct{ Signal syscall.Signal }
+
+func (i Interrupted) Error() string { return "interrupted by " + i.Signal.String() }
+
+// RunOptions is Run with opts.
+func RunOptions(ctx context.Context, args []string, stdout, stderr io.Writer, opts Options, goDAGs ...*dag.DAG) error {
+	e := &env{goDAGs: goDAGs, stdout: stdout, stderr: stderr, reload: opts.Reload}
 	root := &cobra.Command{
 		Use:           "poolflow",
 		Short:         "poolflow runs DAGs of tasks whose slots come from several pools at once",
@@ -73,11 +98,48 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, goDAGs ..
 	pf.StringVar(&e.dagsDir, "dags", "", "DAGs folder (default ./dags)")
 	pf.StringVar(&e.stateDir, "state", "", "state folder: database and logs (default state.path of the config, else ./state)")
 	root.AddCommand(e.serveCmd(), e.dagsCmd(), e.tasksCmd(), e.poolsCmd(), e.rulesCmd(), e.versionCmd())
-	err := root.ExecuteContext(ctx)
+	graceful := false
+	if c, _, err := root.Find(args); err == nil {
+		graceful = c.CommandPath() == "poolflow serve" || c.CommandPath() == "poolflow dags test"
+	}
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		if graceful {
+			err = <-done
+			break
+		}
+		grace := opts.Grace
+		if grace <= 0 {
+			grace = 2 * time.Second
+		}
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case err = <-done:
+		case <-t.C:
+			return &ExitError{Code: interruptCode(ctx), Err: fmt.Errorf("%w; stopped", context.Cause(ctx))}
+		}
+	}
 	if err != nil && !isExit(err) && isUsage(err) {
 		return &ExitError{Code: ExitUsage, Err: err}
 	}
+	if err != nil && ctx.Err() != nil && !isExit(err) {
+		return &ExitError{Code: interruptCode(ctx), Err: err}
+	}
 	return err
+}
+
+// interruptCode is the exit code of a command stopped by ctx: 128 + the signal, else 130.
+func interruptCode(ctx context.Context) int {
+	var in Interrupted
+	if errors.As(context.Cause(ctx), &in) {
+		return 128 + int(in.Signal)
+	}
+	return 130
 }
 
 func isExit(err error) bool {
@@ -122,7 +184,8 @@ func (e *env) settings() (*config.Config, error) {
 	if path == "" {
 		return config.Default(), nil
 	}
-	return config.Load(path)
+	// Every problem of the file at once: fields, pools and the rules' expressions.
+	return executor.LoadConfig(path)
 }
 
 func (e *env) dags() string {
@@ -168,19 +231,4 @@ func (e *env) openStore(ctx context.Context, cfg *config.Config) (*store.Store, 
 
 func (e *env) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-// poolLookup gives validation the configured and stored pools.
-func poolLookup(cfg *config.Config, stored []store.Pool) dag.PoolLookup {
-	caps := map[string]int{}
-	for _, p := range stored {
-		caps[p.Name] = p.Slots
-	}
-	for _, p := range cfg.Pools {
-		caps[p.Name] = p.Slots
-	}
-	return func(name string) (int, bool) {
-		c, ok := caps[name]
-		return c, ok
-	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/rules"
 )
 
@@ -28,9 +29,24 @@ func (e *env) rulesCmd() *cobra.Command {
 			if err != nil {
 				return &ExitError{Code: ExitFailed, Err: err}
 			}
-			set, err := compileRules(cfg)
+			// The rules against the file's and the stored pools, as the daemon has them.
+			st, err := e.openRead(cmd.Context(), cfg)
 			if err != nil {
+				return err
+			}
+			if st != nil {
+				defer st.Close()
+			}
+			eff, err := executor.ReadEffective(cmd.Context(), st, cfg)
+			if err != nil {
+				return err
+			}
+			if err := eff.Problems(); err != nil {
 				return &ExitError{Code: ExitFailed, Err: err}
+			}
+			set := eff.Rules
+			if set == nil {
+				set, _ = rules.Compile(nil, nil, rules.DefaultPool)
 			}
 			set.SetLogger(e.logger())
 			res := set.Assign(a)

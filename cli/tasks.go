@@ -129,9 +129,16 @@ func (e *env) explainCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			_, st, _, err := e.open(ctx)
+			cfg, err := e.settings()
 			if err != nil {
 				return err
+			}
+			st, err := e.openRead(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			if st == nil {
+				return fmt.Errorf("run %s of dag %s: %w (no database under %s yet)", args[1], args[0], store.ErrNotFound, e.state(cfg))
 			}
 			defer st.Close()
 			text, err := Explain(ctx, st, args[0], args[1], args[2])
@@ -164,8 +171,12 @@ func Explain(ctx context.Context, st *store.Store, dagID, runID, taskID string) 
 		return "", fmt.Errorf("task %s: %w in run %s", taskID, store.ErrNotFound, runID)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s.%s in run %s: %s (try %d)\n", dagID, taskID, runID, ti.State, ti.TryNumber)
 	entry, err := st.LatestEntry(ctx, run.PK, taskID)
+	var ep *store.Entry
+	if err == nil {
+		ep = &entry
+	}
+	fmt.Fprintf(&b, "%s.%s in run %s: %s (try %d)\n", dagID, taskID, runID, ti.State, executor.TryNumber(*ti, ep))
 	if err == nil {
 		if err := executor.Explain(ctx, st, time.Now().UTC(), &entry); err != nil {
 			return "", err

@@ -52,9 +52,9 @@ type RuleSpec struct {
 // Default is the configuration used without a poolflow.yaml: max_running 32 and the default
 // pool with 128 slots.
 func Default() *Config {
-	c, err := build(&Config{MaxRunning: DefaultMaxRunning}, nil, nil)
-	if err != nil {
-		panic(fmt.Sprintf("config: defaults do not resolve: %v", err)) // a bug, not input
+	c, errs := build(&Config{MaxRunning: DefaultMaxRunning}, nil, &reader{})
+	if len(errs) > 0 {
+		panic(fmt.Sprintf("config: defaults do not resolve: %v", errs[0])) // a bug, not input
 	}
 	return c
 }
@@ -62,11 +62,16 @@ func Default() *Config {
 // Load reads and parses the file at path. A missing file is an error that matches
 // fs.ErrNotExist, so a caller with an optional default path can fall back to Default.
 func Load(path string) (*Config, error) {
+	return LoadWith(path, Options{})
+}
+
+// LoadWith is Load with opts.
+func LoadWith(path string, opts Options) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return Parse(path, data)
+	return ParseWith(path, data, opts)
 }
 
 // Pool returns the resolved pool spec named name.

@@ -29,6 +29,34 @@ func (e *Error) Error() string {
 	return msg
 }
 
+// Position locates the error for a joined report.
+func (e *Error) Position() (line, column int) { return e.Line, e.Column }
+
+// joinAll orders the file's errors and the extra ones (those that know their Position among
+// them; the others last) and joins them, one per line.
+func joinAll(errs []*Error, extra []error) error {
+	all := make([]error, 0, len(errs)+len(extra))
+	for _, e := range errs {
+		all = append(all, e)
+	}
+	all = append(all, extra...)
+	at := func(e error) (int, int) {
+		var p Positioned
+		if errors.As(e, &p) {
+			if l, c := p.Position(); l > 0 {
+				return l, c
+			}
+		}
+		return 1 << 30, 0
+	}
+	slices.SortStableFunc(all, func(a, b error) int {
+		la, ca := at(a)
+		lb, cb := at(b)
+		return cmp.Or(cmp.Compare(la, lb), cmp.Compare(ca, cb))
+	})
+	return errors.Join(all...)
+}
+
 // joinErrors orders errors by position and joins them, one per line; errors.As finds each.
 func joinErrors(errs []*Error) error {
 	if len(errs) == 0 {

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,8 +17,27 @@ import (
 
 // Parse parses the contents of a poolflow.yaml read from path (used in messages only). An
 // empty file, or one with only comments, gives the defaults. Errors are *Error values, all of
-// them, in file order, joined.
+// them, in file order, joined: a wrong field does not hide a pool-resolution problem elsewhere.
 func Parse(path string, data []byte) (*Config, error) {
+	return ParseWith(path, data, Options{})
+}
+
+// Options extend Parse.
+type Options struct {
+	// CheckRules, when set, checks the parsed rules (package rules compiles them; config cannot
+	// import it) so that their errors come in the same report as the file's. It returns one
+	// error per problem; an error with a position (see Positioned) is sorted in among the others.
+	CheckRules func(file string, specs []RuleSpec) []error
+}
+
+// Positioned is an error that knows where in the file it is, for ordering a joined report.
+type Positioned interface {
+	error
+	Position() (line, column int)
+}
+
+// ParseWith is Parse with opts.
+func ParseWith(path string, data []byte, opts Options) (*Config, error) {
 	r := &reader{file: path, poolPos: map[string]map[string]pos{}}
 	c := &Config{File: path, MaxRunning: DefaultMaxRunning}
 	root, err := r.document(data)
@@ -25,18 +45,42 @@ func Parse(path string, data []byte) (*Config, error) {
 		return nil, err
 	}
 	specs := r.root(root, c)
-	if len(r.errs) > 0 {
-		return nil, joinErrors(r.errs)
+	out, rerrs := build(c, specs, r)
+	for _, e := range rerrs {
+		// A remainder computed from a max_running that failed to parse is not a finding.
+		if r.badMaxRunning && e.Field == "pools."+pools.DefaultPool+".slots" {
+			continue
+		}
+		r.errs = append(r.errs, e)
 	}
-	return build(c, specs, r)
+	var extra []error
+	if opts.CheckRules != nil && len(c.Rules) > 0 {
+		// Rules whose fields are already reported are left out, so one mistake is one line.
+		var ok []RuleSpec
+		for i, rule := range c.Rules {
+			prefix := fmt.Sprintf("rules[%d]", i)
+			if !slices.ContainsFunc(r.errs, func(e *Error) bool {
+				return e.Field == prefix || strings.HasPrefix(e.Field, prefix+".")
+			}) {
+				ok = append(ok, rule)
+			}
+		}
+		if len(ok) > 0 {
+			extra = opts.CheckRules(path, ok)
+		}
+	}
+	if len(r.errs) > 0 || len(extra) > 0 {
+		return nil, joinAll(r.errs, extra)
+	}
+	return out, nil
 }
 
 // build resolves the pools and lays them out in file order, the default pool last if the file
 // does not define it.
-func build(c *Config, specs []pools.Spec, r *reader) (*Config, error) {
+func build(c *Config, specs []pools.Spec, r *reader) (*Config, []*Error) {
 	resolved, err := pools.Resolve(c.MaxRunning, specs)
 	if err != nil {
-		return nil, joinErrors(r.specErrors(err))
+		return nil, r.specErrors(err)
 	}
 	c.Pools = make([]pools.Spec, 0, len(resolved))
 	for _, s := range specs {
@@ -53,6 +97,9 @@ type pos struct{ line, col int }
 type reader struct {
 	file string
 	errs []*Error
+	// badMaxRunning is set when max_running did not parse: a remainder computed from it is
+	// meaningless.
+	badMaxRunning bool
 	// poolPos locates each pool's fields ("name" is the pool's key) for pools.Resolve errors.
 	poolPos map[string]map[string]pos
 }

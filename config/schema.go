@@ -22,10 +22,14 @@ func (r *reader) root(n ast.Node, c *Config) []pools.Spec {
 		case "store":
 			r.store(f, c)
 		case "max_running":
-			if v, ok := r.int(f, "an integer, 0 for none"); ok {
-				if v < 0 {
-					r.fail(f.valuePos(), f.path, "invalid value %d (want 0 for none, or more)", v)
-				}
+			v, ok := r.int(f, "an integer, 0 for none")
+			switch {
+			case !ok:
+				r.badMaxRunning = true
+			case v < 0:
+				r.fail(f.valuePos(), f.path, "invalid value %d (want 0 for none, or more)", v)
+				r.badMaxRunning = true
+			default:
 				c.MaxRunning = v
 			}
 		case "pools":

@@ -15,6 +15,9 @@ import (
 // load the same folder repeatedly, a [Loader] decodes only the files that changed.
 func LoadDir(dir string, opts LoadOptions) ([]*DAG, []*ImportError) {
 	return loadDir(dir, func(path string) (*DAG, []*ImportError) {
+		if info, err := os.Stat(path); err == nil && !info.Mode().IsRegular() {
+			return nil, []*ImportError{{File: path, Msg: fmt.Sprintf("read file: not a regular file (%s)", info.Mode().Type())}}
+		}
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, []*ImportError{{File: path, Msg: fmt.Sprintf("read file: %v", err)}}
@@ -29,18 +32,27 @@ func loadDir(dir string, load func(path string) (*DAG, []*ImportError)) ([]*DAG,
 	if err != nil {
 		return nil, []*ImportError{{File: dir, Msg: fmt.Sprintf("read dags folder: %v", err)}}
 	}
-	var (
-		dags []*DAG
-		errs []*ImportError
-		from = map[string]string{} // dag id -> file that defined it
-	)
+	var paths []string
 	for _, e := range entries {
 		ext := strings.ToLower(filepath.Ext(e.Name()))
 		// Dot files are editors' backups and lock files, not DAGs.
 		if e.IsDir() || strings.HasPrefix(e.Name(), ".") || (ext != ".yaml" && ext != ".yml") {
 			continue
 		}
-		path := filepath.Join(dir, e.Name())
+		paths = append(paths, filepath.Join(dir, e.Name()))
+	}
+	return loadPaths(paths, load)
+}
+
+// loadPaths loads each file with load, in the given order; a dag_id already defined by an
+// earlier file is an error of the later one.
+func loadPaths(paths []string, load func(path string) (*DAG, []*ImportError)) ([]*DAG, []*ImportError) {
+	var (
+		dags []*DAG
+		errs []*ImportError
+		from = map[string]string{} // dag id -> file that defined it
+	)
+	for _, path := range paths {
 		d, ferrs := load(path)
 		errs = append(errs, ferrs...)
 		if d == nil {

@@ -61,12 +61,36 @@ func (l *Loader) LoadDir(dir string, opts LoadOptions) ([]*DAG, []*ImportError) 
 	return dags, errs
 }
 
+// LoadFiles is LoadDir over the listed files, in the order given (`poolflow dags validate
+// FILE...`): the same decoding, validation and duplicate-id check as a folder gets.
+func (l *Loader) LoadFiles(paths []string, opts LoadOptions) ([]*DAG, []*ImportError) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.files == nil {
+		l.files = map[string]*cachedFile{}
+	}
+	now := time.Now
+	if l.now != nil {
+		now = l.now
+	}
+	return loadPaths(paths, func(path string) (*DAG, []*ImportError) {
+		d, derrs := l.decoded(path, now())
+		return validated(d, derrs, opts)
+	})
+}
+
 // decoded returns the decode result of path, from the cache when the file is unchanged.
 func (l *Loader) decoded(path string, now time.Time) (*DAG, []*ImportError) {
 	info, err := os.Stat(path)
 	if err != nil {
 		delete(l.files, path)
 		return nil, []*ImportError{{File: path, Msg: fmt.Sprintf("read file: %v", err)}}
+	}
+	if !info.Mode().IsRegular() {
+		// A FIFO or a device named *.yaml would block the read forever (and the daemon's
+		// watcher with it).
+		delete(l.files, path)
+		return nil, []*ImportError{{File: path, Msg: fmt.Sprintf("read file: not a regular file (%s)", info.Mode().Type())}}
 	}
 	c := l.files[path]
 	if c != nil && c.size == info.Size() && c.mtime.Equal(info.ModTime()) && now.Sub(info.ModTime()) > racyWindow {

@@ -25,7 +25,7 @@ func TestTwoDaemonsShareCapacity(t *testing.T) {
 		fmt.Fprintf(&b, "  - {id: t%02d, pool_requirements: %s, bash: 'sleep 0.05'}\n", i, reqs[i%len(reqs)])
 	}
 	p := newProject(t, "max_running: 32\npools:\n  p: 2\n  q:\n    slots: 3\n    ordering: strict\n", map[string]string{"share.yaml": b.String()})
-	p.run(t, "dags", "list") // creates the database before two processes race to migrate it
+	p.initStore(t) // creates the database before two processes race to migrate it
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	outs := make([]string, 2)

@@ -63,6 +63,20 @@ func newProject(t *testing.T, cfg string, dags map[string]string) *project {
 	return p
 }
 
+// initStore creates and migrates the project's database, as a daemon's first start does (reads
+// never create it).
+func (p *project) initStore(t *testing.T) {
+	t.Helper()
+	if err := os.MkdirAll(p.state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), filepath.Join(p.state, "poolflow.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+}
+
 // cmd builds a poolflow command for the project.
 func (p *project) cmd(args ...string) *exec.Cmd {
 	all := append([]string{"--config", p.config, "--dags", p.dags, "--state", p.state}, args...)

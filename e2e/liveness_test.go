@@ -96,7 +96,7 @@ func TestCatchupCountsEveryDaemon(t *testing.T) {
 		"cu.yaml": fmt.Sprintf("dag_id: cu\nschedule: '@hourly'\ncatchup: true\nstart_date: %s\ntasks:\n"+
 			"  - {id: a, bash: 'sleep 0.4'}\n", start.Format(time.RFC3339)),
 	})
-	p.run(t, "dags", "list") // the database exists before two processes start on it
+	p.initStore(t) // the database exists before two processes start on it
 	want := 0
 	for at := start.Truncate(time.Hour).Add(time.Hour); !at.After(time.Now()); at = at.Add(time.Hour) {
 		want++
@@ -166,7 +166,7 @@ func lockStore(t *testing.T, p *project) func() {
 func TestBusyStoreAtStartWaits(t *testing.T) {
 	t.Parallel()
 	p := newProject(t, "", map[string]string{"boot.yaml": "schedule: '@reboot'\nbash: echo booted\n"})
-	p.run(t, "dags", "list")
+	p.initStore(t)
 	release := lockStore(t, p)
 	s := p.startServe(t, "", "--daemon-id", "s")
 	eventually(t, 30*time.Second, "serve to say it waits for the store", func() bool {
@@ -237,7 +237,7 @@ func checkpoint(t *testing.T, p *project, dagID string, at time.Time) {
 func TestFailedPassBacksOff(t *testing.T) {
 	t.Parallel()
 	p := newProject(t, "", map[string]string{"tick.yaml": "schedule: '@every 1s'\nbash: echo tick\n"})
-	p.run(t, "dags", "list")
+	p.initStore(t)
 	damage(t, p)
 	checkpoint(t, p, "tick", time.Now().Add(-2*time.Second))
 	s := p.startServe(t, "", "--daemon-id", "s")
@@ -261,7 +261,7 @@ func TestRebootSurvivesAFailedPass(t *testing.T) {
 	t.Run("failed write", func(t *testing.T) {
 		t.Parallel()
 		p := newProject(t, "", map[string]string{"boot.yaml": "schedule: '@reboot'\nbash: echo booted\n"})
-		p.run(t, "dags", "list")
+		p.initStore(t)
 		// The first run gets key 1: a stray task instance row (no run, foreign keys off on this
 		// connection) makes the pass that creates it fail after creating it.
 		db, err := sql.Open("sqlite3", "file:"+filepath.Join(p.state, "poolflow.db")+"?_busy_timeout=5000")
@@ -287,7 +287,7 @@ func TestRebootSurvivesAFailedPass(t *testing.T) {
 	t.Run("pool state unavailable", func(t *testing.T) {
 		t.Parallel()
 		p := newProject(t, "", map[string]string{"boot.yaml": "schedule: '@reboot'\nbash: echo booted\n"})
-		p.run(t, "dags", "list")
+		p.initStore(t)
 		damage(t, p)
 		s := p.serve(t, "--daemon-id", "s")
 		eventually(t, 20*time.Second, "the @reboot drop warning", func() bool {

@@ -9,9 +9,11 @@ import (
 	"github.com/poolflow/poolflow/store"
 )
 
-// waitReason says in words why one of the loop's entries waits after this pass, by the same
-// pure walk the reads use (§4.5); "" when it does not wait.
-func (l *loop) waitReason(le *liveEntry, now time.Time) string {
+// explain sets le.reason to why one of the loop's entries waits after this pass, by the same
+// pure walk the reads use (§4.5), and returns it in words; "" when it does not wait. A pass
+// does not compute reasons; this is for the few answers that name one (a manual start's).
+func (l *loop) explain(le *liveEntry, now time.Time) string {
+	le.reason = nil
 	if l.queue == nil {
 		return ""
 	}
@@ -19,10 +21,46 @@ func (l *loop) waitReason(le *liveEntry, now time.Time) string {
 	if !ok {
 		return ""
 	}
+	le.reason = &r
 	if r.Kind == pools.ReasonNodeAway && l.view != nil {
 		return l.view.awayText(le.run.Owner)
 	}
 	return r.String()
+}
+
+// usedSlots sums the claims per pool.
+func usedSlots(claims []store.Claim) map[string]int {
+	out := map[string]int{}
+	for _, c := range claims {
+		out[c.Pool] += c.Slots
+	}
+	return out
+}
+
+// waitedOn names the pool an admitted entry waited on, for its notice (the wait-time metrics):
+// the first of its pools, named ones before limits, in requirement order, that had no room for
+// it at the previous pass (used then); else its first named pool. A pass computes no reasons,
+// and the pool that held an entry back is the one whose room came in this pass.
+func (l *loop) waitedOn(le *liveEntry, used map[string]int) string {
+	for _, implicit := range []bool{false, true} {
+		for _, n := range le.Needs {
+			if n.Implicit != implicit {
+				continue
+			}
+			capacity := n.Capacity
+			if !n.Implicit {
+				sp, ok := l.pools[n.Pool]
+				if !ok {
+					continue
+				}
+				capacity = sp.Slots
+			}
+			if capacity >= 0 && used[n.Pool]+n.Slots > capacity {
+				return n.Pool
+			}
+		}
+	}
+	return firstPool(le)
 }
 
 // admit decides admission and applies the decision in the pass's transaction: expired
@@ -40,6 +78,8 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 	if err != nil {
 		return err
 	}
+	prev := l.used
+	l.used = usedSlots(claims)
 	l.syncQueue(p.now, claims)
 	dec := l.queue.Pass(p.now)
 	for _, id := range dec.Expired {
@@ -77,7 +117,7 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 		l.touch(p, ti)
 		p.admitted = append(p.admitted, le)
 		l.notify(p, Notice{Kind: NoticeAdmitted, DAGID: le.run.DAGID, RunID: le.run.RunID, TaskID: le.TaskID,
-			Try: le.TryNumber, Duration: p.now.Sub(le.CreatedAt), Pool: firstPool(le)})
+			Try: le.TryNumber, Duration: p.now.Sub(le.CreatedAt), Pool: l.waitedOn(le, prev)})
 	}
 	// The queue takes the decision now: the rest of the pass (a refused no-queue start's
 	// reason) reads what it left. Should the transaction fail, the load after it rebuilds.

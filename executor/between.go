@@ -86,11 +86,15 @@ func (l *loop) warn(msg string, args ...any) {
 	l.log.Warn(msg, args...)
 }
 
-// outsideChange reports whether another process committed to the store.
+// outsideChange reports whether another process committed to the store; a commit may have
+// changed a stored pool, so the registry re-validates the DAGs against it before the pass.
 func (l *loop) outsideChange(ctx context.Context) bool {
 	v, err := l.st.DataVersion(ctx)
 	if err != nil {
 		return true // let the pass report the store's state
+	}
+	if v != l.dv {
+		l.syncStored(ctx, v)
 	}
 	return v != l.dv
 }

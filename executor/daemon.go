@@ -126,7 +126,9 @@ func (d *Daemon) Start(ctx context.Context) error {
 		defer close(watched)
 		// DAG files are parsed here, off the loop; a test run reads them once.
 		if d.cfg.Test == nil {
-			d.loop.reg.watch(ctx, 20*d.cfg.PollEvery, d.loop.wake)
+			// File notifications wake it at once; every 10 polls it also stats poolflow.yaml
+			// (watch.go), so a change is re-validated well within a second.
+			d.loop.reg.watch(ctx, 10*d.cfg.PollEvery, d.loop.wake)
 		}
 	}()
 	go func() {
@@ -199,6 +201,9 @@ func (d *Daemon) TestRunResult() (store.Run, bool) { return d.loop.testResult() 
 
 // Trigger starts a manual run and answers after the run's first pass.
 func (d *Daemon) Trigger(ctx context.Context, req TriggerRequest) (TriggerResult, error) {
+	if err := req.check(); err != nil {
+		return TriggerResult{}, err
+	}
 	reply := make(chan triggerReply, 1)
 	if err := d.loop.send(ctx, &evTrigger{req: req, reply: reply}); err != nil {
 		return TriggerResult{}, err

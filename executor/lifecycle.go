@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strconv"
 	"time"
 
-	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/store"
 )
@@ -28,7 +26,7 @@ func (l *loop) start(ctx context.Context) error {
 	now := l.clock.Now()
 	var old []store.Claim
 	err := l.st.WithTx(ctx, func(tx *store.Tx) error {
-		if err := SyncPools(tx, l.cfg.Settings, now); err != nil {
+		if err := l.syncPools(tx, now); err != nil { // syncpools.go: a dags test only adds missing pools
 			return err
 		}
 		if err := l.register(tx, now, false); err != nil {
@@ -76,82 +74,6 @@ func (l *loop) stopWatchdog() {
 	setInProcess(l.st.Path(), l.cfg.DaemonID, 0)
 	l.wd.close()
 	l.wd = nil
-}
-
-// SyncPools makes the store's pools table agree with poolflow.yaml: file pools are written
-// (a capacity change of a pool with on_resize: drain keeps the stored capacity while its queue
-// drains, §4.7), file pools removed from the file are dropped once nothing holds them, and a
-// default pool with slots: remainder is recomputed from every other finite pool, file-defined or
-// stored. The daemon calls it at start; the CLI and API call it after changing a stored pool.
-func SyncPools(tx *store.Tx, cfg *config.Config, now time.Time) error {
-	inFile := map[string]bool{}
-	remainder := false
-	for _, sp := range cfg.Pools {
-		inFile[sp.Name] = true
-		remainder = remainder || (sp.Name == "default" && sp.Remainder)
-		row := store.Pool{Name: sp.Name, Slots: sp.Slots, TargetSlots: store.NoTarget, Ordering: string(sp.Ordering),
-			MaxQueued: sp.MaxQueued, StarvationAfter: sp.StarvationAfter, IncludeDeferred: sp.IncludeDeferred,
-			OnResize: orDefault(sp.OnResize, "immediate"), Description: sp.Description, Source: "file"}
-		if row.Ordering == "" {
-			row.Ordering = "backfill"
-		}
-		prev, err := tx.PoolByName(sp.Name)
-		switch {
-		case err == nil && prev.Source == "store":
-			return fmt.Errorf("pool %s is defined in %s and also stored; delete the stored one (poolflow pools delete %s)",
-				sp.Name, orDefault(cfg.File, "poolflow.yaml"), sp.Name)
-		case err == nil && row.OnResize == "drain" && prev.TargetSlots != store.NoTarget && prev.TargetSlots == sp.Slots:
-			row.Slots, row.TargetSlots = prev.Slots, prev.TargetSlots // still draining toward the same capacity
-		case err == nil && row.OnResize == "drain" && prev.Slots != sp.Slots:
-			_, waiting, err := tx.PoolHeld(sp.Name)
-			if err != nil {
-				return err
-			}
-			if waiting > 0 {
-				row.Slots, row.TargetSlots = prev.Slots, sp.Slots
-			}
-		case err != nil && !errors.Is(err, store.ErrNotFound):
-			return err
-		}
-		if err := tx.PutPool(&row, now); err != nil {
-			return err
-		}
-	}
-	all, err := tx.Pools()
-	if err != nil {
-		return err
-	}
-	for _, p := range all {
-		if p.Source != "file" || inFile[p.Name] {
-			continue
-		}
-		if held, waiting, err := tx.PoolHeld(p.Name); err != nil {
-			return err
-		} else if held == 0 && waiting == 0 {
-			if err := tx.DeletePool(p.Name); err != nil {
-				return err
-			}
-		}
-	}
-	if !remainder {
-		return nil
-	}
-	finite := 0
-	for _, p := range all {
-		if p.Name != "default" && p.Slots >= 0 && (p.Source == "store" || inFile[p.Name]) {
-			finite += p.Slots
-		}
-	}
-	def, err := tx.PoolByName("default")
-	if err != nil {
-		return err
-	}
-	def.Slots = cfg.MaxRunning - finite
-	if def.Slots < 1 {
-		return fmt.Errorf("pool default: slots: remainder is %d (max_running %d minus %d slots of the other pools); it must be at least 1",
-			def.Slots, cfg.MaxRunning, finite)
-	}
-	return tx.PutPool(&def, now)
 }
 
 func orDefault(s, def string) string {

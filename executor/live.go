@@ -234,6 +234,8 @@ type liveEntry struct {
 	// kept are the claims a reschedule sensor keeps between pokes; pokes counts its pokes.
 	kept  []store.Requirement
 	pokes int
+	// reason is why it waits, when an answer needed it (explain); passes compute none.
+	reason *pools.Reason
 	// away: bound to a dead owner, it waits node_unavailable and holds no room (§9).
 	away bool
 	// failWith is set when an operator marked the running attempt failed (or a newer fire

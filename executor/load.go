@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -9,29 +8,6 @@ import (
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/store"
 )
-
-// loadOptions gives DAG validation the pools that exist now: configured and stored (§2.3).
-func (l *loop) loadOptions() dag.LoadOptions {
-	caps := map[string]int{}
-	for _, p := range l.cfg.Settings.Pools {
-		caps[p.Name] = p.Slots
-	}
-	if ps, err := l.storedPools(); err == nil {
-		for _, p := range ps {
-			if _, ok := caps[p.Name]; !ok {
-				caps[p.Name] = p.Slots
-			}
-		}
-	}
-	return dag.LoadOptions{Pools: func(name string) (int, bool) {
-		c, ok := caps[name]
-		return c, ok
-	}}
-}
-
-func (l *loop) storedPools() ([]store.Pool, error) {
-	return l.st.ListPools(context.Background())
-}
 
 // load rebuilds the loop's memory from the store: pools, DAG flags, the open runs this daemon
 // owns (taking unowned ones), a serve daemon also the bound runs of dead owners whose end is

@@ -87,10 +87,12 @@ type loop struct {
 	minLease     time.Time // earliest lease expiry among claims seen in the last pass
 	// queue is the admission queue kept between passes (queue.go): valid until the next load,
 	// with the entries changed since the last pass in qdirty and the implicit pools it has.
-	queue      *pools.Queue
-	qvalid     bool
-	qdirty     map[int64]struct{}
-	qimplicit  map[string]bool
+	queue     *pools.Queue
+	qvalid    bool
+	qdirty    map[int64]struct{}
+	qimplicit map[string]bool
+	// used is the slots held per pool at the last pass, for naming the pool an entry waited on.
+	used       map[string]int
 	paths      pathCache            // where PATH lookups found commands
 	dropped    map[string]time.Time // cron fires dropped while the store was unavailable (§4.9)
 	wakeAt     time.Time            // when the loop passes on its own next; zero = recompute
@@ -98,6 +100,8 @@ type loop struct {
 	attemptsWG sync.WaitGroup
 	// ruleSet assigns the pool of a task that declares none (§6); nil = {default: 1}.
 	ruleSet *rules.Set
+	cfgGen  uint64 // the registry's configuration generation applied (reload.go)
+	seenDV  int64  // the data_version whose stored pools the registry was last offered
 	// ruleCache holds pool rule assignments evaluated before a pass's transaction (rules.go).
 	ruleCache map[ruleKey]assignment
 	// ruleMisses counts assignments evaluated inside a transaction, for tests.
@@ -146,7 +150,7 @@ func newLoop(cfg *Config) (*loop, error) {
 		testSuffix: fmt.Sprintf("_%06x", rand.IntN(1<<24)),
 	}
 	l.host, _ = os.Hostname()
-	l.reg = newRegistry(cfg.DAGsDir, cfg.GoDAGs, l.loadOptions)
+	l.reg = newRegistry(cfg.DAGsDir, cfg.GoDAGs, cfg.Store, cfg.Settings, cfg.Logger)
 	return l, nil
 }
 
@@ -241,6 +245,7 @@ func (l *loop) run(ctx context.Context) error {
 		if time.Until(l.retryAt) > 0 {
 			continue
 		}
+		l.outsideChange(ctx) // woken by an event or a writer: take its stored pool changes first
 		l.coalesce()
 		if err := l.passOnce(ctx); err != nil {
 			return err

@@ -55,6 +55,9 @@ func (l *loop) pass(ctx context.Context) error {
 	}
 	reloaded, l.dagsReloaded = reloaded || l.dagsReloaded, false
 	l.dv = dv
+	if err := l.applyConfig(tx, now); err != nil {
+		return err
+	}
 	finished := map[int64]bool{}
 	for _, ev := range l.pending {
 		if f, ok := ev.(*evFinished); ok {

@@ -8,28 +8,17 @@ import (
 	"github.com/poolflow/poolflow/rules"
 )
 
-// compileRules compiles the pool rules of poolflow.yaml once at start (§6). Pools are checked
-// against the configured ones and those kept in the store.
+// compileRules takes the configuration the daemon starts with (§6): the DAGs are loaded and
+// validated against it, and its rules compiled against the file's and the stored pools. A
+// configuration with problems is refused at start (a reload with problems keeps the previous
+// one instead, reload.go).
 func (l *loop) compileRules() error {
-	specs := l.cfg.Settings.Rules
-	if len(specs) == 0 {
-		return nil
+	l.reg.ensure()
+	eff, gen := l.reg.effective()
+	if err := eff.Problems(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	known := map[string]bool{}
-	for _, p := range l.cfg.Settings.Pools {
-		known[p.Name] = true
-	}
-	if stored, err := l.storedPools(); err == nil {
-		for _, p := range stored {
-			known[p.Name] = true
-		}
-	}
-	set, err := rules.CompileFile(l.cfg.Settings.File, specs, func(n string) bool { return known[n] }, rules.DefaultPool)
-	if err != nil {
-		return fmt.Errorf("pool rules: %w", err)
-	}
-	set.SetLogger(l.log)
-	l.ruleSet = set
+	l.cfg.Settings, l.ruleSet, l.cfgGen = eff.Settings, eff.Rules, gen
 	return nil
 }
 

@@ -158,7 +158,7 @@ func (l *loop) env(a *attempt) []string {
 		"POOLFLOW_TASK_ID="+a.task.ID,
 		"POOLFLOW_TRY_NUMBER="+strconv.Itoa(a.try),
 		"POOLFLOW_LOGICAL_DATE="+a.logical.UTC().Format(time.RFC3339),
-		"POOLFLOW_PARAMS="+string(params),
+		l.paramsEnv(a, params), // POOLFLOW_PARAMS, or POOLFLOW_PARAMS_FILE when large (request.go)
 		envDaemonID+"="+l.cfg.DaemonID,
 		envEpoch+"="+strconv.FormatInt(l.epoch, 10),
 		envStore+"="+l.st.Path(),

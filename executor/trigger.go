@@ -144,8 +144,9 @@ func (l *loop) settleTriggers(tx *store.Tx, p *passState) error {
 		if first == nil {
 			continue
 		}
+		why := l.explain(first, p.now)
 		msg := fmt.Sprintf("pool %s cannot admit %s at once and the start asked not to queue", firstPool(first), first.Label)
-		if why := l.waitReason(first, p.now); why != "" {
+		if why != "" {
 			msg += " (" + why + ")"
 		}
 		run.Reason = "rejected: " + msg
@@ -174,6 +175,7 @@ func (l *loop) settleTriggers(tx *store.Tx, p *passState) error {
 		}
 		res := TriggerResult{}
 		if first := firstWaiting(run); first != nil {
+			l.explain(first, p.now)
 			res.Queued, res.QueueID, res.Pool = true, first.ID, firstPool(first)
 		}
 		// A run waiting for max_active_runs or forbid waits too, with no queue entry yet.
@@ -197,15 +199,27 @@ func firstWaiting(run *liveRun) *liveEntry {
 	return first
 }
 
-// firstPool names the pool an entry waits for: the one of its reason, else its first named pool.
+// firstPool names the pool an entry waits on, for the 202 of a manual start, the no-queue
+// refusal, notices and metrics: the pool of its current reason (pools.Admit gives a named
+// pool's wait precedence over a limit's, and among equal kinds the first in requirement order);
+// an entry with no reason yet, or one about no pool (paused, forbid), names its first named
+// pool in requirement order. This is the one place that decides it.
 func firstPool(le *liveEntry) string {
-	for _, n := range le.Needs {
+	if le.reason != nil && le.reason.Pool != "" {
+		return le.reason.Pool
+	}
+	return firstNamed(le.Needs)
+}
+
+// firstNamed is the first named pool of needs (sorted rows: requirement order), else the first.
+func firstNamed(needs []store.Requirement) string {
+	for _, n := range needs {
 		if !n.Implicit {
 			return n.Pool
 		}
 	}
-	if len(le.Needs) > 0 {
-		return le.Needs[0].Pool
+	if len(needs) > 0 {
+		return needs[0].Pool
 	}
 	return ""
 }
@@ -219,8 +233,10 @@ func (l *loop) refuseRun(tx *store.Tx, p *passState, run *liveRun, reason string
 			}
 			l.dropEntry(le.ID)
 			ti.entry = nil
-			ti.State, ti.Reason = string(dag.StateFailed), reason
-			l.touch(p, ti)
+			// The refused try is used up (§3.3) with no retry: the task shows it, not try 0.
+			if err := l.failAttempt(tx, p, run, ti, le.TryNumber, reason, p.now, true); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

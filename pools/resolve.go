@@ -17,7 +17,16 @@ type SpecError struct {
 }
 
 func (e *SpecError) Error() string {
-	return fmt.Sprintf("pool %s: %s: %s", e.Pool, e.Field, e.Msg)
+	return fmt.Sprintf("pool %s: %s: %s", ShortName(e.Pool), e.Field, e.Msg)
+}
+
+// ShortName is a pool name fit for a message: a name over MaxNameLen is cut, so an absurd one
+// cannot bury the message it appears in.
+func ShortName(name string) string {
+	if len(name) <= MaxNameLen {
+		return name
+	}
+	return fmt.Sprintf("%.32s… (%d bytes)", name, len(name))
 }
 
 // Resolve validates pool specs and fills their defaults (§4.1): a missing default pool is
@@ -108,12 +117,19 @@ func Resolve(maxRunning int, specs []Spec) (map[string]Spec, error) {
 	return out, nil
 }
 
+// MaxNameLen is the longest pool name, in bytes. Names are path segments, label values and
+// table keys; Airflow's pool column holds 256, and 128 leaves room for the implicit prefixes.
+const MaxNameLen = 128
+
 // nameProblem says what is wrong with a pool name, or "". Names appear in URL paths, log keys
 // and CLI arguments, so they are kept to printable characters without '/' or spaces.
 func nameProblem(name string) string {
 	switch {
 	case name == "":
 		return "empty pool name"
+	case len(name) > MaxNameLen:
+		// The name is not quoted back: a 100,000-character name would bury the message.
+		return fmt.Sprintf("name of %d bytes is too long (at most %d)", len(name), MaxNameLen)
 	case strings.HasPrefix(name, "_"):
 		return fmt.Sprintf("invalid name %q (names starting with _ are reserved for implicit pools)", name)
 	case strings.IndexFunc(name, func(r rune) bool { return r == '/' || !unicode.IsPrint(r) || unicode.IsSpace(r) }) >= 0:

@@ -62,6 +62,9 @@ func (e *ConfigError) Error() string {
 	return b.String()
 }
 
+// Position locates the error in the file, for a report that joins it with other errors.
+func (e *ConfigError) Position() (line, column int) { return e.Line, e.Column }
+
 // Compile compiles specs; see CompileFile. Errors carry no file name.
 func Compile(specs []config.RuleSpec, poolExists func(name string) bool, defaultPool string) (*Set, error) {
 	return CompileFile("", specs, poolExists, defaultPool)

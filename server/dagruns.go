@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
@@ -66,21 +65,24 @@ func runView(r store.Run) DAGRunJSON {
 }
 
 // listRuns is GET /api/v1/dags/{dag_id}/dagRuns, newest first; dag_id "~" lists every DAG's
-// runs, as in Airflow.
+// runs, as in Airflow. Filters: state, run_type (repeated or comma-separated), the
+// execution_date / logical_date (the same date), start_date and end_date ranges (_gte, _lte),
+// order_by (a field, - for descending; default -queued_at), limit and offset.
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
-	p, err := pageOf(r)
+	f, err := runFilterOf(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	id := pathVar(r, "dag_id")
-	if id == "~" {
-		id = ""
-	} else if _, err := s.dagByID(r.Context(), id); err != nil {
-		s.fail(w, r, err)
-		return
+	if id != "~" {
+		if _, err := s.dagByID(r.Context(), id); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		f.DAGID = id
 	}
-	runs, total, err := s.cfg.Store.ListRuns(r.Context(), id, p.limit, p.offset)
+	runs, total, err := s.cfg.Store.ListRunsWhere(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -90,6 +92,59 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		out.DAGRuns = append(out.DAGRuns, runView(run))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// runStates and runTypes are the values the run filters accept; run types in the API's words
+// (scheduled, backfill) or the store's.
+var (
+	runStates    = []string{"queued", "running", "success", "failed"}
+	runTypes     = []string{"schedule", "catchup", "manual", "test"}
+	runTypeWords = map[string]string{"scheduled": "schedule", "backfill": "catchup"}
+	runOrders    = []string{"queued_at", "logical_date", "execution_date", "start_date", "end_date", "run_id", "dag_id",
+		"state", "run_type"}
+)
+
+func runFilterOf(r *http.Request) (store.RunFilter, error) {
+	var f store.RunFilter
+	p, err := pageOf(r)
+	if err != nil {
+		return f, err
+	}
+	f.Limit, f.Offset = p.limit, p.offset
+	if f.States, err = listQuery(r, "state", runStates, nil); err != nil {
+		return f, err
+	}
+	if f.RunTypes, err = listQuery(r, "run_type", runTypes, runTypeWords); err != nil {
+		return f, err
+	}
+	// execution_date is Airflow 2's name of the logical date: both narrow the same range.
+	for _, name := range []string{"execution_date", "logical_date"} {
+		from, to, err := timeRange(r, name)
+		if err != nil {
+			return f, err
+		}
+		if !from.IsZero() && from.After(f.LogicalFrom) {
+			f.LogicalFrom = from
+		}
+		if !to.IsZero() && (f.LogicalTo.IsZero() || to.Before(f.LogicalTo)) {
+			f.LogicalTo = to
+		}
+	}
+	if f.StartFrom, f.StartTo, err = timeRange(r, "start_date"); err != nil {
+		return f, err
+	}
+	if f.EndFrom, f.EndTo, err = timeRange(r, "end_date"); err != nil {
+		return f, err
+	}
+	field, desc, err := orderQuery(r, runOrders, "-queued_at")
+	if err != nil {
+		return f, err
+	}
+	if field == "execution_date" {
+		field = "logical_date"
+	}
+	f.OrderBy, f.Desc = field, desc
+	return f, nil
 }
 
 // runOf reads the run named in the path; an unknown one is 404.
@@ -124,25 +179,13 @@ type triggerBody struct {
 	Queue       *bool           `json:"queue"`
 }
 
-// runIDPattern is Airflow's default allowed_run_id_pattern. It also keeps run ids safe as a
-// path segment of the attempt logs.
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.~:+-]+$`)
-
-const maxRunIDLen = 250
-
 func (b *triggerBody) request(dagID string) (executor.TriggerRequest, error) {
 	req := executor.TriggerRequest{DAGID: dagID}
 	if b.DAGRunID != nil {
-		id := *b.DAGRunID
-		switch {
-		case id == "":
-			return req, badRequest("dag_run_id", "must not be empty (omit it for a generated id)")
-		case len(id) > maxRunIDLen:
-			return req, badRequest("dag_run_id", "longer than %d characters", maxRunIDLen)
-		case !runIDPattern.MatchString(id) || id == "." || id == "..":
-			return req, badRequest("dag_run_id", "%q may only hold letters, digits and _.~:+-", id)
+		if err := executor.CheckRunID(*b.DAGRunID); err != nil {
+			return req, err
 		}
-		req.RunID = id
+		req.RunID = *b.DAGRunID
 	}
 	t, err := rawTime("logical_date", b.LogicalDate)
 	if err != nil {
@@ -150,6 +193,9 @@ func (b *triggerBody) request(dagID string) (executor.TriggerRequest, error) {
 	}
 	req.LogicalDate = t
 	if !isNull(b.Conf) {
+		if err := executor.CheckConf(len(b.Conf)); err != nil {
+			return req, err
+		}
 		if c := firstByte(b.Conf); c != '{' {
 			return req, badRequest("conf", "want a JSON object")
 		}

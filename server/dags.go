@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -160,7 +161,8 @@ func (s *Server) dagViews(ctx context.Context, withInactive bool) ([]DAGJSON, er
 }
 
 // listDAGs is GET /api/v1/dags: limit, offset, only_active (default true), paused,
-// dag_id_pattern (a case-insensitive substring, as Airflow's) and tags (any of them).
+// dag_id_pattern (a case-insensitive substring, as Airflow's), tags (any of them, repeated or
+// comma-separated) and order_by (dag_id, is_paused, fileloc; - for descending).
 func (s *Server) listDAGs(w http.ResponseWriter, r *http.Request) {
 	p, err := pageOf(r)
 	if err != nil {
@@ -181,7 +183,15 @@ func (s *Server) listDAGs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pattern := strings.ToLower(r.URL.Query().Get("dag_id_pattern"))
-	tags := r.URL.Query()["tags"]
+	tags, _ := listQuery(r, "tags", nil, nil)
+	field, desc, err := orderQuery(r, []string{"dag_id", "is_paused", "fileloc", "next_dagrun"}, "dag_id")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if field == "next_dagrun" {
+		field = "dag_id" // Airflow's default order; poolflow does not report next_dagrun
+	}
 	all, err := s.dagViews(r.Context(), !onlyActive)
 	if err != nil {
 		s.fail(w, r, err)
@@ -200,6 +210,16 @@ func (s *Server) listDAGs(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, v)
 	}
+	slices.SortStableFunc(out, func(a, b DAGJSON) int {
+		var c int
+		switch field {
+		case "is_paused":
+			c = cmpBool(a.IsPaused, b.IsPaused)
+		case "fileloc":
+			c = strings.Compare(a.FileLoc, b.FileLoc)
+		}
+		return cmpOrder(cmp.Or(c, strings.Compare(a.DAGID, b.DAGID)), desc)
+	})
 	lo, hi := p.slice(len(out))
 	writeJSON(w, http.StatusOK, dagCollection{DAGs: out[lo:hi], TotalEntries: len(out)})
 }
@@ -286,4 +306,14 @@ func rawConf(conf string) json.RawMessage {
 		return json.RawMessage("{}")
 	}
 	return json.RawMessage(conf)
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
 }

@@ -15,8 +15,9 @@ type schedulerJSON struct {
 }
 
 type healthJSON struct {
-	Metadatabase statusJSON    `json:"metadatabase"`
-	Scheduler    schedulerJSON `json:"scheduler"`
+	Metadatabase statusJSON       `json:"metadatabase"`
+	Scheduler    schedulerJSON    `json:"scheduler"`
+	Config       ConfigHealthJSON `json:"config"` // config_status.go
 }
 
 // health is GET /api/v1/health in Airflow's shape. It always answers 200; the statuses say
@@ -31,6 +32,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	} else if hb, err := s.cfg.Store.DaemonHeartbeat(r.Context(), s.cfg.Daemon.ID()); err == nil {
 		out.Scheduler.LatestSchedulerHeartbeat = ts(hb)
 	}
+	out.Config = s.configHealth()
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -1,7 +1,10 @@
 package server
 
 import (
+	"cmp"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -19,7 +22,8 @@ type importErrorCollection struct {
 }
 
 // listImportErrors is GET /api/v1/importErrors: the DAG files that failed validation (§2.3), by
-// file; import_error_id is the position in that order.
+// file; import_error_id is the position in that order. order_by: import_error_id (default),
+// timestamp or filename, - for descending; limit, offset.
 func (s *Server) listImportErrors(w http.ResponseWriter, r *http.Request) {
 	p, err := pageOf(r)
 	if err != nil {
@@ -31,11 +35,26 @@ func (s *Server) listImportErrors(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := importErrorCollection{ImportErrors: []ImportErrorJSON{}, TotalEntries: len(rows)}
-	lo, hi := p.slice(len(rows))
-	for i := lo; i < hi; i++ {
-		out.ImportErrors = append(out.ImportErrors, ImportErrorJSON{ImportErrorID: i + 1,
-			Timestamp: rows[i].UpdatedAt.UTC(), Filename: rows[i].File, StackTrace: rows[i].Message})
+	field, desc, err := orderQuery(r, []string{"import_error_id", "timestamp", "filename"}, "import_error_id")
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	all := make([]ImportErrorJSON, 0, len(rows))
+	for i, row := range rows {
+		all = append(all, ImportErrorJSON{ImportErrorID: i + 1, Timestamp: row.UpdatedAt.UTC(), Filename: row.File,
+			StackTrace: row.Message})
+	}
+	slices.SortStableFunc(all, func(a, b ImportErrorJSON) int {
+		var c int
+		switch field {
+		case "timestamp":
+			c = a.Timestamp.Compare(b.Timestamp)
+		case "filename":
+			c = strings.Compare(a.Filename, b.Filename)
+		}
+		return cmpOrder(cmp.Or(c, cmp.Compare(a.ImportErrorID, b.ImportErrorID)), desc)
+	})
+	lo, hi := p.slice(len(all))
+	writeJSON(w, http.StatusOK, importErrorCollection{ImportErrors: all[lo:hi], TotalEntries: len(all)})
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -35,13 +37,13 @@ func NewMetrics() *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "poolflow_admissions_total",
-			Help: "Queue entries admitted, by the first named pool of the entry."}, []string{"pool"}),
+			Help: "Queue entries admitted, by the pool the entry waited on (its first named pool when it did not wait)."}, []string{"pool"}),
 		expirations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "poolflow_expirations_total",
 			Help: "Queue entries that expired past their queue deadline, by pool."}, []string{"pool"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "poolflow_rejections_total",
 			Help: "Queue entries rejected (backlog full, over capacity, draining), by pool."}, []string{"pool"}),
 		admissionWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "poolflow_admission_wait_seconds",
-			Help:    "Time from enqueue to admission, by the first named pool of the entry.",
+			Help:    "Time from enqueue to admission, by the pool the entry waited on (its first named pool when it did not wait).",
 			Buckets: []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 24 * 3600}}, []string{"pool"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "poolflow_attempts_total",
 			Help: "Attempts that ended, by DAG and outcome (success, failed, skipped)."}, []string{"dag_id", "state"}),
@@ -60,14 +62,15 @@ func NewMetrics() *Metrics {
 // Observe records what a committed scheduler pass did. Pass it as executor.Config.Notify: it
 // never blocks.
 func (m *Metrics) Observe(n executor.Notice) {
+	pool := poolLabel(n.Pool)
 	switch n.Kind {
 	case executor.NoticeAdmitted:
-		m.admissions.WithLabelValues(n.Pool).Inc()
-		m.admissionWait.WithLabelValues(n.Pool).Observe(n.Duration.Seconds())
+		m.admissions.WithLabelValues(pool).Inc()
+		m.admissionWait.WithLabelValues(pool).Observe(n.Duration.Seconds())
 	case executor.NoticeExpired:
-		m.expirations.WithLabelValues(n.Pool).Inc()
+		m.expirations.WithLabelValues(pool).Inc()
 	case executor.NoticeRejected:
-		m.rejections.WithLabelValues(n.Pool).Inc()
+		m.rejections.WithLabelValues(pool).Inc()
 	case executor.NoticeAttemptEnded:
 		m.attempts.WithLabelValues(n.DAGID, n.State).Inc()
 		if n.Duration > 0 {
@@ -76,6 +79,19 @@ func (m *Metrics) Observe(n executor.Notice) {
 	case executor.NoticeRunEnded:
 		m.runs.WithLabelValues(n.DAGID, n.State).Inc()
 	}
+}
+
+// poolLabel is the pool label of a notice: the pool the entry waited on (executor's
+// firstPool), with the per-run and per-task limits folded into "_dag" and "_task" so that the
+// label stays bounded.
+func poolLabel(pool string) string {
+	switch {
+	case strings.HasPrefix(pool, pools.DAGPoolPrefix):
+		return strings.TrimSuffix(pools.DAGPoolPrefix, "/")
+	case strings.HasPrefix(pool, pools.TaskPrefix):
+		return strings.TrimSuffix(pools.TaskPrefix, "/")
+	}
+	return pool
 }
 
 // Handler serves the metrics in the Prometheus exposition format.

@@ -1,10 +1,13 @@
 package server
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/pools"
@@ -65,12 +68,31 @@ func (s *Server) listPools(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := poolCollection{Pools: []poolJSON{}, TotalEntries: len(st.pools)}
-	lo, hi := p.slice(len(st.pools))
-	for _, pool := range st.pools[lo:hi] {
-		out.Pools = append(out.Pools, poolView(pool, st))
+	field, desc, err := orderQuery(r, []string{"name", "slots", "occupied_slots", "open_slots", "queued_slots"}, "name")
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	views := make([]poolJSON, 0, len(st.pools))
+	for _, pool := range st.pools {
+		views = append(views, poolView(pool, st))
+	}
+	slices.SortStableFunc(views, func(a, b poolJSON) int {
+		var c int
+		switch field {
+		case "slots":
+			c = cmp.Compare(a.Slots, b.Slots)
+		case "occupied_slots":
+			c = cmp.Compare(a.OccupiedSlots, b.OccupiedSlots)
+		case "open_slots":
+			c = cmp.Compare(a.OpenSlots, b.OpenSlots)
+		case "queued_slots":
+			c = cmp.Compare(a.QueuedSlots, b.QueuedSlots)
+		}
+		return cmpOrder(cmp.Or(c, strings.Compare(a.Name, b.Name)), desc)
+	})
+	lo, hi := p.slice(len(views))
+	writeJSON(w, http.StatusOK, poolCollection{Pools: views[lo:hi], TotalEntries: len(views)})
 }
 
 func (s *Server) poolByName(r *http.Request, name string) (poolJSON, error) {
@@ -197,7 +219,7 @@ func (s *Server) createPool(w http.ResponseWriter, r *http.Request) {
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		return executor.SetPool(tx, s.cfg.Settings, s.loadedDAGs(), spec, false, s.now())
+		return executor.SetPool(tx, s.Settings(), s.loadedDAGs(), spec, false, s.now())
 	})
 	s.afterPoolWrite(w, r, spec.Name, http.StatusOK, err)
 }
@@ -230,13 +252,13 @@ func (s *Server) patchPool(w http.ResponseWriter, r *http.Request) {
 		}
 		if prev.Source == "file" {
 			return fmt.Errorf("%w: pool %s is defined in %s; change it there", executor.ErrFilePool, name,
-				orText(s.cfg.Settings.File, "poolflow.yaml"))
+				orText(s.Settings().File, "poolflow.yaml"))
 		}
 		spec, err := body.spec(specOf(prev))
 		if err != nil {
 			return err
 		}
-		return executor.SetPool(tx, s.cfg.Settings, s.loadedDAGs(), spec, force, s.now())
+		return executor.SetPool(tx, s.Settings(), s.loadedDAGs(), spec, force, s.now())
 	})
 	s.afterPoolWrite(w, r, name, http.StatusOK, err)
 }
@@ -251,7 +273,7 @@ func (s *Server) deletePool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err = s.writer.WithTx(r.Context(), func(tx *store.Tx) error {
-		err := executor.DeletePool(tx, s.cfg.Settings, s.loadedDAGs(), name, force, s.now())
+		err := executor.DeletePool(tx, s.Settings(), s.loadedDAGs(), name, force, s.now())
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound("pool %s not found", name)
 		}

@@ -66,9 +66,12 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 func (s *Server) classify(err error) (int, string) {
 	var ae *apiError
+	var re *executor.RequestError
 	switch {
 	case errors.As(err, &ae):
 		return ae.status, ae.detail
+	case errors.As(err, &re):
+		return http.StatusBadRequest, re.Error()
 	case errors.Is(err, store.ErrUnavailable):
 		return http.StatusServiceUnavailable, unavailableDetail
 	case errors.Is(err, executor.ErrRefused), errors.Is(err, store.ErrConflict):

@@ -24,8 +24,23 @@ func (s *Server) Store() *store.Store { return s.cfg.Store }
 // Now is the server's clock in UTC.
 func (s *Server) Now() time.Time { return s.now() }
 
-// Settings is the poolflow.yaml the daemon runs with.
-func (s *Server) Settings() *config.Config { return s.cfg.Settings }
+// Settings is the poolflow.yaml in force: the daemon's, which changes when it reloads the file,
+// else the one the server was given.
+func (s *Server) Settings() *config.Config {
+	if s.cfg.Daemon != nil {
+		return s.cfg.Daemon.Settings()
+	}
+	return s.cfg.Settings
+}
+
+// ConfigStatus is the daemon's configuration status (which file is in force, and why a newer
+// one is not); the zero value without a daemon.
+func (s *Server) ConfigStatus() executor.ConfigStatus {
+	if s.cfg.Daemon == nil {
+		return executor.ConfigStatus{File: s.cfg.Settings.File}
+	}
+	return s.cfg.Daemon.ConfigStatus()
+}
 
 // TokenRequired says whether mutating routes and logs need the API token.
 func (s *Server) TokenRequired() bool { return s.cfg.Token != "" }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/rules"
 	"github.com/poolflow/poolflow/store"
 )
@@ -93,27 +94,26 @@ func (s *Server) testRules(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// compileRules compiles the configured rules against the pools that exist now, configured and
-// stored, as the daemon does at start.
+// compileRules gives the rules in force against the pools that exist now, configured and
+// stored: the same Effective configuration the daemon assigns with.
 func (s *Server) compileRules(r *http.Request) (*rules.Set, error) {
-	known := map[string]bool{}
-	for _, p := range s.cfg.Settings.Pools {
-		known[p.Name] = true
-	}
-	stored, err := s.cfg.Store.ListPools(r.Context())
+	eff, err := executor.ReadEffective(r.Context(), s.cfg.Store, s.Settings())
 	if err != nil && !errors.Is(err, store.ErrUnavailable) {
 		return nil, err
 	}
-	for _, p := range stored {
-		known[p.Name] = true
-	}
-	set, err := rules.CompileFile(s.cfg.Settings.File, s.cfg.Settings.Rules, func(n string) bool { return known[n] },
-		rules.DefaultPool)
 	if err != nil {
-		// The daemon refuses to start with rules that do not compile, so this is a stale or
-		// hand-built configuration: say so rather than pretend a rule matched.
-		return nil, &apiError{status: http.StatusServiceUnavailable, detail: "pool rules do not compile: " + err.Error()}
+		eff = executor.NewEffective(s.Settings(), nil)
 	}
-	set.SetLogger(s.log)
-	return set, nil
+	if perr := eff.Problems(); perr != nil {
+		// The daemon would refuse this configuration too: say so rather than pretend a rule matched.
+		return nil, &apiError{status: http.StatusServiceUnavailable, detail: "the configuration has problems: " + perr.Error()}
+	}
+	if eff.Rules == nil {
+		return emptyRules, nil
+	}
+	eff.Rules.SetLogger(s.log)
+	return eff.Rules, nil
 }
+
+// emptyRules assigns every attempt to the default pool.
+var emptyRules, _ = rules.Compile(nil, nil, rules.DefaultPool)

@@ -114,37 +114,39 @@ type route struct {
 	handler      http.HandlerFunc
 	// auth: the route needs the bearer token when one is configured (mutations and logs).
 	auth bool
+	// query are the query parameters the route takes (filters.go); any other is a 400.
+	query []string
 }
 
 func (s *Server) table() []route {
 	const v1 = "/api/v1"
 	ti := v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}"
 	return []route{
-		{http.MethodGet, v1 + "/health", s.health, false},
-		{http.MethodGet, v1 + "/openapi.yaml", s.openAPI, false},
-		{http.MethodGet, v1 + "/dags", s.listDAGs, false},
-		{http.MethodGet, v1 + "/dags/{dag_id}", s.getDAG, false},
-		{http.MethodPatch, v1 + "/dags/{dag_id}", s.patchDAG, true},
-		{http.MethodGet, v1 + "/dags/{dag_id}/dagRuns", s.listRuns, false},
-		{http.MethodPost, v1 + "/dags/{dag_id}/dagRuns", s.triggerRun, true},
-		{http.MethodGet, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}", s.getRun, false},
-		{http.MethodGet, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances", s.listTaskInstances, false},
-		{http.MethodGet, ti, s.getTaskInstance, false},
-		{http.MethodGet, ti + "/dependencies", s.getDependencies, false},
-		{http.MethodGet, ti + "/logs/{try_number}", s.getLog, true},
-		{http.MethodPost, ti + "/approve", s.decideGate("approve"), true},
-		{http.MethodPost, ti + "/reject", s.decideGate("reject"), true},
-		{http.MethodGet, v1 + "/pools", s.listPools, false},
-		{http.MethodPost, v1 + "/pools", s.createPool, true},
-		{http.MethodGet, v1 + "/pools/{pool_name}", s.getPool, false},
-		{http.MethodPatch, v1 + "/pools/{pool_name}", s.patchPool, true},
-		{http.MethodDelete, v1 + "/pools/{pool_name}", s.deletePool, true},
-		{http.MethodGet, v1 + "/importErrors", s.listImportErrors, false},
-		{http.MethodPost, v1 + "/rules/test", s.testRules, false},
+		{http.MethodGet, v1 + "/health", s.health, false, nil},
+		{http.MethodGet, v1 + "/openapi.yaml", s.openAPI, false, nil},
+		{http.MethodGet, v1 + "/dags", s.listDAGs, false, dagsParams},
+		{http.MethodGet, v1 + "/dags/{dag_id}", s.getDAG, false, nil},
+		{http.MethodPatch, v1 + "/dags/{dag_id}", s.patchDAG, true, updateMask},
+		{http.MethodGet, v1 + "/dags/{dag_id}/dagRuns", s.listRuns, false, dagRunsParams},
+		{http.MethodPost, v1 + "/dags/{dag_id}/dagRuns", s.triggerRun, true, nil},
+		{http.MethodGet, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}", s.getRun, false, nil},
+		{http.MethodGet, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances", s.listTaskInstances, false, tisParams},
+		{http.MethodGet, ti, s.getTaskInstance, false, nil},
+		{http.MethodGet, ti + "/dependencies", s.getDependencies, false, nil},
+		{http.MethodGet, ti + "/logs/{try_number}", s.getLog, true, nil},
+		{http.MethodPost, ti + "/approve", s.decideGate("approve"), true, nil},
+		{http.MethodPost, ti + "/reject", s.decideGate("reject"), true, nil},
+		{http.MethodGet, v1 + "/pools", s.listPools, false, poolsParams},
+		{http.MethodPost, v1 + "/pools", s.createPool, true, nil},
+		{http.MethodGet, v1 + "/pools/{pool_name}", s.getPool, false, nil},
+		{http.MethodPatch, v1 + "/pools/{pool_name}", s.patchPool, true, forceParam},
+		{http.MethodDelete, v1 + "/pools/{pool_name}", s.deletePool, true, forceParam},
+		{http.MethodGet, v1 + "/importErrors", s.listImportErrors, false, importErrsPars},
+		{http.MethodPost, v1 + "/rules/test", s.testRules, false, nil},
 		// The seed's routes (seed 000), outside /api/v1.
-		{http.MethodGet, "/pools", s.poolBoard, false},
-		{http.MethodPost, "/pools/{name}/queue/{key}/cancel", s.cancelEntry, true},
-		{http.MethodGet, "/metrics", s.metrics, false},
+		{http.MethodGet, "/pools", s.poolBoard, false, nil},
+		{http.MethodPost, "/pools/{name}/queue/{key}/cancel", s.cancelEntry, true, nil},
+		{http.MethodGet, "/metrics", s.metrics, false, nil},
 	}
 }
 
@@ -158,7 +160,7 @@ func (s *Server) routes() *mux.Router {
 	})
 	r.Use(s.recoverPanics)
 	for _, rt := range s.table() {
-		h := http.Handler(rt.handler)
+		h := s.checkQuery(rt.query, rt.handler)
 		if rt.auth {
 			h = s.requireToken(h)
 		}

@@ -1,9 +1,13 @@
 package server
 
 import (
+	"cmp"
 	"context"
+	"math"
 	"net/http"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
@@ -100,10 +104,7 @@ func tiView(run store.Run, ti store.TaskInstance, task *dag.Task, weight int, en
 	if entry != nil {
 		reqs, limits := splitNeeds(entry.Needs)
 		v.Requirements, v.Limits = reqs, limits
-		if entry.State == "waiting" || entry.State == "admitted" {
-			// The try this entry will run (or runs) as; a waiting first try is try 1, not 0.
-			v.TryNumber = max(v.TryNumber, entry.TryNumber)
-		}
+		v.TryNumber = executor.TryNumber(ti, entry)
 		id, state := entry.ID, entry.State
 		v.QueueID, v.QueueState = &id, &state
 		v.QueueDeadline, v.Due, v.QueuedWhen = ts(entry.Deadline), ts(entry.Due), ts(entry.CreatedAt)
@@ -217,8 +218,21 @@ func entryOf(entries map[string]store.Entry, id string) *store.Entry {
 	return nil
 }
 
+// listTaskInstances is GET .../taskInstances in DAG order. Filters: state (repeated or
+// comma-separated), pool (a named pool of the requirements), the start_date, end_date and
+// duration (seconds) ranges (_gte, _lte), order_by (a field, - for descending), limit, offset.
 func (s *Server) listTaskInstances(w http.ResponseWriter, r *http.Request) {
 	p, err := pageOf(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	keep, err := tiFilterOf(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	field, desc, err := orderQuery(r, tiOrders, "dag_order")
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -233,14 +247,119 @@ func (s *Server) listTaskInstances(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := taskInstanceCollection{TaskInstances: []TaskInstanceJSON{}, TotalEntries: len(tis)}
 	weights := weightsOf(d)
-	lo, hi := p.slice(len(tis))
-	for _, ti := range tis[lo:hi] {
-		out.TaskInstances = append(out.TaskInstances,
-			tiView(run, ti, taskOf(d, ti.TaskID), weights[ti.TaskID], entryOf(entries, ti.TaskID)))
+	views := []TaskInstanceJSON{}
+	for _, ti := range tis {
+		v := tiView(run, ti, taskOf(d, ti.TaskID), weights[ti.TaskID], entryOf(entries, ti.TaskID))
+		if keep(v) {
+			views = append(views, v)
+		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	sortTIs(views, field, desc)
+	lo, hi := p.slice(len(views))
+	writeJSON(w, http.StatusOK, taskInstanceCollection{TaskInstances: views[lo:hi], TotalEntries: len(views)})
+}
+
+var (
+	tiStates = []string{string(dag.StateNone), string(dag.StateScheduled), string(dag.StateRunning),
+		string(dag.StateUpForRetry), string(dag.StateUpForReschedule), string(dag.StateAwaitingApproval),
+		string(dag.StateSuccess), string(dag.StateFailed), string(dag.StateSkipped), string(dag.StateUpstreamFailed)}
+	tiOrders = []string{"dag_order", "task_id", "state", "start_date", "end_date", "duration", "try_number", "priority_weight"}
+)
+
+// tiFilterOf reads the task instance filters into one predicate.
+func tiFilterOf(r *http.Request) (func(TaskInstanceJSON) bool, error) {
+	states, err := listQuery(r, "state", tiStates, nil)
+	if err != nil {
+		return nil, err
+	}
+	poolsWanted, err := listQuery(r, "pool", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	startFrom, startTo, err := timeRange(r, "start_date")
+	if err != nil {
+		return nil, err
+	}
+	endFrom, endTo, err := timeRange(r, "end_date")
+	if err != nil {
+		return nil, err
+	}
+	durFrom, durTo, err := floatRange(r, "duration")
+	if err != nil {
+		return nil, err
+	}
+	at := func(t *time.Time) time.Time {
+		if t == nil {
+			return time.Time{}
+		}
+		return *t
+	}
+	return func(v TaskInstanceJSON) bool {
+		if len(states) > 0 && !slices.Contains(states, v.State) {
+			return false
+		}
+		if len(poolsWanted) > 0 && !slices.ContainsFunc(poolsWanted, func(p string) bool { _, ok := v.Requirements[p]; return ok }) {
+			return false
+		}
+		if !inRange(at(v.StartDate), startFrom, startTo) || !inRange(at(v.EndDate), endFrom, endTo) {
+			return false
+		}
+		if durFrom != nil || durTo != nil {
+			if v.Duration == nil || (durFrom != nil && *v.Duration < *durFrom) || (durTo != nil && *v.Duration > *durTo) {
+				return false
+			}
+		}
+		return true
+	}, nil
+}
+
+// sortTIs orders views by field ("dag_order" keeps the DAG's order); ties keep DAG order.
+func sortTIs(views []TaskInstanceJSON, field string, desc bool) {
+	if field == "dag_order" {
+		if desc {
+			slices.Reverse(views)
+		}
+		return
+	}
+	tm := func(t *time.Time) int64 {
+		if t == nil {
+			return math.MaxInt64 // not yet: last
+		}
+		return t.UnixNano()
+	}
+	num := func(f *float64) float64 {
+		if f == nil {
+			return math.Inf(1)
+		}
+		return *f
+	}
+	weight := func(w *int) int {
+		if w == nil {
+			return 0
+		}
+		return *w
+	}
+	slices.SortStableFunc(views, func(a, b TaskInstanceJSON) int {
+		var c int
+		switch field {
+		case "task_id":
+			c = strings.Compare(a.TaskID, b.TaskID)
+		case "state":
+			c = strings.Compare(a.State, b.State)
+		case "start_date":
+			c = cmp.Compare(tm(a.StartDate), tm(b.StartDate))
+		case "end_date":
+			c = cmp.Compare(tm(a.EndDate), tm(b.EndDate))
+		case "duration":
+			c = cmp.Compare(num(a.Duration), num(b.Duration))
+		case "try_number":
+			c = cmp.Compare(a.TryNumber, b.TryNumber)
+		case "priority_weight":
+			c = cmp.Compare(weight(a.PriorityWeight), weight(b.PriorityWeight))
+		}
+		return cmpOrder(c, desc)
+	})
 }
 
 // taskInstance is the task instance named in the path, with its run, DAG and newest entry.

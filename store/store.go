@@ -55,6 +55,10 @@ type Options struct {
 	// (§8). FULL syncs every commit; NORMAL in WAL mode syncs at checkpoints only, so a power
 	// loss may lose the last commits, never a crash of the process.
 	Synchronous string
+	// ReadOnly opens the database for reading only (SQLite mode=ro): nothing is created or
+	// migrated, and a read works without write access to the file. The schema must be this
+	// binary's; an older one is refused until a writer (poolflow serve) migrates it.
+	ReadOnly bool
 }
 
 // Open opens (creating if needed) the database at path and migrates it to the newest schema.
@@ -70,6 +74,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	case "FULL", "NORMAL", "OFF": // OFF syncs nothing: for tests only, not offered by poolflow.yaml
 	default:
 		return nil, fmt.Errorf("%w: synchronous %q (want full or normal)", ErrInvalidOption, opts.Synchronous)
+	}
+	if opts.ReadOnly {
+		return openReadOnly(ctx, path, opts)
 	}
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")

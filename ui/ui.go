@@ -106,7 +106,10 @@ type page struct {
 	Path     string // the request's path and query, for "next" links
 	SignedIn bool
 	Token    bool // the server needs a token for actions
-	Data     any
+	// ConfigError says why the newest poolflow.yaml is not in force (or what no longer holds in
+	// the one in force): every page shows it in a banner.
+	ConfigError string
+	Data        any
 }
 
 // render executes a page template with status; the body is built in memory first so an error
@@ -117,7 +120,7 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name, ti
 		panic("ui: no page template " + name)
 	}
 	p := page{Title: title, Nav: nav, Now: u.api.Now(), Path: r.URL.RequestURI(), SignedIn: u.signedIn(r),
-		Token: u.api.TokenRequired(), Data: data}
+		Token: u.api.TokenRequired(), ConfigError: u.api.ConfigStatus().Error, Data: data}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
 		u.log.Error("ui: render failed", "page", name, "err", err)

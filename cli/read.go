@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/poolflow/poolflow/config"
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/store"
+)
+
+// Reads never write: list, validate, explain and rules test open the database read-only (they
+// work without write access to it, and never migrate or create it), and a missing database reads
+// as an empty one. Only the commands that change what the user asked for open it for writing,
+// and they write only that: the daemon that owns poolflow.yaml syncs its file pools itself.
+
+// openRead opens the database under the state folder read-only; nil (and no error) when it does
+// not exist yet.
+func (e *env) openRead(ctx context.Context, cfg *config.Config) (*store.Store, error) {
+	path := filepath.Join(e.state(cfg), "poolflow.db")
+	opts := store.Options{ReadOnly: true}
+	if cfg != nil {
+		opts.Synchronous = cfg.Synchronous
+	}
+	st, err := store.Open(ctx, path, opts)
+	if store.IsMissing(err) {
+		return nil, nil
+	}
+	return st, err
+}
+
+// validation is the one DAG validation (executor.Validate) over the DAGs folder (or only files)
+// and the Go DAGs, against poolflow.yaml and the pools st holds (none when st is nil).
+func (e *env) validation(ctx context.Context, cfg *config.Config, st *store.Store, files []string) (executor.Validation, *executor.Effective, error) {
+	eff, err := executor.ReadEffective(ctx, st, cfg)
+	if err != nil {
+		return executor.Validation{}, nil, err
+	}
+	src := executor.Sources{Dir: e.dags(), GoDAGs: e.goDAGs, Files: files}
+	return executor.Validate(src, eff), eff, nil
+}
+
+// loadDAGs is validation's valid DAGs and import errors.
+func (e *env) loadDAGs(ctx context.Context, cfg *config.Config, st *store.Store) ([]*dag.DAG, []*dag.ImportError, error) {
+	v, _, err := e.validation(ctx, cfg, st, nil)
+	return v.DAGs, v.Errors, err
+}

@@ -1,0 +1,68 @@
+package executor
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestRegistryWaitsForWriters: a poolflow.yaml caught between its truncation and its write is
+// not read (an empty file is a valid configuration without any file pool), and neither is a DAG
+// file caught half written; what is read is the finished file.
+func TestRegistryWaitsForWriters(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfgPath, dags := filepath.Join(dir, "poolflow.yaml"), filepath.Join(dir, "dags")
+	os.MkdirAll(dags, 0o755)
+	dagPath := filepath.Join(dags, "a.yaml")
+	os.WriteFile(cfgPath, []byte("pools:\n  fa: 1\n"), 0o644)
+	os.WriteFile(dagPath, []byte("tasks:\n  - {id: t, bash: 'true', pool_requirements: {fa: 1}}\n"), 0o644)
+	cfg, err := LoadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRegistry(dags, nil, nil, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	r.reload(true)
+	next := []byte("pools:\n  fa: 1\n  fb: 2\n")
+	slowWrite := func(path string, data []byte) {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0o644) // empty from here on
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		time.Sleep(settleWindow / 3)
+		f.Write(data[:len(data)/2])
+		time.Sleep(settleWindow / 3)
+		f.Write(data[len(data)/2:])
+		f.Close()
+	}
+	for _, write := range []func(){
+		func() { slowWrite(cfgPath, next) },
+		func() {
+			slowWrite(dagPath, []byte("tasks:\n  - {id: t, bash: 'true', pool_requirements: {fb: 2}}\n  - {id: u, bash: 'true'}\n"))
+		},
+	} {
+		started := make(chan struct{})
+		go func() {
+			close(started)
+			write()
+		}()
+		<-started
+		time.Sleep(time.Millisecond) // the truncation is done; the data is not
+		r.refresh(&refreshReq{})
+		if got := r.configStatus().SHA256; got != fmt.Sprintf("%x", sha256.Sum256(next)) {
+			t.Fatalf("in force: %s, want the finished file's %x", got, sha256.Sum256(next))
+		}
+		if dags, errs := r.snapshot(); len(errs) != 0 || len(dags) != 1 {
+			t.Fatalf("DAGs %v, errors %v", dags, errs)
+		}
+	}
+	if d := r.get("a"); d == nil || len(d.Tasks) != 2 {
+		t.Fatalf("a = %+v, want the finished file's two tasks", d)
+	}
+}
