@@ -184,6 +184,9 @@ func (l *loop) runProcess(ctx context.Context, a *attempt, logf *attemptLog, arg
 		return false, "pipe: " + err.Error()
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
+	if null := devNull(); null != nil {
+		cmd.Stdin = null // os/exec would open /dev/null again for every attempt
+	}
 	// Its own session: the attempt's processes are told from the daemon's by it (reaper.go).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = startLeader(cmd.Start, func() int { return cmd.Process.Pid })
@@ -293,3 +296,13 @@ func runGo(ctx context.Context, a *attempt, logf *attemptLog) (ok bool, reason s
 	}
 	return true, ""
 }
+
+// devNull is /dev/null opened once for reading, the stdin of every attempt; nil if it cannot be
+// opened (os/exec then opens it itself).
+var devNull = sync.OnceValue(func() *os.File {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil
+	}
+	return f
+})

@@ -81,7 +81,7 @@ func (t *Tx) moveEntry(id int64, to EntryState, set string, args ...any) error {
 		return nil
 	}
 	var cur string
-	switch err := t.tx.QueryRowContext(t.ctx, `SELECT state FROM queue_entries WHERE id = ?`, id).Scan(&cur); {
+	switch err := t.queryRow(`SELECT state FROM queue_entries WHERE id = ?`, id).Scan(&cur); {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("%w: entry %d does not exist", ErrEntryState, id)
 	case err != nil:

@@ -68,7 +68,7 @@ func (t *Tx) Owners() ([]Owner, error) {
 
 // OwnerByID reads one owner; ErrNotFound for an id never registered.
 func (t *Tx) OwnerByID(id string) (Owner, error) {
-	o, err := scanOwner(t.tx.QueryRowContext(t.ctx, `SELECT `+ownerCols+` FROM owners WHERE id = ?`, id))
+	o, err := scanOwner(t.queryRow(`SELECT `+ownerCols+` FROM owners WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return o, ErrNotFound
 	}
@@ -79,7 +79,7 @@ func (t *Tx) OwnerByID(id string) (Owner, error) {
 // it had one) and sets o.Epoch to it. Whether the id may be taken is the caller's decision.
 func (t *Tx) PutOwner(o *Owner) error {
 	var epoch int64
-	err := t.tx.QueryRowContext(t.ctx, `SELECT epoch FROM owners WHERE id = ?`, o.ID).Scan(&epoch)
+	err := t.queryRow(`SELECT epoch FROM owners WHERE id = ?`, o.ID).Scan(&epoch)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return unavailable(err)
 	}

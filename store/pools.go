@@ -42,7 +42,7 @@ func scanPools(rows *sql.Rows) ([]Pool, error) {
 
 // PoolByName reads one pool.
 func (t *Tx) PoolByName(name string) (Pool, error) {
-	p, err := scanPool(t.tx.QueryRowContext(t.ctx, `SELECT `+poolCols+` FROM pools WHERE name = ?`, name))
+	p, err := scanPool(t.queryRow(`SELECT `+poolCols+` FROM pools WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, ErrNotFound
 	}
@@ -80,7 +80,7 @@ func (t *Tx) DeletePool(name string) error {
 
 // PoolHeld sums the slots held in a pool and counts the entries that wait for it.
 func (t *Tx) PoolHeld(name string) (held, waiting int, err error) {
-	if err = t.tx.QueryRowContext(t.ctx, `SELECT COALESCE(SUM(slots), 0) FROM claims WHERE pool = ?`, name).Scan(&held); err != nil {
+	if err = t.queryRow(`SELECT COALESCE(SUM(slots), 0) FROM claims WHERE pool = ?`, name).Scan(&held); err != nil {
 		return 0, 0, unavailable(err)
 	}
 	waiting, err = t.QueuedCount(name)

@@ -150,7 +150,7 @@ func (t *Tx) SetPGID(entry int64, pgid int, daemon string, epoch int64) (bool, e
 // before a completion is written, §4.8).
 func (t *Tx) HoldsClaim(entry int64, daemon string, epoch int64) (bool, error) {
 	var n int
-	err := t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM claims WHERE entry = ? AND daemon = ? AND epoch = ?`,
+	err := t.queryRow(`SELECT COUNT(*) FROM claims WHERE entry = ? AND daemon = ? AND epoch = ?`,
 		entry, daemon, epoch).Scan(&n)
 	return n > 0, unavailable(err)
 }
@@ -184,7 +184,7 @@ func scanClaims(rows *sql.Rows) ([]Claim, error) {
 // the task scheduler has not observed yet (§4.6).
 func (t *Tx) QueuedCount(pool string) (int, error) {
 	var n int
-	err := t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM entry_requirements q JOIN queue_entries e ON e.id = q.entry
+	err := t.queryRow(`SELECT COUNT(*) FROM entry_requirements q JOIN queue_entries e ON e.id = q.entry
 		WHERE q.pool = ? AND e.state = 'waiting'`, pool).Scan(&n)
 	return n, unavailable(err)
 }
@@ -209,7 +209,7 @@ func (t *Tx) RequeueEntry(id int64) error {
 // only loses the claims it kept. It returns the state the entry was in.
 func (t *Tx) ReleaseEntry(id int64) (EntryState, error) {
 	var cur EntryState
-	if err := t.tx.QueryRowContext(t.ctx, `SELECT state FROM queue_entries WHERE id = ?`, id).Scan(&cur); err != nil {
+	if err := t.queryRow(`SELECT state FROM queue_entries WHERE id = ?`, id).Scan(&cur); err != nil {
 		return "", unavailable(err)
 	}
 	if cur == EntryAdmitted {
@@ -297,7 +297,7 @@ func (t *Tx) Reschedule(id int64, keep []string, notBefore time.Time) error {
 // memory: the attempt row, and the task instance's final state and dates if it still shows the
 // attempt running.
 func (t *Tx) RecordEnd(id int64, a *Attempt) error {
-	if err := t.tx.QueryRowContext(t.ctx, `SELECT run, task_id FROM queue_entries WHERE id = ?`, id).Scan(&a.Run, &a.TaskID); err != nil {
+	if err := t.queryRow(`SELECT run, task_id FROM queue_entries WHERE id = ?`, id).Scan(&a.Run, &a.TaskID); err != nil {
 		return unavailable(err)
 	}
 	if err := t.InsertAttempt(a); err != nil {

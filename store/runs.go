@@ -76,7 +76,7 @@ func scanRuns(rows *sql.Rows) ([]Run, error) {
 
 // RunByPK reads a run by its key; ErrNotFound for none.
 func (t *Tx) RunByPK(pk int64) (Run, error) {
-	r, err := scanRun(t.tx.QueryRowContext(t.ctx, `SELECT `+runCols+` FROM dag_runs WHERE id = ?`, pk))
+	r, err := scanRun(t.queryRow(`SELECT `+runCols+` FROM dag_runs WHERE id = ?`, pk))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, ErrNotFound
 	}
@@ -245,7 +245,7 @@ func (t *Tx) PendingCommands(owners []string) ([]Command, error) {
 // HasPendingCommand reports whether run already has an undone command of kind.
 func (t *Tx) HasPendingCommand(run int64, kind string) (bool, error) {
 	var n int
-	err := t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM commands WHERE run = ? AND kind = ? AND done_at IS NULL`,
+	err := t.queryRow(`SELECT COUNT(*) FROM commands WHERE run = ? AND kind = ? AND done_at IS NULL`,
 		run, kind).Scan(&n)
 	return n > 0, unavailable(err)
 }

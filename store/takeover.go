@@ -90,7 +90,7 @@ func (t *Tx) FailOwnerRuns(owner, runType, reason string, now time.Time) (ended 
 // gone for good); it refuses a run with an admitted entry, whose attempt may still be running.
 func (t *Tx) FailRun(r *Run, reason string, now time.Time) error {
 	var admitted int
-	if err := t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM queue_entries WHERE run = ? AND state = 'admitted'`,
+	if err := t.queryRow(`SELECT COUNT(*) FROM queue_entries WHERE run = ? AND state = 'admitted'`,
 		r.PK).Scan(&admitted); err != nil {
 		return unavailable(err)
 	}

@@ -111,6 +111,23 @@ func (t *Tx) query(query string, args ...any) (*sql.Rows, error) {
 	return rows, nil
 }
 
+// rowScanner is a *sql.Row, or the error preparing its statement.
+type rowScanner interface{ Scan(dest ...any) error }
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+// queryRow is QueryRowContext on the transaction's prepared statement for query: a one-row read
+// on a pass's path does not parse its SQL again.
+func (t *Tx) queryRow(query string, args ...any) rowScanner {
+	st, err := t.stmt(query)
+	if err != nil {
+		return errRow{err}
+	}
+	return st.QueryRowContext(t.ctx, args...)
+}
+
 func firstWords(q string) string {
 	f := strings.Fields(q)
 	if len(f) > 3 {
@@ -122,7 +139,7 @@ func firstWords(q string) string {
 // DataVersion reads data_version inside the transaction.
 func (t *Tx) DataVersion() (int64, error) {
 	var v int64
-	err := t.tx.QueryRowContext(t.ctx, `PRAGMA data_version`).Scan(&v)
+	err := t.queryRow(`PRAGMA data_version`).Scan(&v)
 	return v, unavailable(err)
 }
 
