@@ -93,7 +93,9 @@ type loop struct {
 	qimplicit map[string]bool
 	// used is the slots held per pool at the last pass, for naming the pool an entry waited on.
 	used       map[string]int
-	paths      pathCache            // where PATH lookups found commands
+	paths      pathCache // where PATH lookups found commands
+	envOnce    sync.Once // envBase: the daemon's environment, read once for every attempt
+	envBase    []string
 	dropped    map[string]time.Time // cron fires dropped while the store was unavailable (§4.9)
 	wakeAt     time.Time            // when the loop passes on its own next; zero = recompute
 	renewFail  bool

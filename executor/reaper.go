@@ -2,9 +2,10 @@ package executor
 
 import (
 	"bytes"
+	"io"
 	"os"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -74,16 +75,45 @@ func children(full bool) []int {
 		}
 	}
 	var out []int
+	var buf [4096]byte // an attempt's end reads this file: no allocation for its usual few pids
 	for _, tid := range tids {
-		b, err := os.ReadFile("/proc/" + self + "/task/" + tid + "/children")
+		f, err := os.Open("/proc/" + self + "/task/" + tid + "/children")
 		if err != nil {
 			continue
 		}
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				out = append(out, pid)
+		b := buf[:0]
+		for {
+			n, err := f.Read(buf[len(b):cap(buf)])
+			b = buf[:len(b)+n]
+			if err != nil || n == 0 || len(b) == cap(buf) {
+				if len(b) == cap(buf) && err == nil { // more than fits: read the rest the slow way
+					rest, _ := io.ReadAll(f)
+					b = append(slices.Clip(b), rest...)
+				}
+				break
 			}
 		}
+		f.Close()
+		out = appendPids(out, b)
+	}
+	return out
+}
+
+// appendPids parses the space-separated pids of a children file.
+func appendPids(out []int, b []byte) []int {
+	pid, digits := 0, false
+	for _, c := range b {
+		if c >= '0' && c <= '9' {
+			pid, digits = pid*10+int(c-'0'), true
+			continue
+		}
+		if digits {
+			out = append(out, pid)
+		}
+		pid, digits = 0, false
+	}
+	if digits {
+		out = append(out, pid)
 	}
 	return out
 }

@@ -148,7 +148,9 @@ func (l *loop) argv(a *attempt) []string {
 // env is the attempt's environment: the daemon's, the task's env, and the POOLFLOW_ variables.
 func (l *loop) env(a *attempt) []string {
 	params, _ := json.Marshal(a.params)
-	env := os.Environ()
+	base := l.baseEnv()
+	env := make([]string, 0, len(base)+len(a.task.Env)+10)
+	env = append(env, base...)
 	for k, v := range a.task.Env {
 		env = append(env, k+"="+v)
 	}
@@ -164,6 +166,12 @@ func (l *loop) env(a *attempt) []string {
 		envStore+"="+l.st.Path(),
 		envAttempt+"="+a.tag,
 	)
+}
+
+// baseEnv is the daemon's environment, read once: every attempt starts from it (§3.4).
+func (l *loop) baseEnv() []string {
+	l.envOnce.Do(func() { l.envBase = os.Environ() })
+	return l.envBase
 }
 
 // runProcess runs argv in its own session and process group with output to the log.
