@@ -52,7 +52,7 @@ func (e *env) poolsListCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			if err := st.WithTx(ctx, func(tx *store.Tx) error { return executor.SyncPools(tx, cfg, time.Now().UTC()) }); err != nil {
+			if err := st.WithTx(ctx, func(tx store.Tx) error { return executor.SyncPools(tx, cfg, time.Now().UTC()) }); err != nil {
 				return err
 			}
 			ps, err := st.ListPools(ctx)
@@ -146,7 +146,7 @@ func (e *env) poolsSetCmd() *cobra.Command {
 			}
 			defer st.Close()
 			dags, _ := e.loadDAGs(ctx, cfg, st)
-			err = st.WithTx(ctx, func(tx *store.Tx) error {
+			err = st.WithTx(ctx, func(tx store.Tx) error {
 				return executor.SetPool(tx, cfg, dags, spec, force, time.Now().UTC())
 			})
 			if err != nil {
@@ -183,7 +183,7 @@ func (e *env) poolsDeleteCmd() *cobra.Command {
 			}
 			defer st.Close()
 			dags, _ := e.loadDAGs(ctx, cfg, st)
-			err = st.WithTx(ctx, func(tx *store.Tx) error {
+			err = st.WithTx(ctx, func(tx store.Tx) error {
 				return executor.DeletePool(tx, cfg, dags, args[0], force, time.Now().UTC())
 			})
 			if errors.Is(err, store.ErrNotFound) {

@@ -13,7 +13,7 @@ import (
 // transaction: expired entries fail their attempt, admitted ones debit every pool they need,
 // and every waiting entry gets its reason (§4.3–§4.6). Occupancy is re-read from the claim rows
 // inside this transaction, so several daemons never exceed a capacity.
-func (l *loop) admit(tx *store.Tx, p *passState) error {
+func (l *loop) admit(tx store.Tx, p *passState) error {
 	claims, err := tx.Claims()
 	if err != nil {
 		return err
@@ -165,7 +165,7 @@ func addImplicit(snap *pools.Snapshot, needs []store.Requirement) {
 // number (§4.8). The claims of a known owner are released only by the takeover of that owner,
 // after its processes on this host are confirmed gone (§9); this daemon's own claims were
 // renewed at the start of the pass.
-func (l *loop) expireLeases(tx *store.Tx, p *passState, claims []store.Claim) ([]store.Claim, error) {
+func (l *loop) expireLeases(tx store.Tx, p *passState, claims []store.Claim) ([]store.Claim, error) {
 	expired := map[int64]bool{}
 	l.minLease = timeZero
 	for _, c := range claims {
@@ -200,7 +200,7 @@ func (l *loop) expireLeases(tx *store.Tx, p *passState, claims []store.Claim) ([
 }
 
 // finishDrains switches draining pools whose old queue is empty to their new capacity (§4.7).
-func (l *loop) finishDrains(tx *store.Tx) error {
+func (l *loop) finishDrains(tx store.Tx) error {
 	for name, sp := range l.pools {
 		if sp.TargetSlots == store.NoTarget {
 			continue

@@ -27,7 +27,7 @@ func (l *loop) start(ctx context.Context) error {
 	l.reboot = true
 	now := l.clock.Now()
 	var old []store.Claim
-	err := l.st.WithTx(ctx, func(tx *store.Tx) error {
+	err := l.st.WithTx(ctx, func(tx store.Tx) error {
 		if err := SyncPools(tx, l.cfg.Settings, now); err != nil {
 			return err
 		}
@@ -57,7 +57,7 @@ func (l *loop) start(ctx context.Context) error {
 		l.log.Warn("processes of a previous life survive SIGKILL; their claims are released anyway", "process_groups", len(groups))
 	}
 	if len(old) > 0 {
-		err = l.st.WithTx(ctx, func(tx *store.Tx) error {
+		err = l.st.WithTx(ctx, func(tx store.Tx) error {
 			_, err := tx.ReleaseOwnerClaims(l.cfg.DaemonID, l.epoch-1)
 			return err
 		})
@@ -83,7 +83,7 @@ func (l *loop) stopWatchdog() {
 // drains, §4.7), file pools removed from the file are dropped once nothing holds them, and a
 // default pool with slots: remainder is recomputed from every other finite pool, file-defined or
 // stored. The daemon calls it at start; the CLI and API call it after changing a stored pool.
-func SyncPools(tx *store.Tx, cfg *config.Config, now time.Time) error {
+func SyncPools(tx store.Tx, cfg *config.Config, now time.Time) error {
 	inFile := map[string]bool{}
 	remainder := false
 	for _, sp := range cfg.Pools {
@@ -232,7 +232,7 @@ func (l *loop) shutdown() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), store.OpTimeout)
 	defer cancel()
-	if err := l.st.WithTx(ctx, func(tx *store.Tx) error {
+	if err := l.st.WithTx(ctx, func(tx store.Tx) error {
 		if !l.loaded {
 			if err := l.load(tx, l.clock.Now()); err != nil {
 				return err
@@ -270,7 +270,7 @@ func allEnded(running map[int64]*attempt, ended map[int64]bool) bool {
 
 // interruptTest ends an interrupted dags test run: nobody will run it on, so it fails at once
 // ("test process gone") instead of when its lease would have run out.
-func (l *loop) interruptTest(tx *store.Tx, p *passState) error {
+func (l *loop) interruptTest(tx store.Tx, p *passState) error {
 	if l.cfg.Test == nil || l.testPK == 0 || l.isTestDone() {
 		return nil
 	}

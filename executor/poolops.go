@@ -21,7 +21,7 @@ var ErrFilePool = errors.New("pool is defined in the configuration file")
 
 // SetPool creates or changes a stored pool in tx. A pool of poolflow.yaml is refused; shrinking
 // below what a loaded DAG requires, or below the slots held now, is refused unless force.
-func SetPool(tx *store.Tx, cfg *config.Config, dags []*dag.DAG, spec pools.Spec, force bool, now time.Time) error {
+func SetPool(tx store.Tx, cfg *config.Config, dags []*dag.DAG, spec pools.Spec, force bool, now time.Time) error {
 	if err := checkStoredName(cfg, spec.Name); err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func SetPool(tx *store.Tx, cfg *config.Config, dags []*dag.DAG, spec pools.Spec,
 }
 
 // DeletePool deletes a stored pool in tx, refused while a loaded DAG or a claim needs it unless force.
-func DeletePool(tx *store.Tx, cfg *config.Config, dags []*dag.DAG, name string, force bool, now time.Time) error {
+func DeletePool(tx store.Tx, cfg *config.Config, dags []*dag.DAG, name string, force bool, now time.Time) error {
 	if err := checkStoredName(cfg, name); err != nil {
 		return err
 	}
