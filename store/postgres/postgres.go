@@ -113,6 +113,10 @@ func currentSchema(ctx context.Context, db *sql.DB, bound time.Duration) (string
 	return schema.String, nil
 }
 
+// WriterLock is the advisory lock key that serializes the writers of the installation in
+// schema: a test holding it (pg_advisory_lock) stops every writer, as a held SQLite write lock.
+func WriterLock(schema string) int64 { return lockKey(schema) }
+
 // lockKey is the installation's advisory lock: advisory locks are per database, so the schema
 // tells installations sharing a database apart.
 func lockKey(schema string) int64 {

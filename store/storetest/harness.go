@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -228,4 +229,54 @@ func DBName(t testing.TB, dsn string) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprint(u.Path[1:])
+}
+
+// HoldWriters takes st's writers' lock from outside the store, with no bound, so that every
+// write transaction of every handle waits past the operation bound and is ErrUnavailable (§4.9):
+// SQLite's BEGIN EXCLUSIVE on the file, PostgreSQL's advisory lock of the installation. The
+// returned function releases it (also done at the test's end).
+func HoldWriters(t testing.TB, st store.Store) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	var db *sql.DB
+	var err error
+	var unlock string
+	switch st.Driver() {
+	case "sqlite":
+		db, err = sql.Open("sqlite3", "file:"+st.Path()+"?_busy_timeout=5000")
+		unlock = "ROLLBACK"
+	case "postgres":
+		db, err = sql.Open("pgx", st.Path())
+		unlock = "SELECT pg_advisory_unlock_all()"
+	default:
+		t.Fatalf("HoldWriters: driver %s", st.Driver())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Driver() == "sqlite" {
+		_, err = conn.ExecContext(ctx, "BEGIN EXCLUSIVE")
+	} else {
+		var schema string
+		if err = conn.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&schema); err == nil {
+			_, err = conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, postgres.WriterLock(schema))
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			_, _ = conn.ExecContext(ctx, unlock)
+			conn.Close()
+			db.Close()
+		})
+	}
+	t.Cleanup(release)
+	return release
 }

@@ -82,7 +82,7 @@ func (t *Tx) DeletePool(name string) error {
 
 // PoolHeld sums the slots held in a pool and counts the entries that wait for it.
 func (t *Tx) PoolHeld(name string) (held, waiting int, err error) {
-	if err = t.queryRow(`SELECT COALESCE(SUM(slots), 0) FROM claims WHERE pool = ?`, name).Scan(&held); err != nil {
+	if err = t.queryRow(`SELECT CAST(COALESCE(SUM(slots), 0) AS BIGINT) FROM claims WHERE pool = ?`, name).Scan(&held); err != nil {
 		return 0, 0, unavailable(err)
 	}
 	waiting, err = t.QueuedCount(name)

@@ -5,7 +5,7 @@ CREATE TABLE owners (
     id            TEXT PRIMARY KEY,
     kind          TEXT NOT NULL CHECK (kind IN ('daemon', 'test')),
     host          TEXT NOT NULL,
-    pid           INTEGER NOT NULL,
+    pid           BIGINT NOT NULL,
     proc_start    BIGINT NOT NULL DEFAULT 0, -- the process's start in clock ticks after boot; 0 = unknown
     epoch         BIGINT NOT NULL,           -- fencing epoch, incremented at every start
     started_at    BIGINT NOT NULL,
