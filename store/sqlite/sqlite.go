@@ -77,7 +77,7 @@ func Open(ctx context.Context, path string, opts store.Options) (store.Store, er
 	r.SetMaxOpenConns(4)
 	return sqlstore.New(ctx, sqlstore.Config{
 		Dialect: &sqlstore.Dialect{Name: "sqlite", Prepare: true, Migrations: Migrations(),
-			Lock: func(context.Context, *sql.Tx) error { return nil }, // BEGIN IMMEDIATE took it
+			Lock:     func(context.Context, *sql.Tx) error { return nil }, // BEGIN IMMEDIATE took it
 			Classify: classify, ResetSequences: func(context.Context, *sql.Tx) error { return nil }},
 		Changes: &changes{w: w},
 		Writer:  w, Reader: r, Path: path, Options: opts,
@@ -126,9 +126,9 @@ func (c *changes) Read(ctx context.Context, tx *sql.Tx) (int64, int, error) {
 }
 
 func (c *changes) Wrote(context.Context, *sql.Tx) (int64, error) { return 0, nil }
-func (c *changes) Committed(int64)                              {}
-func (c *changes) Changed() <-chan struct{}                     { return nil }
-func (c *changes) Close() error                                 { return nil }
+func (c *changes) Committed(int64)                               {}
+func (c *changes) Changed() <-chan struct{}                      { return nil }
+func (c *changes) Close() error                                  { return nil }
 
 // Version reads data_version on the writer connection. A migration by a newer binary is a
 // commit of another connection: the pass it causes finds the schema in Begin.

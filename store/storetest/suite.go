@@ -103,7 +103,6 @@ func testAdmitFailureLeavesNoClaim(t *testing.T, h Harness) {
 	}
 }
 
-
 // testAdmitDebitsEveryPool: a successful admission writes one claim per pool, and a completion
 // under another epoch is refused (fencing, §4.8).
 func testAdmitDebitsEveryPool(t *testing.T, h Harness) {
