@@ -24,3 +24,6 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPass is the store half of one admission pass on PostgreSQL (advisory lock, NOTIFY).
+func BenchmarkPass(b *testing.B) { storetest.BenchPass(b, storetest.Postgres(b)) }

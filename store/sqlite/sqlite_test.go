@@ -71,3 +71,10 @@ func TestOpenTargets(t *testing.T) {
 		st.Close()
 	}
 }
+
+// BenchmarkPass is the store half of one admission pass on SQLite (synchronous=full).
+func BenchmarkPass(b *testing.B) {
+	h := storetest.SQLite()
+	h.Options = store.Options{}
+	storetest.BenchPass(b, h)
+}
