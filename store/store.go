@@ -71,8 +71,10 @@ type Reader interface {
 
 // Tx is one write transaction: an admission pass, a CLI command, or a daemon's recovery. Every
 // method returns the first error; the caller rolls back on any error so no partial claim is
-// ever committed. A method that refuses (ErrConflict, ErrEntryState, ErrNotFound) leaves the
-// transaction usable.
+// ever committed. The refusals a pass acts on and goes on — InsertRun's ErrConflict (a fire
+// another daemon created), ErrEntryState, ErrNotFound, FailRun's ErrConflict — leave the
+// transaction usable; after any other error it may be over (PostgreSQL ends a transaction at a
+// failed statement): roll back.
 type Tx interface {
 	// Commit commits; a failed commit is ErrUnavailable.
 	Commit() error

@@ -58,9 +58,13 @@ func (s *DB) migrate(ctx context.Context) error {
 		return fmt.Errorf("%s: no migrations", s.d.Name)
 	}
 	s.known = ms[len(ms)-1].Version
-	have, err := s.ensureVersionTable(ctx)
+	// An installed database is read without the writers' lock: a busy store still opens, and the
+	// daemon's start says it waits for it (§4.9). A new one is created under the lock.
+	have, err := s.schemaVersion(ctx, s.r)
 	if err != nil {
-		return s.openErr(err)
+		if have, err = s.ensureVersionTable(ctx); err != nil {
+			return s.openErr(err)
+		}
 	}
 	if have > s.known {
 		return fmt.Errorf("%s: %w (database at version %d, binary knows up to %d); upgrade poolflow",
