@@ -2,7 +2,7 @@
 GO ?= go
 export CGO_ENABLED := 1
 
-.PHONY: run test lint bench bench-large build fuzz ui-shots chaos
+.PHONY: run test test-pg lint bench bench-large build fuzz ui-shots chaos
 
 # The daemon with the example DAGs of dags/ (YAML and one Go DAG) on an embedded SQLite store
 # under ./state; the API and UI listen on http://127.0.0.1:8080.
@@ -12,9 +12,26 @@ run:
 build:
 	$(GO) build -o bin/poolflow ./cmd/poolflow
 
-# gofmt check, go vet, then every test with the race detector.
+# gofmt check, go vet, then every test with the race detector. The PostgreSQL half (the store
+# conformance suite on PostgreSQL, the daemon on PostgreSQL end to end) runs when
+# POOLFLOW_TEST_POSTGRES names a server (`make test-pg` starts a throw-away one); in CI it is
+# required.
 test: lint
+	@if [ -z "$$POOLFLOW_TEST_POSTGRES" ]; then \
+		if [ "$$CI" = "true" ]; then echo "POOLFLOW_TEST_POSTGRES is not set: CI runs the PostgreSQL tests (.ci/run starts a server)"; exit 1; fi; \
+		echo "***********************************************************************************"; \
+		echo "*** POOLFLOW_TEST_POSTGRES is not set: SKIPPING the PostgreSQL half of the tests  ***"; \
+		echo "*** (make test-pg starts a throw-away PostgreSQL server and runs everything)      ***"; \
+		echo "***********************************************************************************"; \
+	else echo "PostgreSQL tests on $$(echo $$POOLFLOW_TEST_POSTGRES | sed -E 's#//([^:@/]*):[^@]*@#//\1@#')"; fi
 	$(GO) test -race -count=1 ./...
+
+# make test with a throw-away PostgreSQL server (scripts/pg-test-server), stopped at the end.
+test-pg:
+	@dir=$$(mktemp -d /tmp/poolflow-pg.XXXXXX); \
+	dsn=$$(scripts/pg-test-server start $$dir) || exit 1; \
+	trap 'scripts/pg-test-server stop '$$dir EXIT; \
+	POOLFLOW_TEST_POSTGRES=$$dsn $(MAKE) test
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -295,7 +295,7 @@ tasks:
 	}
 }
 
-func mustRun(t *testing.T, st *store.Store) store.Run {
+func mustRun(t *testing.T, st store.Store) store.Run {
 	t.Helper()
 	r, err := st.GetRun(context.Background(), "q", "r1")
 	if err != nil {
@@ -417,7 +417,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // daemon starts a daemon over the project in-process, as `poolflow serve` would, and stops it
 // (and closes its store) when the test ends.
-func (p *project) daemon(t *testing.T, id string, notify func(executor.Notice)) (*executor.Daemon, *store.Store) {
+func (p *project) daemon(t *testing.T, id string, notify func(executor.Notice)) (*executor.Daemon, store.Store) {
 	t.Helper()
 	cfg, err := config.Load(p.config)
 	if err != nil {

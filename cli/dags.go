@@ -162,7 +162,7 @@ func (e *env) pauseCmd(name string, paused bool) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			err = st.WithTx(ctx, func(tx *store.Tx) error {
+			err = st.WithTx(ctx, func(tx store.Tx) error {
 				now := time.Now().UTC()
 				if err := tx.SetPaused(args[0], paused, now); !errors.Is(err, store.ErrNotFound) {
 					return err
@@ -257,7 +257,7 @@ func parseConf(s string) (map[string]any, error) {
 }
 
 // createManualRun inserts a queued manual run owned by no daemon; the next daemon pass takes it.
-func createManualRun(ctx context.Context, st *store.Store, d *dag.DAG, runID string, conf map[string]any, noQueue bool) (store.Run, error) {
+func createManualRun(ctx context.Context, st store.Store, d *dag.DAG, runID string, conf map[string]any, noQueue bool) (store.Run, error) {
 	now := time.Now().UTC()
 	if runID == "" {
 		runID = "manual__" + now.Format("2006-01-02T15:04:05.000Z07:00")
@@ -269,7 +269,7 @@ func createManualRun(ctx context.Context, st *store.Store, d *dag.DAG, runID str
 	}
 	r := store.Run{DAGID: d.ID, RunID: runID, RunType: "manual", LogicalDate: now, State: "queued", Conf: confJSON, QueuedAt: now,
 		NoQueue: noQueue}
-	err := st.WithTx(ctx, func(tx *store.Tx) error {
+	err := st.WithTx(ctx, func(tx store.Tx) error {
 		if err := tx.UpsertDAG(d.ID, d.File, d.Schedule, now); err != nil {
 			return err
 		}
@@ -292,7 +292,7 @@ func createManualRun(ctx context.Context, st *store.Store, d *dag.DAG, runID str
 // awaitNoQueue waits for a daemon to take a --no-queue run and reports whether its ready tasks
 // were admitted at once or the start was refused. Until a daemon has decided, the run is neither
 // started nor refused, and the command says so rather than "created".
-func (e *env) awaitNoQueue(ctx context.Context, st *store.Store, run store.Run) error {
+func (e *env) awaitNoQueue(ctx context.Context, st store.Store, run store.Run) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		r, err := st.GetRun(ctx, run.DAGID, run.RunID)

@@ -126,7 +126,7 @@ func FormatTime(t time.Time) *string {
 	return &s
 }
 
-func testReport(ctx context.Context, st *store.Store, d *dag.DAG, run store.Run) (*TestReport, error) {
+func testReport(ctx context.Context, st store.Store, d *dag.DAG, run store.Run) (*TestReport, error) {
 	tis, err := st.ListTaskInstances(ctx, run.PK)
 	if err != nil {
 		return nil, err

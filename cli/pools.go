@@ -47,7 +47,7 @@ type PoolView struct {
 
 // poolViews lists the pools of the store with their occupancy, then the pools of cfg that the
 // store does not have yet, with the capacity the effective configuration gives them.
-func poolViews(ctx context.Context, st *store.Store, cfg *config.Config) ([]PoolView, error) {
+func poolViews(ctx context.Context, st store.Store, cfg *config.Config) ([]PoolView, error) {
 	var ps []store.Pool
 	var claims []store.Claim
 	var waiting []store.Entry
@@ -190,7 +190,7 @@ func (e *env) poolsSetCmd() *cobra.Command {
 				return err
 			}
 			// Only this pool's row is written; a running daemon re-validates and re-syncs.
-			err = st.WithTx(ctx, func(tx *store.Tx) error {
+			err = st.WithTx(ctx, func(tx store.Tx) error {
 				return executor.SetPool(tx, cfg, dags, spec, force, time.Now().UTC())
 			})
 			if err != nil {
@@ -230,7 +230,7 @@ func (e *env) poolsDeleteCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			err = st.WithTx(ctx, func(tx *store.Tx) error {
+			err = st.WithTx(ctx, func(tx store.Tx) error {
 				return executor.DeletePool(tx, cfg, dags, args[0], force, time.Now().UTC())
 			})
 			if errors.Is(err, store.ErrNotFound) {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"path/filepath"
 
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/dag"
@@ -15,15 +14,15 @@ import (
 // as an empty one. Only the commands that change what the user asked for open it for writing,
 // and they write only that: the daemon that owns poolflow.yaml syncs its file pools itself.
 
-// openRead opens the database under the state folder read-only; nil (and no error) when it does
-// not exist yet.
-func (e *env) openRead(ctx context.Context, cfg *config.Config) (*store.Store, error) {
-	path := filepath.Join(e.state(cfg), "poolflow.db")
-	opts := store.Options{ReadOnly: true}
-	if cfg != nil {
-		opts.Synchronous = cfg.Synchronous
+// openRead opens the command's store (see storeTarget) read-only; nil (and no error) when a
+// SQLite database does not exist yet.
+func (e *env) openRead(ctx context.Context, cfg *config.Config) (store.Store, error) {
+	target, opts, err := e.storeTarget(cfg)
+	if err != nil {
+		return nil, err
 	}
-	st, err := store.Open(ctx, path, opts)
+	opts.ReadOnly = true
+	st, err := store.OpenTarget(ctx, target, opts)
 	if store.IsMissing(err) {
 		return nil, nil
 	}
@@ -32,7 +31,7 @@ func (e *env) openRead(ctx context.Context, cfg *config.Config) (*store.Store, e
 
 // validation is the one DAG validation (executor.Validate) over the DAGs folder (or only files)
 // and the Go DAGs, against poolflow.yaml and the pools st holds (none when st is nil).
-func (e *env) validation(ctx context.Context, cfg *config.Config, st *store.Store, files []string) (executor.Validation, *executor.Effective, error) {
+func (e *env) validation(ctx context.Context, cfg *config.Config, st store.Store, files []string) (executor.Validation, *executor.Effective, error) {
 	eff, err := executor.ReadEffective(ctx, st, cfg)
 	if err != nil {
 		return executor.Validation{}, nil, err
@@ -42,7 +41,7 @@ func (e *env) validation(ctx context.Context, cfg *config.Config, st *store.Stor
 }
 
 // loadDAGs is validation's valid DAGs and import errors.
-func (e *env) loadDAGs(ctx context.Context, cfg *config.Config, st *store.Store) ([]*dag.DAG, []*dag.ImportError, error) {
+func (e *env) loadDAGs(ctx context.Context, cfg *config.Config, st store.Store) ([]*dag.DAG, []*dag.ImportError, error) {
 	v, _, err := e.validation(ctx, cfg, st, nil)
 	return v.DAGs, v.Errors, err
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -18,6 +17,8 @@ import (
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/store"
+	_ "github.com/poolflow/poolflow/store/postgres" // the drivers store.Open offers
+	_ "github.com/poolflow/poolflow/store/sqlite"
 )
 
 // Version is the poolflow version, set at build time with -ldflags "-X ...cli.Version=...".
@@ -50,6 +51,7 @@ type env struct {
 	configPath string
 	dagsDir    string
 	stateDir   string
+	storeFlag  string
 	goDAGs     []*dag.DAG
 	stdout     io.Writer
 	stderr     io.Writer
@@ -97,7 +99,8 @@ func RunOptions(ctx context.Context, args []string, stdout, stderr io.Writer, op
 	pf.StringVar(&e.configPath, "config", "", "poolflow.yaml (default $POOLFLOW_CONFIG, else ./poolflow.yaml if present)")
 	pf.StringVar(&e.dagsDir, "dags", "", "DAGs folder (default ./dags)")
 	pf.StringVar(&e.stateDir, "state", "", "state folder: database and logs (default state.path of the config, else ./state)")
-	root.AddCommand(e.serveCmd(), e.dagsCmd(), e.tasksCmd(), e.poolsCmd(), e.rulesCmd(), e.versionCmd())
+	pf.StringVar(&e.storeFlag, "store", "", "store: postgres://… or sqlite:PATH (default $POOLFLOW_STORE_DSN, else store: of the config, else sqlite:<state>/poolflow.db)")
+	root.AddCommand(e.serveCmd(), e.dagsCmd(), e.tasksCmd(), e.poolsCmd(), e.rulesCmd(), e.versionCmd(), e.storeCmd())
 	graceful := false
 	if c, _, err := root.Find(args); err == nil {
 		graceful = c.CommandPath() == "poolflow serve" || c.CommandPath() == "poolflow dags test"
@@ -206,7 +209,7 @@ func (e *env) state(cfg *config.Config) string {
 }
 
 // open loads poolflow.yaml and opens the store under the state folder.
-func (e *env) open(ctx context.Context) (*config.Config, *store.Store, string, error) {
+func (e *env) open(ctx context.Context) (*config.Config, store.Store, string, error) {
 	cfg, err := e.settings()
 	if err != nil {
 		return nil, nil, "", err
@@ -215,18 +218,46 @@ func (e *env) open(ctx context.Context) (*config.Config, *store.Store, string, e
 	return cfg, st, dir, err
 }
 
-// openStore opens the database under the state folder.
-func (e *env) openStore(ctx context.Context, cfg *config.Config) (*store.Store, string, error) {
+// openStore opens the store (see storeTarget); the state folder holds the logs either way.
+func (e *env) openStore(ctx context.Context, cfg *config.Config) (store.Store, string, error) {
 	dir := e.state(cfg)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, dir, err
 	}
+	target, opts, err := e.storeTarget(cfg)
+	if err != nil {
+		return nil, dir, err
+	}
+	st, err := store.OpenTarget(ctx, target, opts)
+	return st, dir, err
+}
+
+// storeTarget is the store the command uses: --store, else $POOLFLOW_STORE_DSN, else the
+// config's store block, else sqlite:<state>/poolflow.db; with its options (synchronous applies
+// to SQLite only).
+func (e *env) storeTarget(cfg *config.Config) (store.Target, store.Options, error) {
+	if cfg == nil {
+		cfg = config.Default()
+	}
+	raw, from := e.storeFlag, "--store"
+	if raw == "" {
+		raw, from = os.Getenv("POOLFLOW_STORE_DSN"), "POOLFLOW_STORE_DSN"
+	}
+	if raw == "" {
+		raw, from = cfg.StoreTarget(e.state(cfg)), "store"
+		if cfg.File != "" {
+			from = cfg.File + ": store"
+		}
+	}
+	t, err := store.ParseTarget(raw)
+	if err != nil {
+		return t, store.Options{}, &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s: %w", from, err)}
+	}
 	var opts store.Options
-	if cfg != nil {
+	if t.Driver == "sqlite" {
 		opts.Synchronous = cfg.Synchronous
 	}
-	st, err := store.Open(ctx, filepath.Join(dir, "poolflow.db"), opts)
-	return st, dir, err
+	return t, opts, nil
 }
 
 func (e *env) logger() *slog.Logger {

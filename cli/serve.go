@@ -83,7 +83,12 @@ func (e *env) serveCmd() *cobra.Command {
 			}
 			log.Info("poolflow listening; starting the scheduler", "listen", "http://"+ln.Addr().String(),
 				"daemon_id", daemonID)
-			st, err := openWait(ctx, filepath.Join(stateDir, "poolflow.db"), store.Options{Synchronous: cfg.Synchronous}, log, waiting)
+			target, opts, err := e.storeTarget(cfg)
+			if err != nil {
+				stopHTTP()
+				return err
+			}
+			st, err := openWait(ctx, target, opts, log, waiting)
 			if err != nil {
 				stopHTTP()
 				if errors.Is(err, context.Canceled) {
@@ -118,6 +123,7 @@ func (e *env) serveCmd() *cobra.Command {
 			serving := http.Handler(srv)
 			handler.Store(&serving)
 			log.Info("poolflow serving", "listen", "http://"+ln.Addr().String(), "dags", e.dags(), "state", stateDir,
+				"store", st.Path(),
 				"daemon_id", daemonID)
 			select {
 			case <-ctx.Done():
@@ -145,10 +151,10 @@ func (e *env) serveCmd() *cobra.Command {
 
 // openWait opens the store, waiting while it is busy or unavailable and logging why every few
 // seconds; a schema newer than the binary ends it at once (§4.9).
-func openWait(ctx context.Context, path string, opts store.Options, log *slog.Logger, waiting func(error)) (*store.Store, error) {
+func openWait(ctx context.Context, target store.Target, opts store.Options, log *slog.Logger, waiting func(error)) (store.Store, error) {
 	for {
-		st, err := store.Open(ctx, path, opts)
-		if err == nil || errors.Is(err, store.ErrSchemaTooNew) {
+		st, err := store.OpenTarget(ctx, target, opts)
+		if err == nil || errors.Is(err, store.ErrSchemaTooNew) || errors.Is(err, store.ErrInvalidOption) {
 			return st, err
 		}
 		waiting(err)

@@ -27,7 +27,7 @@ func TestInterruptStopsACommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	err = st.WithTx(context.Background(), func(tx *store.Tx) error {
+	err = st.WithTx(context.Background(), func(tx store.Tx) error {
 		return tx.PutOwner(&store.Owner{ID: "ghost", Kind: store.OwnerDaemon, Host: "elsewhere", PID: 1,
 			StartedAt: now, Heartbeat: now, LeaseUntil: now.Add(time.Hour)})
 	})

@@ -83,7 +83,7 @@ func (e *env) commandCmd(use, kind, short string) *cobra.Command {
 			}
 			who := os.Getenv("USER")
 			c := store.Command{Kind: kind, Run: run.PK, TaskID: args[2], Who: who, Note: note}
-			if err := st.WithTx(ctx, func(tx *store.Tx) error { return tx.InsertCommand(&c, time.Now().UTC()) }); err != nil {
+			if err := st.WithTx(ctx, func(tx store.Tx) error { return tx.InsertCommand(&c, time.Now().UTC()) }); err != nil {
 				return err
 			}
 			done, refused, err := awaitCommand(ctx, st, c.ID, wait)
@@ -107,7 +107,7 @@ func (e *env) commandCmd(use, kind, short string) *cobra.Command {
 
 // awaitCommand polls the store until the daemon handled the command or wait passed. Another
 // process is the one acting here, and the store is the only thing both share.
-func awaitCommand(ctx context.Context, st *store.Store, id int64, wait time.Duration) (bool, string, error) {
+func awaitCommand(ctx context.Context, st store.Store, id int64, wait time.Duration) (bool, string, error) {
 	deadline := time.Now().Add(wait)
 	for {
 		done, refused, err := st.CommandOutcome(ctx, id)
@@ -152,7 +152,7 @@ func (e *env) explainCmd() *cobra.Command {
 }
 
 // Explain describes a task instance: its state, try, requirements and limits, and why it waits.
-func Explain(ctx context.Context, st *store.Store, dagID, runID, taskID string) (string, error) {
+func Explain(ctx context.Context, st store.Store, dagID, runID, taskID string) (string, error) {
 	run, err := st.GetRun(ctx, dagID, runID)
 	if err != nil {
 		return "", fmt.Errorf("run %s of dag %s: %w", runID, dagID, err)

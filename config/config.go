@@ -22,6 +22,10 @@ type Config struct {
 	APIToken string // api.token; POOLFLOW_API_TOKEN overrides
 	// Synchronous is store.synchronous: SyncFull (the default, "" means it too) or SyncNormal.
 	Synchronous string
+	// StoreDriver is store.driver: DriverSQLite (the default, "" means it too) or
+	// DriverPostgres. StoreDSN is store.dsn: the PostgreSQL connection string, or the SQLite
+	// file ("" = <state>/poolflow.db). See Config.StoreTarget.
+	StoreDriver, StoreDSN string
 	// AllowedHosts (server.allowed_hosts) are the host names, optionally with a port, the HTTP
 	// server answers besides loopback names when it listens on loopback (DNS rebinding guard).
 	AllowedHosts []string

@@ -49,22 +49,6 @@ func (r *reader) root(n ast.Node, c *Config) []pools.Spec {
 	return specs
 }
 
-// store reads the store block: synchronous: full (default) | normal.
-func (r *reader) store(f field, c *Config) {
-	for _, g := range r.fields(f.value, f.path, f.at, "synchronous") {
-		v, ok := r.str(g)
-		if !ok {
-			continue
-		}
-		switch v {
-		case SyncFull, SyncNormal:
-			c.Synchronous = v
-		default:
-			r.fail(g.valuePos(), g.path, "invalid value %q (want full or normal)", v)
-		}
-	}
-}
-
 func (r *reader) pools(f field) []pools.Spec {
 	var specs []pools.Spec
 	for _, p := range r.fields(f.value, f.path, f.at) {

@@ -134,7 +134,7 @@ type agreement struct {
 	t                    *testing.T
 	dir, dags, state     string
 	cfgPath, inForcePath string // the watched file, and a copy of the one in force for the CLI
-	st                   *store.Store
+	st                   store.Store
 	d                    *executor.Daemon
 	srv                  *server.Server
 }

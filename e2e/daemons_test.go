@@ -65,7 +65,7 @@ type hold struct {
 	needs      map[string]int
 }
 
-func holdsOf(t *testing.T, st *store.Store, r store.Run) []hold {
+func holdsOf(t *testing.T, st store.Store, r store.Run) []hold {
 	t.Helper()
 	ctx := context.Background()
 	tis, err := st.ListTaskInstances(ctx, r.PK)

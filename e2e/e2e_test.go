@@ -98,7 +98,7 @@ func (p *project) run(t *testing.T, args ...string) string {
 }
 
 // open opens the project's database for assertions.
-func (p *project) open(t *testing.T) *store.Store {
+func (p *project) open(t *testing.T) store.Store {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(p.state, "poolflow.db"), store.Options{})
 	if err != nil {

@@ -44,12 +44,12 @@ func exists(file string) bool {
 	return err == nil
 }
 
-func runOf(st *store.Store, dagID, runID string) store.Run {
+func runOf(st store.Store, dagID, runID string) store.Run {
 	r, _ := st.GetRun(context.Background(), dagID, runID)
 	return r
 }
 
-func tiOf(t *testing.T, st *store.Store, run store.Run, taskID string) store.TaskInstance {
+func tiOf(t *testing.T, st store.Store, run store.Run, taskID string) store.TaskInstance {
 	t.Helper()
 	tis, err := st.ListTaskInstances(context.Background(), run.PK)
 	if err != nil {
@@ -64,7 +64,7 @@ func tiOf(t *testing.T, st *store.Store, run store.Run, taskID string) store.Tas
 	return store.TaskInstance{}
 }
 
-func entryOf(st *store.Store, dagID, runID, taskID string) store.Entry {
+func entryOf(st store.Store, dagID, runID, taskID string) store.Entry {
 	r := runOf(st, dagID, runID)
 	e, _ := st.LatestEntry(context.Background(), r.PK, taskID)
 	_ = executor.Explain(context.Background(), st, time.Now(), &e) // why it waits, as a reader sees it

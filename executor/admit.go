@@ -69,7 +69,7 @@ func (l *loop) waitedOn(le *liveEntry, used map[string]int) string {
 // transaction, so several daemons never exceed a capacity. The decision comes from the loop's
 // pools.Queue (queue.go), whose cost follows what changed, not the queue's length; why the
 // others wait is computed when someone reads it (Explain), not written here.
-func (l *loop) admit(tx *store.Tx, p *passState) error {
+func (l *loop) admit(tx store.Tx, p *passState) error {
 	claims, err := tx.Claims()
 	if err != nil {
 		return err
@@ -142,7 +142,7 @@ func (l *loop) admit(tx *store.Tx, p *passState) error {
 // number (§4.8). The claims of a known owner are released only by the takeover of that owner,
 // after its processes on this host are confirmed gone (§9); this daemon's own claims were
 // renewed at the start of the pass.
-func (l *loop) expireLeases(tx *store.Tx, p *passState, claims []store.Claim) ([]store.Claim, error) {
+func (l *loop) expireLeases(tx store.Tx, p *passState, claims []store.Claim) ([]store.Claim, error) {
 	expired := map[int64]bool{}
 	l.minLease = timeZero
 	for _, c := range claims {
@@ -177,7 +177,7 @@ func (l *loop) expireLeases(tx *store.Tx, p *passState, claims []store.Claim) ([
 }
 
 // finishDrains switches draining pools whose old queue is empty to their new capacity (§4.7).
-func (l *loop) finishDrains(tx *store.Tx) error {
+func (l *loop) finishDrains(tx store.Tx) error {
 	for name, sp := range l.pools {
 		if sp.TargetSlots == store.NoTarget {
 			continue

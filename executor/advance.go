@@ -20,7 +20,7 @@ type readyTask struct {
 // advanceAll moves every changed run forward: queued runs start when max_active_runs allows,
 // trigger rules turn finished upstream tasks into ready (or skipped, upstream_failed) ones, due
 // retries come back, and every task that became ready is queued before the pass admits (§4.4).
-func (l *loop) advanceAll(tx *store.Tx, p *passState) error {
+func (l *loop) advanceAll(tx store.Tx, p *passState) error {
 	if err := l.startQueuedRuns(tx, p); err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func clockWake(ti *liveTI) time.Time {
 // advance evaluates the run's frontier in dependency order, so a skip or failure propagates
 // through the run in one pass: a task that becomes skipped puts its downstream tasks on the
 // frontier behind it.
-func (l *loop) advance(tx *store.Tx, p *passState, run *liveRun) ([]readyTask, error) {
+func (l *loop) advance(tx store.Tx, p *passState, run *liveRun) ([]readyTask, error) {
 	var ready []readyTask
 	for len(run.frontier) > 0 {
 		ti := run.pop()
@@ -160,7 +160,7 @@ func (l *loop) queuedPerPool() map[string]int {
 // enqueue creates the queue entry of a ready task with its requirements and limits, or rejects
 // it when a pool refuses it (backlog full, draining, more slots than the pool has): a rejected
 // entry is a failed attempt (§4.6).
-func (l *loop) enqueue(tx *store.Tx, p *passState, r readyTask, queued map[string]int) error {
+func (l *loop) enqueue(tx store.Tx, p *passState, r readyTask, queued map[string]int) error {
 	run, ti := r.run, r.ti
 	needs, rule := l.requirements(run, ti, r.try)
 	e := store.Entry{Run: run.PK, TaskID: ti.TaskID, TryNumber: r.try, Label: label(run.DAGID, ti.TaskID, r.try),

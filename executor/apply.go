@@ -9,7 +9,7 @@ import (
 )
 
 // apply folds one pending event into the pass.
-func (l *loop) apply(tx *store.Tx, p *passState, ev event) error {
+func (l *loop) apply(tx store.Tx, p *passState, ev event) error {
 	switch ev := ev.(type) {
 	case *evStarted:
 		le := l.entries[ev.entry]
@@ -38,7 +38,7 @@ func (l *loop) apply(tx *store.Tx, p *passState, ev event) error {
 // state under the retry policy (§3.3), all in this pass's transaction. The end of an attempt
 // whose entry is not in memory is still written while its claims are held (§9: no code path
 // drops an attempt's end while its claim is held).
-func (l *loop) finish(tx *store.Tx, p *passState, ev *evFinished) error {
+func (l *loop) finish(tx store.Tx, p *passState, ev *evFinished) error {
 	delete(l.running, ev.entry)
 	le := l.entries[ev.entry]
 	if le == nil || le.ti == nil {
@@ -122,7 +122,7 @@ func (l *loop) finish(tx *store.Tx, p *passState, ev *evFinished) error {
 // finishUnknown writes the end of an attempt whose entry is not in memory (its run was reloaded
 // without it): if this daemon still holds its claims, they are released and the attempt and its
 // task instance are recorded from what the runner knows; the run is read again next pass.
-func (l *loop) finishUnknown(tx *store.Tx, p *passState, ev *evFinished) error {
+func (l *loop) finishUnknown(tx store.Tx, p *passState, ev *evFinished) error {
 	held, err := tx.ReleaseHeld(ev.entry, l.cfg.DaemonID, l.epoch, p.now)
 	if err != nil || !held {
 		if err == nil {
@@ -153,7 +153,7 @@ func (l *loop) finishUnknown(tx *store.Tx, p *passState, ev *evFinished) error {
 
 // failAttempt records try `try` as failed and applies the retry policy: up_for_retry until
 // end + delay while attempts are left, else failed (§3.3).
-func (l *loop) failAttempt(tx *store.Tx, p *passState, run *liveRun, ti *liveTI, try int, reason string, at time.Time, noRetry bool) error {
+func (l *loop) failAttempt(tx store.Tx, p *passState, run *liveRun, ti *liveTI, try int, reason string, at time.Time, noRetry bool) error {
 	if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: try, State: "failed",
 		StartDate: ti.StartDate, EndDate: ti.EndDate, Reason: reason}); err != nil {
 		return err
@@ -177,7 +177,7 @@ func (l *loop) failAttempt(tx *store.Tx, p *passState, run *liveRun, ti *liveTI,
 }
 
 // command applies an operator command to a task instance of a run this daemon owns.
-func (l *loop) command(tx *store.Tx, p *passState, ev *evCommand) error {
+func (l *loop) command(tx store.Tx, p *passState, ev *evCommand) error {
 	c := ev.cmd
 	err := l.applyCommand(tx, p, c)
 	if ev.fromStore {
@@ -197,7 +197,7 @@ func (l *loop) command(tx *store.Tx, p *passState, ev *evCommand) error {
 	return nil
 }
 
-func (l *loop) applyCommand(tx *store.Tx, p *passState, c store.Command) error {
+func (l *loop) applyCommand(tx store.Tx, p *passState, c store.Command) error {
 	run := l.runs[c.Run]
 	if run == nil {
 		return fmt.Errorf("%w: the dag run has ended or is not open here", store.ErrConflict)
@@ -230,7 +230,7 @@ func (l *loop) applyCommand(tx *store.Tx, p *passState, c store.Command) error {
 
 // endWaiting ends a waiting entry as expired, cancelled or rejected: a failed attempt that
 // follows the retry policy (§4.6).
-func (l *loop) endWaiting(tx *store.Tx, p *passState, le *liveEntry, state store.EntryState, reason string) error {
+func (l *loop) endWaiting(tx store.Tx, p *passState, le *liveEntry, state store.EntryState, reason string) error {
 	if err := tx.EndEntry(le.ID, state, string(state), reason, p.now); err != nil {
 		return err
 	}
@@ -247,7 +247,7 @@ func (l *loop) endWaiting(tx *store.Tx, p *passState, le *liveEntry, state store
 // markFailed ends a task with no further retry (poolflow tasks fail, §3.3; replace). A queued
 // entry is retired at once. A running attempt is killed, and the task fails when its end comes
 // back: its claims are released only once its processes are gone.
-func (l *loop) markFailed(tx *store.Tx, p *passState, run *liveRun, ti *liveTI, reason string) error {
+func (l *loop) markFailed(tx store.Tx, p *passState, run *liveRun, ti *liveTI, reason string) error {
 	if dag.State(ti.State).Terminal() {
 		return fmt.Errorf("%w: task %s is already %s", store.ErrConflict, ti.TaskID, ti.State)
 	}

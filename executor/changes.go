@@ -11,7 +11,7 @@ import (
 // task added to a DAG gets its task instance; a removed task retires its waiting entry and fails
 // (nothing runs, nothing is retried); a changed task's waiting entry is retired and queued again
 // with the new requirements, keeping its due time and try number. Running attempts finish.
-func (l *loop) applyChanges(tx *store.Tx, p *passState) error {
+func (l *loop) applyChanges(tx store.Tx, p *passState) error {
 	for _, run := range l.runs {
 		if run.dag == nil || run.away {
 			continue // the whole DAG is gone (retireRemoved ends the run), or the run is its dead owner's
@@ -65,7 +65,7 @@ func (l *loop) applyChanges(tx *store.Tx, p *passState) error {
 }
 
 // retire ends a waiting entry without it counting as an attempt.
-func (l *loop) retire(tx *store.Tx, p *passState, le *liveEntry, reason string) error {
+func (l *loop) retire(tx store.Tx, p *passState, le *liveEntry, reason string) error {
 	if err := tx.EndEntry(le.ID, store.EntryRetired, "retired", reason, p.now); err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func (l *loop) retire(tx *store.Tx, p *passState, le *liveEntry, reason string) 
 
 // retireJobRetries ends the queued retries of a job's older runs when a newer fire is created
 // or a run of the job succeeds (§3.3): they fail with no further attempt.
-func (l *loop) retireJobRetries(tx *store.Tx, p *passState, d *dag.DAG, newer *liveRun, why string) error {
+func (l *loop) retireJobRetries(tx store.Tx, p *passState, d *dag.DAG, newer *liveRun, why string) error {
 	if d == nil || !d.IsJob {
 		return nil
 	}

@@ -16,7 +16,7 @@ import (
 
 // Config configures a Daemon. Zero values take the defaults named on each field.
 type Config struct {
-	Store    *store.Store
+	Store    store.Store
 	Settings *config.Config // poolflow.yaml; nil = config.Default()
 	DAGsDir  string         // "" = no YAML DAGs
 	GoDAGs   []*dag.DAG     // DAGs registered from Go

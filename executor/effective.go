@@ -132,7 +132,7 @@ func splitJoined(err error) []error {
 
 // ReadEffective builds the effective configuration of cfg with the pools st holds now; st nil
 // means no stored pools (no database yet).
-func ReadEffective(ctx context.Context, st *store.Store, cfg *config.Config) (*Effective, error) {
+func ReadEffective(ctx context.Context, st store.Store, cfg *config.Config) (*Effective, error) {
 	if st == nil {
 		return NewEffective(cfg, nil), nil
 	}

@@ -121,13 +121,13 @@ func TestPoolOpsWriteOnlyTheirPool(t *testing.T) {
 	ctx := context.Background()
 	daemonCfg := mustParse(t, "max_running: 10\npools:\n  db: 2\n  default: {slots: remainder}\n")
 	now := time.Now()
-	if err := b.st.WithTx(ctx, func(tx *store.Tx) error { return SyncPools(tx, daemonCfg, now) }); err != nil {
+	if err := b.st.WithTx(ctx, func(tx store.Tx) error { return SyncPools(tx, daemonCfg, now) }); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := b.st.ListPools(ctx)
 	cliCfg := config.Default() // a command run without --config
-	write := func(fn func(tx *store.Tx) error) error { return b.st.WithTx(ctx, fn) }
-	if err := write(func(tx *store.Tx) error {
+	write := func(fn func(tx store.Tx) error) error { return b.st.WithTx(ctx, fn) }
+	if err := write(func(tx store.Tx) error {
 		return SetPool(tx, cliCfg, nil, pools.Spec{Name: "api", Slots: 3}, false, now)
 	}); err != nil {
 		t.Fatal(err)
@@ -141,19 +141,19 @@ func TestPoolOpsWriteOnlyTheirPool(t *testing.T) {
 			t.Errorf("file pool %s changed", p.Name)
 		}
 	}
-	err := write(func(tx *store.Tx) error {
+	err := write(func(tx store.Tx) error {
 		return SetPool(tx, cliCfg, nil, pools.Spec{Name: "db", Slots: 9}, false, now)
 	})
 	if !errors.Is(err, ErrFilePool) {
 		t.Errorf("setting a daemon's file pool from another config: %v", err)
 	}
-	err = write(func(tx *store.Tx) error { return DeletePool(tx, cliCfg, nil, "default", true, now) })
+	err = write(func(tx store.Tx) error { return DeletePool(tx, cliCfg, nil, "default", true, now) })
 	if !errors.Is(err, ErrFilePool) || !strings.Contains(err.Error(), "it is the default pool") ||
 		!strings.Contains(err.Error(), "does not define it") {
 		t.Errorf("deleting the default pool: %v", err)
 	}
 	withDefault := mustParse(t, "pools:\n  default: 7\n")
-	err = write(func(tx *store.Tx) error { return DeletePool(tx, withDefault, nil, "default", true, now) })
+	err = write(func(tx store.Tx) error { return DeletePool(tx, withDefault, nil, "default", true, now) })
 	if err == nil || !strings.Contains(err.Error(), "poolflow.yaml:2 under pools.default") {
 		t.Errorf("deleting a configured default pool: %v", err)
 	}
@@ -167,19 +167,19 @@ func TestRulePoolsAreInUse(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	cfg := mustParse(t, "rules:\n  - {name: to-api, priority: 1, when: 'true', pool: api, slots: 2}\n")
-	write := func(fn func(tx *store.Tx) error) error { return b.st.WithTx(ctx, fn) }
-	if err := write(func(tx *store.Tx) error { return SetPool(tx, cfg, nil, pools.Spec{Name: "api", Slots: 3}, false, now) }); err != nil {
+	write := func(fn func(tx store.Tx) error) error { return b.st.WithTx(ctx, fn) }
+	if err := write(func(tx store.Tx) error { return SetPool(tx, cfg, nil, pools.Spec{Name: "api", Slots: 3}, false, now) }); err != nil {
 		t.Fatal(err)
 	}
-	err := write(func(tx *store.Tx) error { return DeletePool(tx, cfg, nil, "api", false, now) })
+	err := write(func(tx store.Tx) error { return DeletePool(tx, cfg, nil, "api", false, now) })
 	if !errors.Is(err, ErrPoolInUse) || !strings.Contains(err.Error(), "rule to-api") {
 		t.Fatalf("delete: %v", err)
 	}
-	err = write(func(tx *store.Tx) error { return SetPool(tx, cfg, nil, pools.Spec{Name: "api", Slots: 1}, false, now) })
+	err = write(func(tx store.Tx) error { return SetPool(tx, cfg, nil, pools.Spec{Name: "api", Slots: 1}, false, now) })
 	if !errors.Is(err, ErrPoolInUse) || !strings.Contains(err.Error(), "rule to-api") {
 		t.Fatalf("shrink: %v", err)
 	}
-	if err := write(func(tx *store.Tx) error { return DeletePool(tx, cfg, nil, "api", true, now) }); err != nil {
+	if err := write(func(tx store.Tx) error { return DeletePool(tx, cfg, nil, "api", true, now) }); err != nil {
 		t.Fatalf("forced delete: %v", err)
 	}
 }

@@ -19,7 +19,7 @@ import (
 // blocks (paused, node_unavailable for a dead owner), every other owner's as entries that keep
 // their room, and _global counting only that owner's claims (max_running limits each daemon,
 // §9). The cost is one read of the queue and a walk per owner with waiting entries.
-func Explain(ctx context.Context, st *store.Store, now time.Time, es ...*store.Entry) error {
+func Explain(ctx context.Context, st store.Store, now time.Time, es ...*store.Entry) error {
 	waiting := false
 	for _, e := range es {
 		waiting = waiting || e.State == string(store.EntryWaiting)
@@ -43,7 +43,7 @@ type Explanation struct{ reasons map[int64]explained }
 type explained struct{ code, text string }
 
 // Reasons computes why every waiting entry of the store waits now (see Explain).
-func Reasons(ctx context.Context, st *store.Store, now time.Time) (*Explanation, error) {
+func Reasons(ctx context.Context, st store.Store, now time.Time) (*Explanation, error) {
 	x, err := explainAll(ctx, st, now)
 	if err != nil {
 		return nil, err
@@ -60,7 +60,7 @@ func (x *Explanation) Fill(e *store.Entry) {
 	e.ReasonCode, e.Reason = r.code, r.text
 }
 
-func explainAll(ctx context.Context, st *store.Store, now time.Time) (map[int64]explained, error) {
+func explainAll(ctx context.Context, st store.Store, now time.Time) (map[int64]explained, error) {
 	ps, err := st.ListPools(ctx)
 	if err != nil {
 		return nil, err

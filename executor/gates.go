@@ -11,7 +11,7 @@ import (
 // Approval gates (§5.2) have no queue entry and need no pool: a ready gate waits in
 // awaiting_approval for a person, optionally until its timeout.
 
-func (l *loop) openGate(tx *store.Tx, p *passState, run *liveRun, ti *liveTI) error {
+func (l *loop) openGate(tx store.Tx, p *passState, run *liveRun, ti *liveTI) error {
 	ti.State, ti.TryNumber, ti.StartDate = string(dag.StateAwaitingApproval), 1, p.now
 	l.touch(p, ti)
 	return nil
@@ -24,7 +24,7 @@ func gateDeadline(ti *liveTI) time.Time {
 	return ti.StartDate.Add(ti.task.Approval.Timeout)
 }
 
-func (l *loop) checkGateTimeout(tx *store.Tx, p *passState, run *liveRun, ti *liveTI) error {
+func (l *loop) checkGateTimeout(tx store.Tx, p *passState, run *liveRun, ti *liveTI) error {
 	dl := gateDeadline(ti)
 	if dl.IsZero() || p.now.Before(dl) {
 		return nil
@@ -32,7 +32,7 @@ func (l *loop) checkGateTimeout(tx *store.Tx, p *passState, run *liveRun, ti *li
 	return l.decideGate(tx, p, run, ti, false, fmt.Sprintf("approval timeout %s passed", ti.task.Approval.Timeout))
 }
 
-func (l *loop) applyGateCommand(tx *store.Tx, p *passState, run *liveRun, ti *liveTI, c store.Command) error {
+func (l *loop) applyGateCommand(tx store.Tx, p *passState, run *liveRun, ti *liveTI, c store.Command) error {
 	if c.Kind != "approve" && c.Kind != "reject" {
 		return fmt.Errorf("unknown command %q", c.Kind)
 	}
@@ -55,7 +55,7 @@ func (l *loop) applyGateCommand(tx *store.Tx, p *passState, run *liveRun, ti *li
 }
 
 // decideGate ends a gate: approved is success; rejected or timed out fails with no retry.
-func (l *loop) decideGate(tx *store.Tx, p *passState, run *liveRun, ti *liveTI, approved bool, reason string) error {
+func (l *loop) decideGate(tx store.Tx, p *passState, run *liveRun, ti *liveTI, approved bool, reason string) error {
 	ti.EndDate, ti.Reason = p.now, reason
 	state := "success"
 	ti.State = string(dag.StateSuccess)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/store/storetest"
 )
 
 // bundle is the fixtures of one executor test: a temporary DAGs folder, state folder and
@@ -17,7 +18,7 @@ type bundle struct {
 	dir      string
 	dagsDir  string
 	stateDir string
-	st       *store.Store
+	st       store.Store
 	cfg      *config.Config
 	notices  chan Notice
 	clock    Clock // the daemons' clock when a test injects one; nil = the real clock
@@ -62,12 +63,7 @@ func setup(t testing.TB, cfgYAML string, dags map[string]string) *bundle {
 		}
 	}
 	b.cfg = cfg
-	st, err := store.Open(context.Background(), filepath.Join(b.stateDir, "poolflow.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	b.st = st
+	b.st = storetest.Open(t, filepath.Join(b.stateDir, "poolflow.db"), store.Options{})
 	return b
 }
 

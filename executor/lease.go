@@ -16,7 +16,7 @@ var errSuperseded = errors.New("owner id taken by another process")
 // register records this owner's start under a new fencing epoch, refusing when a live process
 // holds the id (§9: an owner id is held by one live process at a time); again is set when this
 // process renews its own registration.
-func (l *loop) register(tx *store.Tx, now time.Time, again bool) error {
+func (l *loop) register(tx store.Tx, now time.Time, again bool) error {
 	prev, err := tx.OwnerByID(l.cfg.DaemonID)
 	switch {
 	case err == nil && !again && prev.Epoch > 0 && ownerAlive(prev, now, l.host, l.localAlive):
@@ -41,7 +41,7 @@ func (l *loop) register(tx *store.Tx, now time.Time, again bool) error {
 // end while it could not renew (its claims were released, its leader-owned runs moved), the
 // daemon starts a new epoch: its running attempts are stopped and memory is rebuilt. When
 // another process took the id, the daemon must stop (errSuperseded).
-func (l *loop) renew(tx *store.Tx, now time.Time) error {
+func (l *loop) renew(tx store.Tx, now time.Time) error {
 	row, err := tx.Heartbeat(l.cfg.DaemonID, l.epoch, now, now.Add(l.cfg.Lease))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -68,7 +68,7 @@ func (l *loop) renew(tx *store.Tx, now time.Time) error {
 
 // release ends this owner's lease at a clean stop, so live daemons handle what it leaves at
 // once; a dags test process whose run ended leaves no row at all.
-func (l *loop) release(tx *store.Tx, now time.Time) error {
+func (l *loop) release(tx store.Tx, now time.Time) error {
 	if l.cfg.Test != nil && l.isTestDone() {
 		return tx.DeleteOwner(l.cfg.DaemonID, l.epoch)
 	}

@@ -25,7 +25,7 @@ func (l *loop) start(ctx context.Context) error {
 	l.reboot = true
 	now := l.clock.Now()
 	var old []store.Claim
-	err := l.st.WithTx(ctx, func(tx *store.Tx) error {
+	err := l.st.WithTx(ctx, func(tx store.Tx) error {
 		if err := l.syncPools(tx, now); err != nil { // syncpools.go: a dags test only adds missing pools
 			return err
 		}
@@ -55,7 +55,7 @@ func (l *loop) start(ctx context.Context) error {
 		l.log.Warn("processes of a previous life survive SIGKILL; their claims are released anyway", "process_groups", len(groups))
 	}
 	if len(old) > 0 {
-		err = l.st.WithTx(ctx, func(tx *store.Tx) error {
+		err = l.st.WithTx(ctx, func(tx store.Tx) error {
 			_, err := tx.ReleaseOwnerClaims(l.cfg.DaemonID, l.epoch-1)
 			return err
 		})
@@ -154,7 +154,7 @@ func (l *loop) shutdown() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), store.OpTimeout)
 	defer cancel()
-	if err := l.st.WithTx(ctx, func(tx *store.Tx) error {
+	if err := l.st.WithTx(ctx, func(tx store.Tx) error {
 		if !l.loaded {
 			if err := l.load(tx, l.clock.Now()); err != nil {
 				return err
@@ -192,7 +192,7 @@ func allEnded(running map[int64]*attempt, ended map[int64]bool) bool {
 
 // interruptTest ends an interrupted dags test run: nobody will run it on, so it fails at once
 // ("test process gone") instead of when its lease would have run out.
-func (l *loop) interruptTest(tx *store.Tx, p *passState) error {
+func (l *loop) interruptTest(tx store.Tx, p *passState) error {
 	if l.cfg.Test == nil || l.testPK == 0 || l.isTestDone() {
 		return nil
 	}

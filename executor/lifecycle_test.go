@@ -301,12 +301,12 @@ tasks:
 				if err != nil {
 					t.Fatal(err)
 				}
-				cli, err := store.Open(context.Background(), filepath.Join(b.stateDir, "poolflow.db"), store.Options{})
+				cli, err := b.st.Reopen(context.Background())
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer cli.Close()
-				if err := cli.WithTx(context.Background(), func(tx *store.Tx) error { return SyncPools(tx, cfg, time.Now()) }); err != nil {
+				if err := cli.WithTx(context.Background(), func(tx store.Tx) error { return SyncPools(tx, cfg, time.Now()) }); err != nil {
 					t.Fatal(err)
 				}
 				ps, _ := b.st.ListPools(context.Background())
@@ -461,12 +461,12 @@ func (b *bundle) mustRun(t *testing.T, dagID, runID string) store.Run {
 // notices through data_version.
 func setPaused(t *testing.T, b *bundle, dagID string, paused bool) {
 	t.Helper()
-	cli, err := store.Open(context.Background(), filepath.Join(b.stateDir, "poolflow.db"), store.Options{})
+	cli, err := b.st.Reopen(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	if err := cli.WithTx(context.Background(), func(tx *store.Tx) error {
+	if err := cli.WithTx(context.Background(), func(tx store.Tx) error {
 		if err := tx.UpsertDAG(dagID, "", "", time.Now()); err != nil {
 			return err
 		}
@@ -493,13 +493,13 @@ func write(t *testing.T, path, body string) {
 // cliTrigger creates a manual run from another connection, as `poolflow dags trigger` does.
 func cliTrigger(t *testing.T, b *bundle, dagID, runID string, tasks ...string) {
 	t.Helper()
-	cli, err := store.Open(context.Background(), filepath.Join(b.stateDir, "poolflow.db"), store.Options{})
+	cli, err := b.st.Reopen(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cli.Close()
 	now := time.Now().UTC()
-	err = cli.WithTx(context.Background(), func(tx *store.Tx) error {
+	err = cli.WithTx(context.Background(), func(tx store.Tx) error {
 		r := &store.Run{DAGID: dagID, RunID: runID, RunType: "manual", LogicalDate: now, State: "queued", QueuedAt: now}
 		if err := tx.InsertRun(r); err != nil {
 			return err

@@ -207,7 +207,7 @@ func (h *posHeap) pop() int32 {
 }
 
 // flushTIs writes every task instance the pass changed, once each.
-func flushTIs(tx *store.Tx, p *passState) error {
+func flushTIs(tx store.Tx, p *passState) error {
 	for _, ti := range p.dirtyTIs {
 		ti.dirty = false
 		if ti.isNew {

@@ -16,7 +16,7 @@ import (
 // the commands it applies. It runs on the first pass, after a failed pass, whenever another
 // process committed and whenever the owners' liveness changed. Waiting entries of runs that
 // ended are retired first (§4.6).
-func (l *loop) load(tx *store.Tx, now time.Time) error {
+func (l *loop) load(tx store.Tx, now time.Time) error {
 	if l.regChanged || !l.loaded {
 		if err := l.syncDAGs(tx, now); err != nil {
 			return err
@@ -154,7 +154,7 @@ func (l *loop) load(tx *store.Tx, now time.Time) error {
 
 // addRun puts an open run in memory with its task instances; away marks a dead owner's bound
 // run, which this daemon neither advances nor admits.
-func (l *loop) addRun(tx *store.Tx, r store.Run, away bool) error {
+func (l *loop) addRun(tx store.Tx, r store.Run, away bool) error {
 	d := l.reg.get(r.DAGID)
 	lr := newLiveRun(r, d) // with d nil, its DAG is gone: retireRemoved ends it
 	lr.away = away
@@ -174,7 +174,7 @@ func (l *loop) addRun(tx *store.Tx, r store.Run, away bool) error {
 }
 
 // syncDAGs records the loaded DAGs and the current import errors in the store.
-func (l *loop) syncDAGs(tx *store.Tx, now time.Time) error {
+func (l *loop) syncDAGs(tx store.Tx, now time.Time) error {
 	dags, _ := l.reg.snapshot()
 	for _, d := range dags {
 		if err := tx.UpsertDAG(d.ID, d.File, d.Schedule, now); err != nil {

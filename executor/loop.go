@@ -53,7 +53,7 @@ type evStarted struct {
 // loop is the scheduler loop: the daemon's only writer of state.
 type loop struct {
 	cfg   *Config
-	st    *store.Store
+	st    store.Store
 	log   *slog.Logger
 	clock Clock
 	reg   *registry
@@ -239,6 +239,11 @@ func (l *loop) run(ctx context.Context) error {
 		case <-timer:
 		case <-poll.C:
 			if !l.outsideChange(ctx) && len(l.pending) == 0 {
+				continue
+			}
+		case <-l.st.Changed(): // another handle committed (PostgreSQL's NOTIFY; nil on SQLite)
+			if !l.outsideChange(ctx) && len(l.pending) == 0 {
+				poll.Stop()
 				continue
 			}
 		case <-backoff:

@@ -27,7 +27,7 @@ var ErrFilePool = errors.New("pool is defined in the configuration file")
 // pool of poolflow.yaml — in cfg, or synced into the store by a daemon — is refused; shrinking
 // below what a loaded DAG or a rule requires, or below the slots held now, is refused unless
 // force; so is a change that would make the configuration invalid (a remainder below 1).
-func SetPool(tx *store.Tx, cfg *config.Config, dags []*dag.DAG, spec pools.Spec, force bool, now time.Time) error {
+func SetPool(tx store.Tx, cfg *config.Config, dags []*dag.DAG, spec pools.Spec, force bool, now time.Time) error {
 	prev, err := tx.PoolByName(spec.Name)
 	exists := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -74,7 +74,7 @@ func SetPool(tx *store.Tx, cfg *config.Config, dags []*dag.DAG, spec pools.Spec,
 
 // DeletePool deletes a stored pool in tx, refused while a loaded DAG, a pool rule or a claim
 // needs it unless force. It writes nothing else (see SetPool).
-func DeletePool(tx *store.Tx, cfg *config.Config, dags []*dag.DAG, name string, force bool, now time.Time) error {
+func DeletePool(tx store.Tx, cfg *config.Config, dags []*dag.DAG, name string, force bool, now time.Time) error {
 	prev, err := tx.PoolByName(name)
 	exists := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -146,7 +146,7 @@ func checkStoredName(cfg *config.Config, name string, prev store.Pool, exists bo
 // it did not have, such as a remainder default pool below 1. Problems it already had do not
 // stop unrelated changes. With force, a rule left without its pool (or with too few slots) is
 // accepted, as a DAG left without its pool is: the daemon then reports it.
-func checkStillValid(tx *store.Tx, cfg *config.Config, name string, row *store.Pool, force bool) error {
+func checkStillValid(tx store.Tx, cfg *config.Config, name string, row *store.Pool, force bool) error {
 	all, err := tx.Pools()
 	if err != nil {
 		return err

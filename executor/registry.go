@@ -28,7 +28,7 @@ import (
 type registry struct {
 	dir    string
 	goDAGs []*dag.DAG
-	st     *store.Store
+	st     store.Store
 	log    *slog.Logger
 	loader dag.Loader
 
@@ -70,7 +70,7 @@ type ConfigStatus struct {
 	Restart []string
 }
 
-func newRegistry(dir string, goDAGs []*dag.DAG, st *store.Store, settings *config.Config, log *slog.Logger) *registry {
+func newRegistry(dir string, goDAGs []*dag.DAG, st store.Store, settings *config.Config, log *slog.Logger) *registry {
 	r := &registry{dir: dir, goDAGs: goDAGs, st: st, log: log, dags: map[string]*dag.DAG{},
 		reqs: make(chan *refreshReq), offers: make(chan []store.Pool, 1)}
 	r.eff = NewEffective(settings, nil)

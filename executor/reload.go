@@ -77,7 +77,7 @@ func (l *loop) syncStored(ctx context.Context, dv int64) {
 // after load: file pools synced, l.pools re-read, rules and max_running taken. A pass that read
 // stored pools the registry has not validated against (another process committed after
 // syncStored looked) hands them over; the registry re-validates off the loop.
-func (l *loop) applyConfig(tx *store.Tx, now time.Time) error {
+func (l *loop) applyConfig(tx store.Tx, now time.Time) error {
 	if l.dv != l.seenDV {
 		l.seenDV = l.dv
 		ps := make([]store.Pool, 0, len(l.pools))
@@ -122,7 +122,7 @@ func (l *loop) applyConfig(tx *store.Tx, now time.Time) error {
 
 // setGlobalLimit gives this daemon's waiting entries the new max_running as their _global
 // limit (none when 0); new entries get it from requirements.
-func (l *loop) setGlobalLimit(tx *store.Tx, maxRunning int) error {
+func (l *loop) setGlobalLimit(tx store.Tx, maxRunning int) error {
 	var ids []int64
 	for id, le := range l.entries {
 		if le.State != "waiting" {

@@ -262,7 +262,7 @@ func TestStoredPoolRevalidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	err = other.WithTx(context.Background(), func(tx *store.Tx) error {
+	err = other.WithTx(context.Background(), func(tx store.Tx) error {
 		return SetPool(tx, rb.cfg, nil, pools.Spec{Name: "extra", Slots: 2}, false, time.Now())
 	})
 	if err != nil {
@@ -276,7 +276,7 @@ func TestStoredPoolRevalidates(t *testing.T) {
 	if n := rb.waitNotice(t, func(n Notice) bool { return n.Kind == NoticeRunEnded }); n.State != "success" || res.Run.RunID != "r" {
 		t.Fatalf("run %s (%s)", n.State, n.Reason)
 	}
-	err = other.WithTx(context.Background(), func(tx *store.Tx) error {
+	err = other.WithTx(context.Background(), func(tx store.Tx) error {
 		return DeletePool(tx, rb.cfg, nil, "extra", true, time.Now())
 	})
 	if err != nil {

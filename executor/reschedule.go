@@ -30,7 +30,7 @@ func (l *loop) keptPools(needs []store.Requirement) []string {
 }
 
 // rescheduleEntry handles a poke whose check is not met yet.
-func (l *loop) rescheduleEntry(tx *store.Tx, p *passState, le *liveEntry, ev *evFinished) error {
+func (l *loop) rescheduleEntry(tx store.Tx, p *passState, le *liveEntry, ev *evFinished) error {
 	ti := le.ti
 	s := ti.task.Sensor
 	first := ti.StartDate
@@ -83,7 +83,7 @@ func pokeInterval(s *dag.Sensor, pokes int) time.Duration {
 
 // sensorTimedOut fails a sensor with no retry (or skips it with soft_fail) and releases every
 // claim it holds, kept ones included.
-func (l *loop) sensorTimedOut(tx *store.Tx, p *passState, le *liveEntry, at time.Time) error {
+func (l *loop) sensorTimedOut(tx store.Tx, p *passState, le *liveEntry, at time.Time) error {
 	ti, run := le.ti, le.run
 	s := ti.task.Sensor
 	reason := fmt.Sprintf("sensor timeout %s passed", s.Timeout)
@@ -107,7 +107,7 @@ func (l *loop) sensorTimedOut(tx *store.Tx, p *passState, le *liveEntry, at time
 
 // sensorDue wakes reschedule sensors whose next poke came and times out those whose timeout
 // passed while they waited.
-func (l *loop) sensorDue(tx *store.Tx, p *passState, run *liveRun, ti *liveTI) error {
+func (l *loop) sensorDue(tx store.Tx, p *passState, run *liveRun, ti *liveTI) error {
 	le := ti.entry
 	if le == nil || !isReschedule(ti.task) || ti.StartDate.IsZero() {
 		return nil

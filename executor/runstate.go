@@ -15,7 +15,7 @@ import (
 // always starts), applying the concurrency policy of scheduled runs (§3.5): forbid keeps the new
 // run queued while a previous run is active; replace cancels the previous run's unfinished tasks.
 // Active runs are counted across every owner (§9).
-func (l *loop) startQueuedRuns(tx *store.Tx, p *passState) error {
+func (l *loop) startQueuedRuns(tx store.Tx, p *passState) error {
 	active := map[string][]*liveRun{}
 	var queued []*liveRun
 	for _, run := range l.runs {
@@ -78,7 +78,7 @@ func (l *loop) startQueuedRuns(tx *store.Tx, p *passState) error {
 // replacePrevious stops the previous runs of a run whose DAG's policy is replace. Runs this
 // daemon holds are replaced at once; a run another live daemon runs gets a replace command for
 // its owner, and the new run waits (reported true) until that run has ended.
-func (l *loop) replacePrevious(tx *store.Tx, p *passState, run *liveRun, prev []*liveRun) (bool, error) {
+func (l *loop) replacePrevious(tx store.Tx, p *passState, run *liveRun, prev []*liveRun) (bool, error) {
 	waiting := false
 	for _, old := range prev {
 		if mine, ok := l.runs[old.PK]; ok && !mine.away {
@@ -106,7 +106,7 @@ func (l *loop) replacePrevious(tx *store.Tx, p *passState, run *liveRun, prev []
 	return waiting, nil
 }
 
-func (l *loop) setRunReason(tx *store.Tx, run *liveRun, reason string) error {
+func (l *loop) setRunReason(tx store.Tx, run *liveRun, reason string) error {
 	if run.Reason == reason {
 		return nil
 	}
@@ -116,7 +116,7 @@ func (l *loop) setRunReason(tx *store.Tx, run *liveRun, reason string) error {
 
 // replaceRun fails every unfinished task of a run replaced by a newer fire (reason replaced):
 // waiting entries are retired, running attempts are stopped, no retry follows.
-func (l *loop) replaceRun(tx *store.Tx, p *passState, run *liveRun) error {
+func (l *loop) replaceRun(tx store.Tx, p *passState, run *liveRun) error {
 	for _, ti := range run.inOrder() {
 		if dag.State(ti.State).Terminal() {
 			continue
@@ -129,7 +129,7 @@ func (l *loop) replaceRun(tx *store.Tx, p *passState, run *liveRun) error {
 }
 
 // endRuns ends every run in which no task can change state (§3.1).
-func (l *loop) endRuns(tx *store.Tx, p *passState) error {
+func (l *loop) endRuns(tx store.Tx, p *passState) error {
 	for pk, run := range l.runs {
 		if run.dag == nil || run.State != string(dag.RunRunning) {
 			continue
@@ -159,7 +159,7 @@ func (l *loop) endRuns(tx *store.Tx, p *passState) error {
 // entries are retired (nothing runs, nothing is retried), unfinished tasks fail. A run with a
 // running attempt stays tracked until that attempt ends (§9): its end is recorded and its
 // claims released like any other, then the run fails.
-func (l *loop) retireRemoved(tx *store.Tx, p *passState) error {
+func (l *loop) retireRemoved(tx store.Tx, p *passState) error {
 	for pk, run := range l.runs {
 		if run.dag != nil || run.away {
 			continue // a dead owner's bound run is its owner's to retire

@@ -35,7 +35,7 @@ const maxFiresSkipped = 1 << 20
 // createRuns creates the runs that are due in this pass: the test run of `dags test`, @reboot
 // runs once per daemon start, and cron fires. Two daemons cannot create the same fire: the
 // store keeps scheduled runs unique per (dag, logical date).
-func (l *loop) createRuns(tx *store.Tx, p *passState) error {
+func (l *loop) createRuns(tx store.Tx, p *passState) error {
 	if t := l.cfg.Test; t != nil {
 		if l.testPK != 0 {
 			return nil
@@ -79,7 +79,7 @@ func (l *loop) createRuns(tx *store.Tx, p *passState) error {
 // (or start_date) become runs one at a time, in order: the next is created only when the
 // previous scheduled run has ended (§3.5). Without it, only the newest due fire runs. A DAG seen
 // for the first time without catchup starts from now.
-func (l *loop) cronFires(tx *store.Tx, p *passState, d *dag.DAG, cs cron.Schedule) error {
+func (l *loop) cronFires(tx store.Tx, p *passState, d *dag.DAG, cs cron.Schedule) error {
 	st := l.dagStates[d.ID]
 	cp := st.Checkpoint
 	if cp.IsZero() {
@@ -140,7 +140,7 @@ func (l *loop) openScheduledRuns(dagID string) int {
 
 // fire creates the run of one fire and advances the checkpoint; a fire another daemon already
 // turned into a run only advances it.
-func (l *loop) fire(tx *store.Tx, p *passState, d *dag.DAG, runType string, at time.Time) error {
+func (l *loop) fire(tx store.Tx, p *passState, d *dag.DAG, runType string, at time.Time) error {
 	run, err := l.newRun(tx, p, d, runType, at, "", nil, "", false)
 	switch {
 	case err == nil:
@@ -153,7 +153,7 @@ func (l *loop) fire(tx *store.Tx, p *passState, d *dag.DAG, runType string, at t
 	return l.setCheckpoint(tx, d.ID, at)
 }
 
-func (l *loop) setCheckpoint(tx *store.Tx, dagID string, at time.Time) error {
+func (l *loop) setCheckpoint(tx store.Tx, dagID string, at time.Time) error {
 	st := l.dagStates[dagID]
 	st.DAGID, st.Checkpoint = dagID, at
 	l.dagStates[dagID] = st

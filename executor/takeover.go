@@ -29,7 +29,7 @@ type reapJob struct {
 // checkOwners reads the owner rows when a check is due, handles the end of every dead owner it
 // may handle (takeover), and reports whether the view changed so memory must be rebuilt. It
 // runs inside the pass's transaction, before memory is loaded.
-func (l *loop) checkOwners(tx *store.Tx, p *passState) (bool, error) {
+func (l *loop) checkOwners(tx store.Tx, p *passState) (bool, error) {
 	if l.view != nil && !l.ownersDirty && (l.view.nextExpiry.IsZero() || p.now.Before(l.view.nextExpiry)) {
 		return false, nil
 	}
@@ -65,7 +65,7 @@ func (l *loop) checkOwners(tx *store.Tx, p *passState) (bool, error) {
 }
 
 // planReap schedules the kill of a dead owner's processes on this host, once per epoch.
-func (l *loop) planReap(tx *store.Tx, p *passState, o store.Owner) error {
+func (l *loop) planReap(tx store.Tx, p *passState, o store.Owner) error {
 	if l.reaping[o.ID] >= o.Epoch {
 		return nil
 	}
@@ -117,7 +117,7 @@ func (l *loop) reap(job reapJob) {
 // process's runs fail with "test process gone", and a serve daemon moves the leader-owned runs
 // (scheduled, catch-up) to itself and marks the end handled. Bound work (manual runs) stays the
 // owner's and waits node_unavailable until it returns. It reports whether it changed anything.
-func (l *loop) takeOver(tx *store.Tx, p *passState, t takeover) (bool, error) {
+func (l *loop) takeOver(tx store.Tx, p *passState, t takeover) (bool, error) {
 	o := t.owner
 	released, err := tx.ReleaseOwnerClaims(o.ID, o.Epoch)
 	if err != nil {

@@ -56,7 +56,7 @@ type pendingTrigger struct {
 }
 
 // trigger creates a manual run in this pass; its reply waits for the pass's admission.
-func (l *loop) trigger(tx *store.Tx, p *passState, ev *evTrigger) error {
+func (l *loop) trigger(tx store.Tx, p *passState, ev *evTrigger) error {
 	req := ev.req
 	d := l.reg.get(req.DAGID)
 	// Replies go out after the commit; a failed pass answers every pending trigger instead.
@@ -79,7 +79,7 @@ func (l *loop) trigger(tx *store.Tx, p *passState, ev *evTrigger) error {
 }
 
 // newRun inserts a run with every task instance in state none. A zero logical date means now.
-func (l *loop) newRun(tx *store.Tx, p *passState, d *dag.DAG, runType string, logical time.Time, runID string,
+func (l *loop) newRun(tx store.Tx, p *passState, d *dag.DAG, runType string, logical time.Time, runID string,
 	conf map[string]any, note string, noQueue bool) (*liveRun, error) {
 	r, err := l.runRecord(d, runType, logical, runID, conf, note, noQueue, p.now)
 	if err != nil {
@@ -135,7 +135,7 @@ func (l *loop) runRecord(d *dag.DAG, runType string, logical time.Time, runID st
 
 // settleTriggers refuses the runs started in this pass that asked not to wait and still have a
 // waiting entry (§4.6), then answers each manual start: admitted, queued, or refused.
-func (l *loop) settleTriggers(tx *store.Tx, p *passState) error {
+func (l *loop) settleTriggers(tx store.Tx, p *passState) error {
 	for _, run := range p.started {
 		if !run.NoQueue {
 			continue
@@ -225,7 +225,7 @@ func firstNamed(needs []store.Requirement) string {
 }
 
 // refuseRun ends a run that may not wait: its waiting entries are rejected and it fails.
-func (l *loop) refuseRun(tx *store.Tx, p *passState, run *liveRun, reason string) error {
+func (l *loop) refuseRun(tx store.Tx, p *passState, run *liveRun, reason string) error {
 	for _, ti := range run.inOrder() {
 		if le := ti.entry; le != nil && le.State == "waiting" {
 			if err := tx.EndEntry(le.ID, store.EntryRejected, "rejected", reason, p.now); err != nil {

@@ -3,7 +3,6 @@ package executor
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
 	"log/slog"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/poolflow/poolflow/store/storetest"
 )
 
 // lockedBuffer is a log sink shared by the loop and the test.
@@ -34,8 +35,8 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// TestStoreUnavailable makes pool state unavailable by holding SQLite's write lock from another
-// connection past the 5-second bound while an attempt holds a claim and a cron fire comes due.
+// TestStoreUnavailable makes pool state unavailable by holding the store's writers' lock from
+// outside past the 5-second bound while an attempt holds a claim and a cron fire comes due.
 // The fire is dropped with "Job <name> could not enter pool <pool>: <reason>"; the daemon,
 // unable to renew for longer than a lease, kills the attempt's process group; once the store is
 // back the entry returns to the queue with the same try number and replays.
@@ -74,18 +75,7 @@ tasks:
 	data, _ := os.ReadFile(pidFile)
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
 
-	locker, err := sql.Open("sqlite3", "file:"+filepath.Join(b.stateDir, "poolflow.db")+"?_busy_timeout=5000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Close()
-	conn, err := locker.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.ExecContext(context.Background(), "BEGIN EXCLUSIVE"); err != nil {
-		t.Fatal(err)
-	}
+	release := storetest.HoldWriters(t, b.st)
 	clock.Advance(2 * time.Minute) // past the lease and the cron fire
 	eventually(t, "the dropped fire's warning", func() bool {
 		return strings.Contains(logs.String(), "Job tick could not enter pool db: pool state is unavailable")
@@ -93,10 +83,7 @@ tasks:
 	eventually(t, "the attempt to be killed after its lease lapsed", func() bool {
 		return syscall.Kill(pid, 0) != nil
 	})
-	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
+	release()
 	eventually(t, "the replayed attempt to finish the run", func() bool {
 		return b.mustRun(t, "hold", "r").State == "success"
 	})

@@ -48,7 +48,7 @@ func (s *Server) sendCommand(ctx context.Context, run store.Run, kind, taskID, n
 	if !ok {
 		return conflict("%s of %s: %s", kind, taskID, why)
 	}
-	if err := s.writer.WithTx(ctx, func(tx *store.Tx) error { return tx.InsertCommand(&c, s.now()) }); err != nil {
+	if err := s.writer.WithTx(ctx, func(tx store.Tx) error { return tx.InsertCommand(&c, s.now()) }); err != nil {
 		return err
 	}
 	s.wake()

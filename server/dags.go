@@ -272,7 +272,7 @@ func (s *Server) patchDAG(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := s.findDAG(id)
-	err := s.writer.WithTx(r.Context(), func(tx *store.Tx) error {
+	err := s.writer.WithTx(r.Context(), func(tx store.Tx) error {
 		now := s.now()
 		err := tx.SetPaused(id, *body.IsPaused, now)
 		if errors.Is(err, store.ErrNotFound) && d != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/store/storetest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -104,7 +105,7 @@ type bundle struct {
 	dir      string
 	dagsDir  string
 	stateDir string
-	st       *store.Store
+	st       store.Store
 	cfg      *config.Config
 	daemon   *executor.Daemon
 	srv      *Server
@@ -137,11 +138,7 @@ func setup(t testing.TB, opts setupOpts) *bundle {
 		t.Fatal(err)
 	}
 	b.cfg = cfg
-	st, err := store.Open(context.Background(), filepath.Join(b.stateDir, "poolflow.db"), store.Options{Synchronous: "OFF"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t, filepath.Join(b.stateDir, "poolflow.db"), store.Options{Synchronous: "OFF"})
 	b.st = st
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d, err := executor.New(executor.Config{Store: st, Settings: cfg, DAGsDir: b.dagsDir, StateDir: b.stateDir,

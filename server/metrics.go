@@ -100,7 +100,11 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // watch sets the store the pool gauges are read from.
-func (m *Metrics) watch(st *store.Store) { m.pools.st.Store(st) }
+func (m *Metrics) watch(st store.Store) {
+	if st != nil {
+		m.pools.st.Store(&st)
+	}
+}
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	s.cfg.Metrics.Handler().ServeHTTP(w, r)
@@ -136,10 +140,11 @@ func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.st.Load()
-	if st == nil {
+	p := c.st.Load()
+	if p == nil {
 		return
 	}
+	st := *p
 	ctx, cancel := context.WithTimeout(context.Background(), store.OpTimeout)
 	defer cancel()
 	ps, err := readPoolState(ctx, st)

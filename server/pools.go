@@ -213,7 +213,7 @@ func (s *Server) createPool(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	err = s.writer.WithTx(r.Context(), func(tx *store.Tx) error {
+	err = s.writer.WithTx(r.Context(), func(tx store.Tx) error {
 		if _, err := tx.PoolByName(spec.Name); err == nil {
 			return conflict("pool %s already exists; change it with PATCH /api/v1/pools/%s", spec.Name, spec.Name)
 		} else if !errors.Is(err, store.ErrNotFound) {
@@ -242,7 +242,7 @@ func (s *Server) patchPool(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	err = s.writer.WithTx(r.Context(), func(tx *store.Tx) error {
+	err = s.writer.WithTx(r.Context(), func(tx store.Tx) error {
 		prev, err := tx.PoolByName(name)
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound("pool %s not found", name)
@@ -272,7 +272,7 @@ func (s *Server) deletePool(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	err = s.writer.WithTx(r.Context(), func(tx *store.Tx) error {
+	err = s.writer.WithTx(r.Context(), func(tx store.Tx) error {
 		err := executor.DeletePool(tx, s.Settings(), s.loadedDAGs(), name, force, s.now())
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound("pool %s not found", name)

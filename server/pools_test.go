@@ -175,7 +175,7 @@ func TestCancelWithNoDaemonAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := time.Now().Add(-time.Hour)
-	err = b.st.WithTx(ctx, func(tx *store.Tx) error {
+	err = b.st.WithTx(ctx, func(tx store.Tx) error {
 		run.Owner = "ghost"
 		if err := tx.UpdateRun(&run); err != nil {
 			return err

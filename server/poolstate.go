@@ -18,7 +18,7 @@ type poolState struct {
 	live    map[int64]store.Entry    // every waiting or admitted entry, by queue ID
 }
 
-func readPoolState(ctx context.Context, st *store.Store) (*poolState, error) {
+func readPoolState(ctx context.Context, st store.Store) (*poolState, error) {
 	ps, err := st.ListPools(ctx)
 	if err != nil {
 		return nil, err

@@ -19,7 +19,7 @@ import (
 // the API's own handler so a click in the UI and a request to the API are one code path.
 
 // Store is the store the server reads.
-func (s *Server) Store() *store.Store { return s.cfg.Store }
+func (s *Server) Store() store.Store { return s.cfg.Store }
 
 // Now is the server's clock in UTC.
 func (s *Server) Now() time.Time { return s.now() }

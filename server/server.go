@@ -16,7 +16,7 @@ import (
 
 // Config configures the HTTP server.
 type Config struct {
-	Store    *store.Store
+	Store    store.Store
 	Daemon   *executor.Daemon // nil: reads work, triggers and commands answer 503
 	StateDir string           // attempt logs are read from StateDir/logs
 	Token    string           // bearer token for mutating routes and logs; "" = open
@@ -32,7 +32,7 @@ type Config struct {
 	// Writer is the store handle the API writes through (pause, pools, commands to runs owned by
 	// another process). It must be a different connection from the daemon's, so that the daemon
 	// sees those writes as outside changes and reloads. nil = New opens one on Store's file.
-	Writer *store.Store
+	Writer store.Store
 	// UI, when set, builds the web UI from the server (whose read models and actions it uses);
 	// it is mounted under /ui/ and / redirects there.
 	UI func(api *Server) http.Handler
@@ -51,7 +51,7 @@ type Server struct {
 	cfg       Config
 	router    *mux.Router
 	log       *slog.Logger
-	writer    *store.Store
+	writer    store.Store
 	ownWriter bool
 	handler   http.Handler // router behind guard
 	uploads   chan struct{}
@@ -82,7 +82,7 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Logger, writer: cfg.Writer, uploads: make(chan struct{}, maxUploads),
 		origins: http.NewCrossOriginProtection()}
 	if s.writer == nil && cfg.Store != nil {
-		w, err := store.Open(context.Background(), cfg.Store.Path(), cfg.Store.Options())
+		w, err := cfg.Store.Reopen(context.Background())
 		if err != nil {
 			// Writes still work through the shared handle; the daemon then sees them at its
 			// next reload instead of at once.

@@ -1,13 +1,15 @@
-// Package store is poolflow's only SQL speaker: the SQLite schema and its embedded, versioned
-// migrations, every statement, the transactions that apply an admission pass, and leases.
+// Package store is poolflow's storage seam: the Store and Tx interfaces the executor, the
+// server, the UI and the CLI use, the domain types they read and write (Run, TaskInstance,
+// Entry, Claim, Pool, Owner, …), the typed states (EntryState, RunState, RunType, OwnerKind),
+// the typed errors drivers turn their own into (ErrNotFound, ErrConflict, ErrConstraint,
+// ErrUnavailable, ErrSchemaTooNew, ErrFenced, ErrEntryState), and Open, which picks a driver by
+// the target: store/sqlite (the embedded default, a file) or store/postgres (several machines).
+// Both share their statements through store/internal/sqlstore and pass the conformance suite of
+// store/storetest.
 //
-// It is a package of its own (the design card has none) because three consumers share it: the
-// scheduler loop writes through it, and the CLI and the HTTP server read from it and write their
-// own short transactions. Keeping SQL here lets pools and dag stay pure.
-//
-// Conventions: times are INTEGER microseconds since the Unix epoch in UTC; states are strings
-// guarded by CHECK constraints; occupancy is derived from claim rows, never from a counter.
-// The database runs in WAL mode with synchronous=FULL, foreign keys on and a busy timeout; every
-// transaction that changes state starts with BEGIN IMMEDIATE, so SQLite's write lock orders the
-// writers of several processes sharing one file.
+// Conventions every driver keeps: times are integer microseconds since the Unix epoch in UTC;
+// states are strings guarded by CHECK constraints; occupancy is derived from claim rows, never
+// from a counter; write transactions of every process sharing a database are serialized, so a
+// pass re-reads the claims it debits against under the lock and commits all of an admission or
+// nothing.
 package store

@@ -1,11 +1,6 @@
 package store
 
-import (
-	"database/sql"
-	"errors"
-	"fmt"
-	"strings"
-)
+import "errors"
 
 // EntryState is a queue entry's state. Entries move only along the state machine below; every
 // write of a state names the states it may come from, so a late or repeated call (a second
@@ -54,38 +49,6 @@ func CanMove(from, to EntryState) bool {
 	return false
 }
 
-// moveEntry sets entry id's state to `to` and the extra assignments in set (with args), only if
-// its current state may move there; otherwise it is ErrEntryState naming both states.
-func (t *Tx) moveEntry(id int64, to EntryState, set string, args ...any) error {
-	from := entryFrom[to]
-	if len(from) == 0 {
-		return fmt.Errorf("%w: unknown state %q", ErrEntryState, to)
-	}
-	q := `UPDATE queue_entries SET state = ?`
-	if set != "" {
-		q += `, ` + set
-	}
-	q += ` WHERE id = ? AND state IN (?` + strings.Repeat(", ?", len(from)-1) + `)`
-	all := make([]any, 0, len(args)+2+len(from))
-	all = append(all, to)
-	all = append(all, args...)
-	all = append(all, id)
-	for _, f := range from {
-		all = append(all, f)
-	}
-	res, err := t.exec(q, all...)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		return nil
-	}
-	var cur string
-	switch err := t.queryRow(`SELECT state FROM queue_entries WHERE id = ?`, id).Scan(&cur); {
-	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("%w: entry %d does not exist", ErrEntryState, id)
-	case err != nil:
-		return unavailable(err)
-	}
-	return fmt.Errorf("%w: entry %d is %s and cannot become %s", ErrEntryState, id, cur, to)
-}
+// MovesFrom lists the states an entry may enter to from; none for an unknown state. Drivers
+// write a state change as one conditional UPDATE on these states.
+func MovesFrom(to EntryState) []EntryState { return entryFrom[to] }

@@ -2,281 +2,210 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"embed"
-	"errors"
 	"fmt"
-	"io/fs"
-	"net/url"
-	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
-
-	"github.com/mattn/go-sqlite3" // the SQLite driver
 )
 
-//go:embed migrations/*.sql
-var migrations embed.FS
+// Store is an open poolflow database: the reads of the CLI, the API and the UI, and write
+// transactions (Begin, WithTx). Every method returns the typed errors of errors.go, never a
+// driver's. A Store is safe for concurrent use; its transactions are not.
+type Store interface {
+	Reader
 
-// Errors the store's callers act on.
-var (
-	ErrNotFound      = errors.New("not found")
-	ErrSchemaTooNew  = errors.New("database schema is newer than this binary")
-	ErrUnavailable   = errors.New("pool state is unavailable")
-	ErrConflict      = errors.New("conflict")
-	ErrFenced        = errors.New("claim is held under another epoch")
-	ErrInvalidOption = errors.New("invalid option")
-)
+	// Begin starts a write transaction bounded by OpTimeout. Write transactions of every
+	// process sharing the database are serialized (SQLite's BEGIN IMMEDIATE; PostgreSQL's
+	// advisory lock of the installation), so a transaction reads what it writes under.
+	Begin(ctx context.Context) (Tx, error)
+	// WithTx runs fn in one transaction and commits it, or rolls back on any error.
+	WithTx(ctx context.Context, fn func(Tx) error) error
 
-// OpTimeout bounds one store operation (§4.9).
-const OpTimeout = 5 * time.Second
+	// DataVersion changes when another handle (another process, or another Store of this
+	// process) has committed a change since the last look; this handle's own commits leave it
+	// as it is. It is cheap enough to call every poll tick.
+	DataVersion(ctx context.Context) (int64, error)
+	// Changed, when not nil, receives a value soon after another handle commits (PostgreSQL's
+	// LISTEN/NOTIFY), so a loop need not wait for its poll tick. nil: poll DataVersion.
+	Changed() <-chan struct{}
 
-// Store is an open poolflow database.
-type Store struct {
-	path string
-	// w is the single writer connection: every state change goes through it, so data_version
-	// on it changes only when another process commits.
-	w *sql.DB
-	// r serves reads (API, UI, CLI) without waiting behind the writer.
-	r *sql.DB
+	// Driver names the driver: "sqlite" or "postgres".
+	Driver() string
+	// Path identifies the database without secrets: the SQLite file, or the PostgreSQL DSN
+	// without its password. Attempts carry it so a restarted daemon finds its own orphans.
+	Path() string
+	// Options are the options the store was opened with.
+	Options() Options
+	// Reopen opens a second handle on the same database with the same options: its commits
+	// are outside changes to this one.
+	Reopen(ctx context.Context) (Store, error)
+	// Close closes the handle's connections.
+	Close() error
+}
 
-	opts Options
+// Reader is what the CLI, the API and the UI read. Reads never wait for a write transaction.
+type Reader interface {
+	ListPools(ctx context.Context) ([]Pool, error)
+	ListClaims(ctx context.Context) ([]Claim, error)
+	ListEntries(ctx context.Context, states ...string) ([]Entry, error)
+	EntryByID(ctx context.Context, id int64) (Entry, error)
+	LatestEntry(ctx context.Context, run int64, taskID string) (Entry, error)
+	LatestEntries(ctx context.Context, run int64) (map[string]Entry, error)
+	RecentEntries(ctx context.Context, perPool int) (map[string][]Entry, error)
+	GetRun(ctx context.Context, dagID, runID string) (Run, error)
+	GetRunByPK(ctx context.Context, pk int64) (Run, error)
+	ListRuns(ctx context.Context, dagID string, limit, offset int) ([]Run, int, error)
+	// ListRunsWhere lists the runs f selects in f's order, and how many it selects in all.
+	ListRunsWhere(ctx context.Context, f RunFilter) ([]Run, int, error)
+	LatestRunsByDAG(ctx context.Context, dagIDs []string, perDAG int) (map[string][]Run, error)
+	ListTaskInstances(ctx context.Context, run int64) ([]TaskInstance, error)
+	TaskInstancesOfRuns(ctx context.Context, runs []int64) (map[int64][]TaskInstance, error)
+	ListAttempts(ctx context.Context, run int64, taskID string) ([]Attempt, error)
+	RunAttempts(ctx context.Context, run int64) ([]Attempt, error)
+	PoolHoldings(ctx context.Context, since time.Time) ([]Holding, error)
+	ListDAGStates(ctx context.Context) (map[string]DAGState, error)
+	ListDAGRows(ctx context.Context) ([]DAGRow, error)
+	ImportErrors(ctx context.Context) (map[string]string, error)
+	ListImportErrors(ctx context.Context) ([]ImportErrorRow, error)
+	CommandOutcome(ctx context.Context, id int64) (done bool, refused string, err error)
+	ListOwners(ctx context.Context) ([]Owner, error)
+	GetOwner(ctx context.Context, id string) (Owner, error)
+	DaemonHeartbeat(ctx context.Context, id string) (time.Time, error)
+}
 
-	stmtMu sync.Mutex
-	stmts  map[string]*sql.Stmt
+// Tx is one write transaction: an admission pass, a CLI command, or a daemon's recovery. Every
+// method returns the first error; the caller rolls back on any error so no partial claim is
+// ever committed. The refusals a pass acts on and goes on — InsertRun's ErrConflict (a fire
+// another daemon created), ErrEntryState, ErrNotFound, FailRun's ErrConflict — leave the
+// transaction usable; after any other error it may be over (PostgreSQL ends a transaction at a
+// failed statement): roll back.
+type Tx interface {
+	// Commit commits; a failed commit is ErrUnavailable.
+	Commit() error
+	// Rollback abandons the transaction; it is safe after Commit.
+	Rollback()
+	// DataVersion is Store.DataVersion as of this transaction's start, exact: what the
+	// transaction reads includes every change the value counts.
+	DataVersion() (int64, error)
+	// FailClaimAfter makes the n-th claim insert of this transaction fail (tests only).
+	FailClaimAfter(n int)
+
+	// Runs, task instances, attempts, DAGs, commands.
+	InsertRun(r *Run) error
+	UpdateRun(r *Run) error
+	OpenRuns() ([]Run, error)
+	RunByPK(pk int64) (Run, error)
+	InsertTI(ti *TaskInstance) error
+	UpdateTI(ti *TaskInstance) error
+	TaskInstances(run int64) ([]TaskInstance, error)
+	InsertAttempt(a *Attempt) error
+	UpsertDAG(dagID, file, schedule string, now time.Time) error
+	DAGStates() (map[string]DAGState, error)
+	SetCheckpoint(dagID string, at time.Time) error
+	SetPaused(dagID string, paused bool, now time.Time) error
+	SetImportErrors(errs map[string]string, now time.Time) error
+	InsertCommand(c *Command, now time.Time) error
+	PendingCommands(owners []string) ([]Command, error)
+	HasPendingCommand(run int64, kind string) (bool, error)
+	DoneCommand(id int64, now time.Time, refused error) error
+
+	// Queue entries and claims.
+	InsertEntry(e *Entry) error
+	Entries(states ...string) ([]Entry, error)
+	EndEntry(id int64, state EntryState, code, reason string, now time.Time) error
+	// SetImplicitLimit sets an implicit pool's capacity on entries' requirement rows (adding
+	// the row where missing; capacity 0 removes it): a reload of max_running (§4.2).
+	SetImplicitLimit(entries []int64, pool string, capacity int) error
+	SetForce(id int64) error
+	Admit(e *Entry, daemon string, epoch int64, now, leaseUntil time.Time) error
+	SetPGID(entry int64, pgid int, daemon string, epoch int64) (bool, error)
+	HoldsClaim(entry int64, daemon string, epoch int64) (bool, error)
+	Claims() ([]Claim, error)
+	QueuedCount(pool string) (int, error)
+	RequeueEntry(id int64) error
+	ReleaseEntry(id int64) (EntryState, error)
+	ReleaseHeld(id int64, daemon string, epoch int64, now time.Time) (bool, error)
+	RequeueHeld(id int64, daemon string, epoch int64) (bool, error)
+	RetireOrphans(now time.Time) (int, error)
+	FinishDrain(name string) (bool, error)
+	Reschedule(id int64, keep []string, notBefore time.Time) error
+	RecordEnd(id int64, a *Attempt) error
+
+	// Pools.
+	Pools() ([]Pool, error)
+	PoolByName(name string) (Pool, error)
+	PutPool(p *Pool, now time.Time) error
+	DeletePool(name string) error
+	PoolHeld(name string) (held, waiting int, err error)
+
+	// Owners and takeover (§9).
+	Owners() ([]Owner, error)
+	OwnerByID(id string) (Owner, error)
+	PutOwner(o *Owner) error
+	Heartbeat(id string, epoch int64, now, leaseUntil time.Time) (Owner, error)
+	ReleaseOwner(id string, epoch int64, now time.Time) error
+	DeleteOwner(id string, epoch int64) error
+	MarkOwnerHandled(id string, epoch int64) error
+	ClaimsOf(owner string, maxEpoch int64) ([]Claim, error)
+	ReleaseOwnerClaims(owner string, maxEpoch int64) ([]int64, error)
+	AdoptRuns(from, to string, runTypes ...string) (int, error)
+	FailOwnerRuns(owner, runType, reason string, now time.Time) (ended []Run, skipped int, err error)
+	FailRun(r *Run, reason string, now time.Time) error
 }
 
 // Options tune Open.
 type Options struct {
-	// Synchronous is SQLite's synchronous pragma, "full" or "normal" (any case; "off" for tests); "" means FULL
-	// (§8). FULL syncs every commit; NORMAL in WAL mode syncs at checkpoints only, so a power
-	// loss may lose the last commits, never a crash of the process.
+	// Synchronous is SQLite's synchronous pragma, "full" or "normal" (any case; "off" for
+	// tests); "" means FULL (§8). FULL syncs every commit; NORMAL in WAL mode syncs at
+	// checkpoints only, so a power loss may lose the last commits, never a crash of the
+	// process. PostgreSQL refuses it: its durability is the server's.
 	Synchronous string
 	// ReadOnly opens the database for reading only (SQLite mode=ro): nothing is created or
 	// migrated, and a read works without write access to the file. The schema must be this
-	// binary's; an older one is refused until a writer (poolflow serve) migrates it.
+	// binary's; an older one is refused (ErrSchemaTooOld) until a writer (poolflow serve)
+	// migrates it, and a missing SQLite file is an error matching fs.ErrNotExist (IsMissing).
 	ReadOnly bool
+	// OpTimeout bounds one operation; 0 means OpTimeout (§4.9). For tests.
+	OpTimeout time.Duration
 }
 
-// Open opens (creating if needed) the database at path and migrates it to the newest schema.
-// A database whose schema is newer than this binary is refused with ErrSchemaTooNew.
-func Open(ctx context.Context, path string, opts Options) (*Store, error) {
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs // attempts carry it so a restarted daemon finds its own orphans (§4.8)
+// Timeout is the bound of one operation under these options.
+func (o Options) Timeout() time.Duration {
+	if o.OpTimeout > 0 {
+		return o.OpTimeout
 	}
-	sync := strings.ToUpper(opts.Synchronous)
-	switch sync {
-	case "":
-		sync = "FULL"
-	case "FULL", "NORMAL", "OFF": // OFF syncs nothing: for tests only, not offered by poolflow.yaml
-	default:
-		return nil, fmt.Errorf("%w: synchronous %q (want full or normal)", ErrInvalidOption, opts.Synchronous)
-	}
-	if opts.ReadOnly {
-		return openReadOnly(ctx, path, opts)
-	}
-	q := url.Values{}
-	q.Set("_journal_mode", "WAL")
-	q.Set("_synchronous", sync)
-	q.Set("_foreign_keys", "on")
-	q.Set("_busy_timeout", strconv.Itoa(int(OpTimeout/time.Millisecond)))
-	q.Set("_txlock", "immediate")
-	w, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	w.SetMaxOpenConns(1)
-	w.SetConnMaxLifetime(0)
-	q.Set("_txlock", "deferred")
-	r, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	r.SetMaxOpenConns(4)
-	s := &Store{path: path, w: w, r: r, opts: opts}
-	if err := s.migrate(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
+	return OpTimeout
 }
 
-// Options are the options the store was opened with, for a second handle on the same file.
-func (s *Store) Options() Options { return s.opts }
+// OpTimeout bounds one store operation (§4.9).
+const OpTimeout = 5 * time.Second
 
-// Path is the database file.
-func (s *Store) Path() string { return s.path }
+// SchemaVersion is the newest schema this binary knows; every driver's migrations reach it.
+func SchemaVersion() int { return schemaVersion }
 
-// Close closes both connection pools.
-func (s *Store) Close() error {
-	s.stmtMu.Lock()
-	for _, st := range s.stmts {
-		st.Close()
-	}
-	s.stmts = nil
-	s.stmtMu.Unlock()
-	return errors.Join(s.w.Close(), s.r.Close())
-}
+// schemaVersion is raised with a migration of every driver (their tests check they agree).
+const schemaVersion = 3
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func loadMigrations() ([]migration, error) {
-	files, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, f := range files {
-		base := strings.TrimPrefix(f, "migrations/")
-		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
-		if err != nil {
-			return nil, fmt.Errorf("migration %s: bad version prefix", base)
-		}
-		body, err := migrations.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: base, sql: string(body)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	return out, nil
-}
-
-// SchemaVersion is the newest schema this binary knows.
-func SchemaVersion() int {
-	ms, _ := loadMigrations()
-	if len(ms) == 0 {
-		return 0
-	}
-	return ms[len(ms)-1].version
-}
-
-func (s *Store) migrate(ctx context.Context) error {
-	ms, err := loadMigrations()
-	if err != nil {
-		return fmt.Errorf("load migrations: %w", err)
-	}
-	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
-		return fmt.Errorf("migrate %s: %w", s.path, err)
-	}
-	var have int
-	if err := s.w.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
-		return fmt.Errorf("migrate %s: %w", s.path, err)
-	}
-	if known := ms[len(ms)-1].version; have > known {
-		return fmt.Errorf("%s: %w (database at version %d, binary knows up to %d); upgrade poolflow",
-			s.path, ErrSchemaTooNew, have, known)
-	}
-	for _, m := range ms {
-		if m.version <= have {
-			continue
-		}
-		// Re-read the version under the write lock: another process may be migrating too.
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			var cur int
-			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&cur); err != nil {
-				return err
-			}
-			if cur >= m.version {
-				return nil
-			}
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-				return err
-			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-				m.version, m.name, Micros(time.Now()))
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
-		}
-	}
-	return nil
-}
-
-// inTx runs fn in one BEGIN IMMEDIATE transaction on the writer, bounded by OpTimeout.
-// The rollback runs without the caller's cancellation so it still happens after ctx ends.
-func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
-	defer cancel()
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return unavailable(err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return unavailable(err)
-	}
-	return nil
-}
-
-// ioFailure reports whether a driver error is one of §4.9's conditions (an I/O error, a full
-// disk, a lock held past the bound, a damaged file) rather than a refused statement: this is
-// the one place that knows SQLite's codes.
-func ioFailure(err error) bool {
-	var se sqlite3.Error
-	if errors.As(err, &se) {
-		switch se.Code {
-		case sqlite3.ErrIoErr, sqlite3.ErrFull, sqlite3.ErrBusy, sqlite3.ErrLocked, sqlite3.ErrCorrupt, sqlite3.ErrNotADB,
-			sqlite3.ErrCantOpen, sqlite3.ErrProtocol, sqlite3.ErrNomem:
-			return true
-		}
-	}
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, sql.ErrTxDone)
-}
-
-// unavailable marks I/O-level failures (locks held past the bound, disk errors, timeouts) as
-// ErrUnavailable, the condition of §4.9, keeping the cause.
-func unavailable(err error) error {
-	if err == nil || errors.Is(err, ErrUnavailable) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", ErrUnavailable, err)
-}
-
-// DataVersion returns SQLite's data_version on the writer connection: it changes when another
-// connection (another process, or this process's readers) commits.
-func (s *Store) DataVersion(ctx context.Context) (int64, error) {
-	var v int64
-	err := s.w.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v)
-	return v, err
-}
-
-// Micros converts a time to the stored form.
+// Micros converts a time to the stored form: microseconds since the Unix epoch, UTC.
 func Micros(t time.Time) int64 { return t.UnixMicro() }
 
 // FromMicros converts the stored form to a UTC time.
 func FromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
 
-func nullMicros(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UnixMicro()
+// TableCount is how many rows Copy moved into one table.
+type TableCount struct {
+	Table string
+	Rows  int
 }
 
-func timeOf(v sql.NullInt64) time.Time {
-	if !v.Valid {
-		return time.Time{}
+// Copy copies every table of an installation from one store into another (SQLite to
+// PostgreSQL, say), keeping ids, so that runs, entries and commands keep their keys and new
+// ones continue after them. The target must be empty unless replace, which deletes its rows
+// first; a failed copy changes nothing. Stop the daemons of the source first.
+func Copy(ctx context.Context, from, to Store, replace bool) ([]TableCount, error) {
+	c, ok := from.(interface {
+		CopyTo(ctx context.Context, to Store, replace bool) ([]TableCount, error)
+	})
+	if !ok {
+		return nil, fmt.Errorf("%w: a %s store cannot be copied", ErrInvalidOption, from.Driver())
 	}
-	return FromMicros(v.Int64)
-}
-
-func nullString(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
+	return c.CopyTo(ctx, to, replace)
 }

@@ -119,3 +119,86 @@ type Attempt struct {
 	EndDate   time.Time
 	Reason    string
 }
+
+// OwnerKind says what kind of process an owner is (§9).
+type OwnerKind string
+
+const (
+	OwnerDaemon OwnerKind = "daemon" // poolflow serve
+	OwnerTest   OwnerKind = "test"   // poolflow dags test
+)
+
+// Owner is one row of the owners table: a process that can own runs, entries and claims, with
+// its liveness lease and fencing epoch.
+type Owner struct {
+	ID   string
+	Kind OwnerKind
+	Host string
+	PID  int
+	// ProcStart is the process's start time in clock ticks after boot (/proc/<pid>/stat), so a
+	// reused pid is not mistaken for the owner; 0 = unknown.
+	ProcStart  int64
+	Epoch      int64
+	StartedAt  time.Time
+	Heartbeat  time.Time
+	LeaseUntil time.Time
+	// HandledEpoch is the epoch whose end a live daemon has handled: its claims released, its
+	// leader-owned runs moved. 0 = none.
+	HandledEpoch int64
+}
+
+// DAGState is the stored part of a DAG: pause flag and scheduling checkpoint.
+type DAGState struct {
+	DAGID      string
+	Paused     bool
+	Checkpoint time.Time
+}
+
+// DAGRow is a DAG as the store knows it, loaded now or not.
+type DAGRow struct {
+	DAGID     string
+	Paused    bool
+	File      string
+	Schedule  string
+	UpdatedAt time.Time
+}
+
+// ImportErrorRow is one stored import error.
+type ImportErrorRow struct {
+	File      string
+	Message   string
+	UpdatedAt time.Time
+}
+
+// Holding is one admission's hold on one named pool: from its admission to its end (zero while
+// still held).
+type Holding struct {
+	Entry      int64
+	Pool       string
+	Slots      int
+	AdmittedAt time.Time
+	EndedAt    time.Time
+}
+
+// RunState is a DAG run's state, stored as a string with a CHECK constraint.
+type RunState string
+
+const (
+	RunQueued  RunState = "queued"
+	RunRunning RunState = "running"
+	RunSuccess RunState = "success"
+	RunFailed  RunState = "failed"
+)
+
+// Open reports whether a run in state s may still change.
+func (s RunState) Open() bool { return s == RunQueued || s == RunRunning }
+
+// RunType says what created a run.
+type RunType string
+
+const (
+	RunSchedule RunType = "schedule" // a cron fire; leader-owned (§9)
+	RunCatchup  RunType = "catchup"  // a catch-up fire; leader-owned
+	RunManual   RunType = "manual"   // a trigger; bound to the daemon that took it
+	RunTest     RunType = "test"     // a dags test run; bound to its process
+)

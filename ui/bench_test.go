@@ -25,7 +25,7 @@ func fill(b *testing.B, bd *bundle, n int) {
 
 func fillBatch(b *testing.B, bd *bundle, now time.Time, lo, hi, n int) {
 	b.Helper()
-	err := bd.st.WithTx(context.Background(), func(tx *store.Tx) error {
+	err := bd.st.WithTx(context.Background(), func(tx store.Tx) error {
 		for i := lo; i < hi; i++ {
 			at := now.Add(-time.Duration(n-i) * 3 * time.Second)
 			run := store.Run{DAGID: "diamond", RunID: fmt.Sprintf("bench_%05d", i), RunType: "manual", LogicalDate: at,

@@ -17,6 +17,7 @@ import (
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/server"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/store/storetest"
 )
 
 const testToken = "s3cret"
@@ -98,7 +99,7 @@ tasks:
 // UI mounted.
 type bundle struct {
 	dir      string
-	st       *store.Store
+	st       store.Store
 	daemon   *executor.Daemon
 	srv      *server.Server
 	notices  chan executor.Notice
@@ -128,11 +129,7 @@ func setup(t testing.TB, opts setupOpts) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(context.Background(), filepath.Join(b.stateDir, "poolflow.db"), store.Options{Synchronous: "OFF"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t, filepath.Join(b.stateDir, "poolflow.db"), store.Options{Synchronous: "OFF"})
 	b.st = st
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d, err := executor.New(executor.Config{Store: st, Settings: cfg, DAGsDir: dagsDir, StateDir: b.stateDir,

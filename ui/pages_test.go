@@ -100,7 +100,7 @@ func TestEscaping(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
 	evil := `<script>alert("x")</script>`
-	err := b.st.WithTx(context.Background(), func(tx *store.Tx) error {
+	err := b.st.WithTx(context.Background(), func(tx store.Tx) error {
 		if err := tx.UpsertDAG(evil, "dags/"+evil+".yaml", "@daily", time.Now()); err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package store
+package sqlstore
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ func (t *Tx) SetImplicitLimit(entries []int64, pool string, capacity int) error 
 		var q string
 		if capacity > 0 {
 			q = `INSERT INTO entry_requirements (entry, pool, slots, implicit, capacity) VALUES ` +
-				strings.TrimSuffix(strings.Repeat("(?, ?, 1, 1, ?),", n), ",") +
+				strings.TrimSuffix(strings.Repeat("(?, ?, 1, TRUE, ?),", n), ",") +
 				` ON CONFLICT (entry, pool) DO UPDATE SET capacity = excluded.capacity`
 			for _, id := range ids {
 				args = append(args, id, pool, capacity)
@@ -32,8 +32,8 @@ func (t *Tx) SetImplicitLimit(entries []int64, pool string, capacity int) error 
 			}
 		}
 		// Not t.exec: its statement cache is for fixed texts, and these vary with n.
-		if _, err := t.tx.ExecContext(t.ctx, q, args...); err != nil {
-			return unavailable(fmt.Errorf("set implicit limit: %w", err))
+		if _, err := t.execOnce(q, args...); err != nil {
+			return fmt.Errorf("set implicit limit: %w", err)
 		}
 	}
 	return nil

@@ -1,6 +1,10 @@
-package store
+package sqlstore
 
 import (
+	"fmt"
+
+	"github.com/poolflow/poolflow/store"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -11,30 +15,33 @@ import (
 const runCols = `id, dag_id, run_id, run_type, logical_date, state, conf, note, no_queue, COALESCE(owner, ''),
 	queued_at, start_date, end_date, COALESCE(reason, '')`
 
-func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
-	var r Run
+func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
+	var r store.Run
 	var logical, queued int64
 	var start, end sql.NullInt64
 	err := sc.Scan(&r.PK, &r.DAGID, &r.RunID, &r.RunType, &logical, &r.State, &r.Conf, &r.Note, &r.NoQueue, &r.Owner,
 		&queued, &start, &end, &r.Reason)
-	r.LogicalDate, r.QueuedAt, r.StartDate, r.EndDate = FromMicros(logical), FromMicros(queued), timeOf(start), timeOf(end)
+	r.LogicalDate, r.QueuedAt, r.StartDate, r.EndDate = store.FromMicros(logical), store.FromMicros(queued), timeOf(start), timeOf(end)
 	return r, err
 }
 
 // InsertRun creates a run; a scheduled fire that another daemon created already is ErrConflict.
-func (t *Tx) InsertRun(r *Run) error {
-	res, err := t.exec(`INSERT INTO dag_runs (dag_id, run_id, run_type, logical_date, state, conf, note, no_queue, owner,
-		queued_at, start_date, end_date, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.DAGID, r.RunID, r.RunType, Micros(r.LogicalDate), r.State, orJSON(r.Conf), r.Note, r.NoQueue, nullString(r.Owner),
-		Micros(r.QueuedAt), nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(r.Reason))
-	if err != nil {
-		if strings.Contains(err.Error(), "UNIQUE") {
-			return ErrConflict
-		}
+func (t *Tx) InsertRun(r *store.Run) error {
+	// ON CONFLICT DO NOTHING rather than a unique violation: on PostgreSQL a failed statement
+	// would end the whole pass's transaction.
+	id, ok, err := t.insertID(`INSERT INTO dag_runs (dag_id, run_id, run_type, logical_date, state, conf, note, no_queue, owner,
+		queued_at, start_date, end_date, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING RETURNING id`,
+		r.DAGID, r.RunID, r.RunType, store.Micros(r.LogicalDate), r.State, orJSON(r.Conf), r.Note, r.NoQueue, nullString(r.Owner),
+		store.Micros(r.QueuedAt), nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(r.Reason))
+	switch {
+	case err != nil:
 		return err
+	case !ok:
+		return fmt.Errorf("%w: dag run %s of %s exists", store.ErrConflict, r.RunID, r.DAGID)
 	}
-	r.PK, err = res.LastInsertId()
-	return err
+	r.PK = id
+	return nil
 }
 
 func orJSON(s string) string {
@@ -45,7 +52,7 @@ func orJSON(s string) string {
 }
 
 // UpdateRun writes a run's state, dates and reason.
-func (t *Tx) UpdateRun(r *Run) error {
+func (t *Tx) UpdateRun(r *store.Run) error {
 	_, err := t.exec(`UPDATE dag_runs SET state = ?, start_date = ?, end_date = ?, reason = ?, owner = ? WHERE id = ?`,
 		r.State, nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(r.Reason), nullString(r.Owner), r.PK)
 	return err
@@ -53,7 +60,7 @@ func (t *Tx) UpdateRun(r *Run) error {
 
 // OpenRuns lists every queued and running run, whoever owns it: a daemon needs them all to count
 // runs across daemons (§9) and to tell its own from the live and the dead owners' ones.
-func (t *Tx) OpenRuns() ([]Run, error) {
+func (t *Tx) OpenRuns() ([]store.Run, error) {
 	rows, err := t.query(`SELECT ` + runCols + ` FROM dag_runs WHERE state IN ('queued', 'running') ORDER BY id`)
 	if err != nil {
 		return nil, err
@@ -61,9 +68,9 @@ func (t *Tx) OpenRuns() ([]Run, error) {
 	return scanRuns(rows)
 }
 
-func scanRuns(rows *sql.Rows) ([]Run, error) {
+func scanRuns(rows *sql.Rows) ([]store.Run, error) {
 	defer rows.Close()
-	var out []Run
+	var out []store.Run
 	for rows.Next() {
 		r, err := scanRun(rows)
 		if err != nil {
@@ -75,16 +82,16 @@ func scanRuns(rows *sql.Rows) ([]Run, error) {
 }
 
 // RunByPK reads a run by its key; ErrNotFound for none.
-func (t *Tx) RunByPK(pk int64) (Run, error) {
+func (t *Tx) RunByPK(pk int64) (store.Run, error) {
 	r, err := scanRun(t.queryRow(`SELECT `+runCols+` FROM dag_runs WHERE id = ?`, pk))
 	if errors.Is(err, sql.ErrNoRows) {
-		return r, ErrNotFound
+		return r, store.ErrNotFound
 	}
 	return r, unavailable(err)
 }
 
 // InsertTI creates a task instance.
-func (t *Tx) InsertTI(ti *TaskInstance) error {
+func (t *Tx) InsertTI(ti *store.TaskInstance) error {
 	_, err := t.exec(`INSERT INTO task_instances (run, task_id, state, try_number, start_date, end_date, next_at, reason)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, ti.Run, ti.TaskID, ti.State, ti.TryNumber,
 		nullMicros(ti.StartDate), nullMicros(ti.EndDate), nullMicros(ti.NextAt), nullString(ti.Reason))
@@ -92,7 +99,7 @@ func (t *Tx) InsertTI(ti *TaskInstance) error {
 }
 
 // UpdateTI writes a task instance.
-func (t *Tx) UpdateTI(ti *TaskInstance) error {
+func (t *Tx) UpdateTI(ti *store.TaskInstance) error {
 	_, err := t.exec(`UPDATE task_instances SET state = ?, try_number = ?, start_date = ?, end_date = ?, next_at = ?, reason = ?
 		WHERE run = ? AND task_id = ?`, ti.State, ti.TryNumber, nullMicros(ti.StartDate), nullMicros(ti.EndDate),
 		nullMicros(ti.NextAt), nullString(ti.Reason), ti.Run, ti.TaskID)
@@ -100,7 +107,7 @@ func (t *Tx) UpdateTI(ti *TaskInstance) error {
 }
 
 // TaskInstances lists a run's task instances.
-func (t *Tx) TaskInstances(run int64) ([]TaskInstance, error) {
+func (t *Tx) TaskInstances(run int64) ([]store.TaskInstance, error) {
 	rows, err := t.query(`SELECT run, task_id, state, try_number, start_date, end_date, next_at, COALESCE(reason, '')
 		FROM task_instances WHERE run = ?`, run)
 	if err != nil {
@@ -109,11 +116,11 @@ func (t *Tx) TaskInstances(run int64) ([]TaskInstance, error) {
 	return scanTIs(rows)
 }
 
-func scanTIs(rows *sql.Rows) ([]TaskInstance, error) {
+func scanTIs(rows *sql.Rows) ([]store.TaskInstance, error) {
 	defer rows.Close()
-	var out []TaskInstance
+	var out []store.TaskInstance
 	for rows.Next() {
-		var ti TaskInstance
+		var ti store.TaskInstance
 		var start, end, next sql.NullInt64
 		if err := rows.Scan(&ti.Run, &ti.TaskID, &ti.State, &ti.TryNumber, &start, &end, &next, &ti.Reason); err != nil {
 			return nil, unavailable(err)
@@ -125,9 +132,10 @@ func scanTIs(rows *sql.Rows) ([]TaskInstance, error) {
 }
 
 // InsertAttempt records an ended attempt (replacing a row of the same try after a replay).
-func (t *Tx) InsertAttempt(a *Attempt) error {
-	_, err := t.exec(`INSERT OR REPLACE INTO attempts (run, task_id, try_number, state, start_date, end_date, reason)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, a.Run, a.TaskID, a.TryNumber, a.State, nullMicros(a.StartDate),
+func (t *Tx) InsertAttempt(a *store.Attempt) error {
+	_, err := t.exec(`INSERT INTO attempts (run, task_id, try_number, state, start_date, end_date, reason)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, task_id, try_number) DO UPDATE SET state = excluded.state,
+		start_date = excluded.start_date, end_date = excluded.end_date, reason = excluded.reason`, a.Run, a.TaskID, a.TryNumber, a.State, nullMicros(a.StartDate),
 		nullMicros(a.EndDate), nullString(a.Reason))
 	return err
 }
@@ -136,31 +144,24 @@ func (t *Tx) InsertAttempt(a *Attempt) error {
 func (t *Tx) UpsertDAG(dagID, file, schedule string, now time.Time) error {
 	_, err := t.exec(`INSERT INTO dags (dag_id, file, schedule, updated_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (dag_id) DO UPDATE SET file = excluded.file, schedule = excluded.schedule, updated_at = excluded.updated_at`,
-		dagID, file, schedule, Micros(now))
+		dagID, file, schedule, store.Micros(now))
 	return err
 }
 
-// DAGState is the stored part of a DAG: pause flag and scheduling checkpoint.
-type DAGState struct {
-	DAGID      string
-	Paused     bool
-	Checkpoint time.Time
-}
-
 // DAGStates reads every stored DAG's flags.
-func (t *Tx) DAGStates() (map[string]DAGState, error) {
-	return dagStates(t.ctx, t.tx)
+func (t *Tx) DAGStates() (map[string]store.DAGState, error) {
+	return dagStates(t.ctx, t.q())
 }
 
-func dagStates(ctx context.Context, q querier) (map[string]DAGState, error) {
+func dagStates(ctx context.Context, q querier) (map[string]store.DAGState, error) {
 	rows, err := q.QueryContext(ctx, `SELECT dag_id, paused, checkpoint FROM dags`)
 	if err != nil {
 		return nil, unavailable(err)
 	}
 	defer rows.Close()
-	out := map[string]DAGState{}
+	out := map[string]store.DAGState{}
 	for rows.Next() {
-		var d DAGState
+		var d store.DAGState
 		var cp sql.NullInt64
 		if err := rows.Scan(&d.DAGID, &d.Paused, &cp); err != nil {
 			return nil, unavailable(err)
@@ -173,18 +174,18 @@ func dagStates(ctx context.Context, q querier) (map[string]DAGState, error) {
 
 // SetCheckpoint advances a DAG's scheduling checkpoint.
 func (t *Tx) SetCheckpoint(dagID string, at time.Time) error {
-	_, err := t.exec(`UPDATE dags SET checkpoint = ? WHERE dag_id = ?`, Micros(at), dagID)
+	_, err := t.exec(`UPDATE dags SET checkpoint = ? WHERE dag_id = ?`, store.Micros(at), dagID)
 	return err
 }
 
 // SetPaused pauses or unpauses a DAG; an unknown DAG is ErrNotFound.
 func (t *Tx) SetPaused(dagID string, paused bool, now time.Time) error {
-	res, err := t.exec(`UPDATE dags SET paused = ?, updated_at = ? WHERE dag_id = ?`, paused, Micros(now), dagID)
+	res, err := t.exec(`UPDATE dags SET paused = ?, updated_at = ? WHERE dag_id = ?`, paused, store.Micros(now), dagID)
 	if err != nil {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrNotFound
+		return store.ErrNotFound
 	}
 	return nil
 }
@@ -195,7 +196,7 @@ func (t *Tx) SetImportErrors(errs map[string]string, now time.Time) error {
 		return err
 	}
 	for file, msg := range errs {
-		if _, err := t.exec(`INSERT INTO import_errors (file, message, updated_at) VALUES (?, ?, ?)`, file, msg, Micros(now)); err != nil {
+		if _, err := t.exec(`INSERT INTO import_errors (file, message, updated_at) VALUES (?, ?, ?)`, file, msg, store.Micros(now)); err != nil {
 			return err
 		}
 	}
@@ -203,20 +204,17 @@ func (t *Tx) SetImportErrors(errs map[string]string, now time.Time) error {
 }
 
 // InsertCommand queues a command for the daemon that owns run.
-func (t *Tx) InsertCommand(c *Command, now time.Time) error {
-	res, err := t.exec(`INSERT INTO commands (kind, run, task_id, who, note, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		c.Kind, c.Run, c.TaskID, c.Who, c.Note, Micros(now))
-	if err != nil {
-		return err
-	}
-	c.ID, err = res.LastInsertId()
+func (t *Tx) InsertCommand(c *store.Command, now time.Time) error {
+	id, _, err := t.insertID(`INSERT INTO commands (kind, run, task_id, who, note, created_at) VALUES (?, ?, ?, ?, ?, ?)
+		RETURNING id`, c.Kind, c.Run, c.TaskID, c.Who, c.Note, store.Micros(now))
+	c.ID = id
 	return err
 }
 
 // PendingCommands lists undone commands for runs owned by one of owners (a daemon applies its
 // own and those of dead owners whose work it holds, §9), and for runs that have ended, which
 // any daemon refuses.
-func (t *Tx) PendingCommands(owners []string) ([]Command, error) {
+func (t *Tx) PendingCommands(owners []string) ([]store.Command, error) {
 	q := `SELECT c.id, c.kind, c.run, c.task_id, c.who, c.note FROM commands c JOIN dag_runs r ON r.id = c.run
 		WHERE c.done_at IS NULL AND (r.state NOT IN ('queued', 'running')`
 	args := make([]any, 0, len(owners))
@@ -226,14 +224,14 @@ func (t *Tx) PendingCommands(owners []string) ([]Command, error) {
 			args = append(args, o)
 		}
 	}
-	rows, err := t.tx.QueryContext(t.ctx, q+`) ORDER BY c.id`, args...)
+	rows, err := t.q().QueryContext(t.ctx, q+`) ORDER BY c.id`, args...)
 	if err != nil {
 		return nil, unavailable(err)
 	}
 	defer rows.Close()
-	var out []Command
+	var out []store.Command
 	for rows.Next() {
-		var c Command
+		var c store.Command
 		if err := rows.Scan(&c.ID, &c.Kind, &c.Run, &c.TaskID, &c.Who, &c.Note); err != nil {
 			return nil, unavailable(err)
 		}
@@ -256,6 +254,6 @@ func (t *Tx) DoneCommand(id int64, now time.Time, refused error) error {
 	if refused != nil {
 		msg = refused.Error()
 	}
-	_, err := t.exec(`UPDATE commands SET done_at = ?, error = ? WHERE id = ?`, Micros(now), msg, id)
+	_, err := t.exec(`UPDATE commands SET done_at = ?, error = ? WHERE id = ?`, store.Micros(now), msg, id)
 	return err
 }

@@ -1,6 +1,8 @@
-package store
+package sqlstore
 
 import (
+	"github.com/poolflow/poolflow/store"
+
 	"errors"
 	"time"
 )
@@ -9,7 +11,7 @@ import (
 // is dead and what may move is the executor's; these statements apply it.
 
 // ClaimsOf lists the claims owner holds under an epoch up to maxEpoch.
-func (t *Tx) ClaimsOf(owner string, maxEpoch int64) ([]Claim, error) {
+func (t *Tx) ClaimsOf(owner string, maxEpoch int64) ([]store.Claim, error) {
 	rows, err := t.query(`SELECT c.entry, c.pool, c.slots, c.daemon, c.epoch, COALESCE(c.pgid, 0), c.lease_until, e.label
 		FROM claims c JOIN queue_entries e ON e.id = c.entry WHERE c.daemon = ? AND c.epoch <= ? ORDER BY c.entry, c.pool`,
 		owner, maxEpoch)
@@ -61,7 +63,7 @@ func (t *Tx) AdoptRuns(from, to string, runTypes ...string) (int, error) {
 // FailOwnerRuns ends owner's open runs of runType as failed with reason: their waiting entries
 // are retired, every unfinished task instance fails with the reason. Their claims must have been
 // released first; a run that still has an admitted entry is left open and counted in skipped.
-func (t *Tx) FailOwnerRuns(owner, runType, reason string, now time.Time) (ended []Run, skipped int, err error) {
+func (t *Tx) FailOwnerRuns(owner, runType, reason string, now time.Time) (ended []store.Run, skipped int, err error) {
 	rows, err := t.query(`SELECT `+runCols+` FROM dag_runs WHERE owner = ? AND run_type = ? AND state IN ('queued', 'running')
 		ORDER BY id`, owner, runType)
 	if err != nil {
@@ -74,7 +76,7 @@ func (t *Tx) FailOwnerRuns(owner, runType, reason string, now time.Time) (ended 
 	for i := range runs {
 		r := runs[i]
 		switch err := t.FailRun(&r, reason, now); {
-		case errors.Is(err, ErrConflict):
+		case errors.Is(err, store.ErrConflict):
 			skipped++
 		case err != nil:
 			return nil, 0, err
@@ -88,26 +90,26 @@ func (t *Tx) FailOwnerRuns(owner, runType, reason string, now time.Time) (ended 
 // FailRun ends an open run as failed with reason, whatever its DAG: waiting entries retired,
 // unfinished task instances failed. It is for runs nobody can advance any more (their owner is
 // gone for good); it refuses a run with an admitted entry, whose attempt may still be running.
-func (t *Tx) FailRun(r *Run, reason string, now time.Time) error {
+func (t *Tx) FailRun(r *store.Run, reason string, now time.Time) error {
 	var admitted int
 	if err := t.queryRow(`SELECT COUNT(*) FROM queue_entries WHERE run = ? AND state = 'admitted'`,
 		r.PK).Scan(&admitted); err != nil {
 		return unavailable(err)
 	}
 	if admitted > 0 {
-		return ErrConflict
+		return store.ErrConflict
 	}
 	const waiting = `run = ? AND state = 'waiting'`
 	if _, err := t.exec(`DELETE FROM claims WHERE entry IN (SELECT id FROM queue_entries WHERE `+waiting+`)`, r.PK); err != nil {
 		return err
 	}
 	if _, err := t.exec(`UPDATE queue_entries SET state = 'retired', reason_code = 'retired', reason = ?, ended_at = ?
-		WHERE `+waiting, reason, Micros(now), r.PK); err != nil {
+		WHERE `+waiting, reason, store.Micros(now), r.PK); err != nil {
 		return err
 	}
 	if _, err := t.exec(`UPDATE task_instances SET state = 'failed', reason = ?, next_at = NULL,
 		end_date = CASE WHEN start_date IS NULL THEN NULL ELSE COALESCE(end_date, ?) END
-		WHERE run = ? AND state NOT IN ('success', 'failed', 'skipped', 'upstream_failed')`, reason, Micros(now), r.PK); err != nil {
+		WHERE run = ? AND state NOT IN ('success', 'failed', 'skipped', 'upstream_failed')`, reason, store.Micros(now), r.PK); err != nil {
 		return err
 	}
 	r.State, r.EndDate, r.Reason = "failed", now, reason

@@ -1,8 +1,9 @@
-package store
+package sqlstore
 
 import (
+	"github.com/poolflow/poolflow/store"
+
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,17 +11,15 @@ import (
 
 // InsertEntry queues an entry with its requirement rows; the queue ID is assigned by SQLite in
 // insertion order, so callers insert in (due time, run_id, task order) order (§4.4).
-func (t *Tx) InsertEntry(e *Entry) error {
-	res, err := t.exec(`INSERT INTO queue_entries (run, task_id, try_number, label, priority, due, deadline, state,
-		force, rule, replay, fingerprint, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		e.Run, e.TaskID, e.TryNumber, e.Label, e.Priority, Micros(e.Due), nullMicros(e.Deadline), e.State,
-		e.Force, nullString(e.Rule), e.Replay, e.Fingerprint, Micros(e.CreatedAt))
+func (t *Tx) InsertEntry(e *store.Entry) error {
+	id, _, err := t.insertID(`INSERT INTO queue_entries (run, task_id, try_number, label, priority, due, deadline, state,
+		force, rule, replay, fingerprint, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		e.Run, e.TaskID, e.TryNumber, e.Label, e.Priority, store.Micros(e.Due), nullMicros(e.Deadline), e.State,
+		e.Force, nullString(e.Rule), e.Replay, e.Fingerprint, store.Micros(e.CreatedAt))
 	if err != nil {
 		return err
 	}
-	if e.ID, err = res.LastInsertId(); err != nil {
-		return err
-	}
+	e.ID = id
 	if len(e.Needs) == 0 {
 		return nil
 	}
@@ -47,81 +46,62 @@ const entryCols = `e.id, e.run, e.task_id, e.try_number, e.label, e.priority, e.
 	COALESCE(e.reason_code, ''), COALESCE(e.reason, ''), COALESCE(e.rule, ''), e.replay, e.not_before, e.fingerprint,
 	e.created_at, e.admitted_at, e.ended_at, COALESCE(r.owner, ''), r.dag_id, r.run_id`
 
-func scanEntry(sc interface{ Scan(...any) error }) (Entry, error) {
-	var e Entry
+func scanEntry(sc interface{ Scan(...any) error }) (store.Entry, error) {
+	var e store.Entry
 	var due, created int64
 	var deadline, admitted, ended, notBefore sql.NullInt64
 	err := sc.Scan(&e.ID, &e.Run, &e.TaskID, &e.TryNumber, &e.Label, &e.Priority, &due, &deadline, &e.State, &e.Force,
 		&e.ReasonCode, &e.Reason, &e.Rule, &e.Replay, &notBefore, &e.Fingerprint, &created, &admitted, &ended, &e.Owner,
 		&e.DAGID, &e.RunID)
-	e.Due, e.CreatedAt, e.NotBefore = FromMicros(due), FromMicros(created), timeOf(notBefore)
+	e.Due, e.CreatedAt, e.NotBefore = store.FromMicros(due), store.FromMicros(created), timeOf(notBefore)
 	e.Deadline, e.AdmittedAt, e.EndedAt = timeOf(deadline), timeOf(admitted), timeOf(ended)
 	return e, err
 }
 
 // Entries lists entries in the given states (all waiting and admitted entries of every daemon,
 // for instance) with their requirement rows, ordered by queue ID.
-func (t *Tx) Entries(states ...string) ([]Entry, error) {
-	return entries(t.ctx, t.tx, states, 0)
+func (t *Tx) Entries(states ...string) ([]store.Entry, error) {
+	return entries(t.ctx, t.q(), states, 0)
 }
 
 // EndEntry gives a waiting entry a terminal state (expired, cancelled, rejected, retired, or done
 // for a sensor that timed out between pokes) with a reason, and releases any claim it kept.
-func (t *Tx) EndEntry(id int64, state EntryState, code, reason string, now time.Time) error {
+func (t *Tx) EndEntry(id int64, state store.EntryState, code, reason string, now time.Time) error {
 	if err := t.moveEntry(id, state, `reason_code = ?, reason = ?, ended_at = ?`,
-		nullString(code), nullString(reason), Micros(now)); err != nil {
+		nullString(code), nullString(reason), store.Micros(now)); err != nil {
 		return err
 	}
 	_, err := t.exec(`DELETE FROM claims WHERE entry = ?`, id)
 	return err
 }
 
-// SetReasons records the same wait reason for several waiting entries.
-func (t *Tx) SetReasons(ids []int64, code, reason string) error {
-	const chunk = 500 // well under SQLite's bound on variables
-	for len(ids) > 0 {
-		n := min(len(ids), chunk)
-		args := make([]any, 0, n+2)
-		args = append(args, nullString(code), nullString(reason))
-		for _, id := range ids[:n] {
-			args = append(args, id)
-		}
-		q := `UPDATE queue_entries SET reason_code = ?, reason = ? WHERE id IN (?` + strings.Repeat(", ?", n-1) + `)`
-		if _, err := t.tx.ExecContext(t.ctx, q, args...); err != nil {
-			return unavailable(err)
-		}
-		ids = ids[n:]
-	}
-	return nil
-}
-
 // SetForce marks an entry for a force start (§4.4).
 func (t *Tx) SetForce(id int64) error {
-	_, err := t.exec(`UPDATE queue_entries SET force = 1 WHERE id = ?`, id)
+	_, err := t.exec(`UPDATE queue_entries SET force = TRUE WHERE id = ?`, id)
 	return err
 }
 
 // Admit debits every requirement of an entry in claims rows and marks it admitted. Together
 // with the other admissions of a pass it commits or rolls back as one (§4.3).
-func (t *Tx) Admit(e *Entry, daemon string, epoch int64, now, leaseUntil time.Time) error {
-	if err := t.moveEntry(e.ID, EntryAdmitted, `admitted_at = ?, reason_code = NULL, reason = NULL`, Micros(now)); err != nil {
+func (t *Tx) Admit(e *store.Entry, daemon string, epoch int64, now, leaseUntil time.Time) error {
+	if err := t.moveEntry(e.ID, store.EntryAdmitted, `admitted_at = ?, reason_code = NULL, reason = NULL`, store.Micros(now)); err != nil {
 		return err
 	}
 	if t.failAfter != nil {
 		// Failure injection debits pool by pool so a test can fail between two pools.
 		for _, n := range e.Needs {
 			if *t.failAfter--; *t.failAfter == 0 {
-				return fmt.Errorf("insert claim %s for entry %d: %w", n.Pool, e.ID, errInjected)
+				return fmt.Errorf("insert claim %s for entry %d: %w", n.Pool, e.ID, store.ErrInjected)
 			}
 			if _, err := t.exec(`INSERT INTO claims (entry, pool, slots, daemon, epoch, lease_until) VALUES (?, ?, ?, ?, ?, ?)`,
-				e.ID, n.Pool, n.Slots, daemon, epoch, Micros(leaseUntil)); err != nil {
+				e.ID, n.Pool, n.Slots, daemon, epoch, store.Micros(leaseUntil)); err != nil {
 				return err
 			}
 		}
 	} else if len(e.Needs) > 0 {
 		args := make([]any, 0, 6*len(e.Needs))
 		for _, n := range e.Needs {
-			args = append(args, e.ID, n.Pool, n.Slots, daemon, epoch, Micros(leaseUntil))
+			args = append(args, e.ID, n.Pool, n.Slots, daemon, epoch, store.Micros(leaseUntil))
 		}
 		if _, err := t.exec(`INSERT INTO claims (entry, pool, slots, daemon, epoch, lease_until) VALUES `+
 			rowsOf(len(e.Needs), "(?, ?, ?, ?, ?, ?)"), args...); err != nil {
@@ -130,8 +110,6 @@ func (t *Tx) Admit(e *Entry, daemon string, epoch int64, now, leaseUntil time.Ti
 	}
 	return nil
 }
-
-var errInjected = errors.New("injected failure")
 
 // FailClaimAfter makes the n-th claim insert of this transaction fail (tests only).
 func (t *Tx) FailClaimAfter(n int) { t.failAfter = &n }
@@ -156,7 +134,7 @@ func (t *Tx) HoldsClaim(entry int64, daemon string, epoch int64) (bool, error) {
 }
 
 // Claims lists every held claim with its entry's label.
-func (t *Tx) Claims() ([]Claim, error) {
+func (t *Tx) Claims() ([]store.Claim, error) {
 	rows, err := t.query(`SELECT c.entry, c.pool, c.slots, c.daemon, c.epoch, COALESCE(c.pgid, 0), c.lease_until, e.label
 		FROM claims c JOIN queue_entries e ON e.id = c.entry ORDER BY c.entry, c.pool`)
 	if err != nil {
@@ -165,16 +143,16 @@ func (t *Tx) Claims() ([]Claim, error) {
 	return scanClaims(rows)
 }
 
-func scanClaims(rows *sql.Rows) ([]Claim, error) {
+func scanClaims(rows *sql.Rows) ([]store.Claim, error) {
 	defer rows.Close()
-	var out []Claim
+	var out []store.Claim
 	for rows.Next() {
-		var c Claim
+		var c store.Claim
 		var lease int64
 		if err := rows.Scan(&c.Entry, &c.Pool, &c.Slots, &c.Daemon, &c.Epoch, &c.PGID, &lease, &c.Label); err != nil {
 			return nil, unavailable(err)
 		}
-		c.LeaseUntil = FromMicros(lease)
+		c.LeaseUntil = store.FromMicros(lease)
 		out = append(out, c)
 	}
 	return out, unavailable(rows.Err())
@@ -193,7 +171,7 @@ func (t *Tx) QueuedCount(pool string) (int, error) {
 // same try number, its task instance back to scheduled (recovery, lost leases, shutdown, §4.8).
 // The entry's next run appends to the same attempt log after a replay line.
 func (t *Tx) RequeueEntry(id int64) error {
-	if err := t.moveEntry(id, EntryWaiting, `replay = 1, admitted_at = NULL`); err != nil {
+	if err := t.moveEntry(id, store.EntryWaiting, `replay = TRUE, admitted_at = NULL`); err != nil {
 		return err
 	}
 	if _, err := t.exec(`DELETE FROM claims WHERE entry = ?`, id); err != nil {
@@ -207,12 +185,12 @@ func (t *Tx) RequeueEntry(id int64) error {
 // ReleaseEntry releases every claim of an entry whose holder is gone or whose lease lapsed: an
 // admitted entry goes back to the queue (RequeueEntry); a waiting one (a sensor between pokes)
 // only loses the claims it kept. It returns the state the entry was in.
-func (t *Tx) ReleaseEntry(id int64) (EntryState, error) {
-	var cur EntryState
+func (t *Tx) ReleaseEntry(id int64) (store.EntryState, error) {
+	var cur store.EntryState
 	if err := t.queryRow(`SELECT state FROM queue_entries WHERE id = ?`, id).Scan(&cur); err != nil {
 		return "", unavailable(err)
 	}
-	if cur == EntryAdmitted {
+	if cur == store.EntryAdmitted {
 		return cur, t.RequeueEntry(id)
 	}
 	_, err := t.exec(`DELETE FROM claims WHERE entry = ?`, id)
@@ -227,7 +205,7 @@ func (t *Tx) ReleaseHeld(id int64, daemon string, epoch int64, now time.Time) (b
 	if err != nil || !held {
 		return false, err
 	}
-	if err := t.moveEntry(id, EntryDone, `ended_at = ?`, Micros(now)); err != nil {
+	if err := t.moveEntry(id, store.EntryDone, `ended_at = ?`, store.Micros(now)); err != nil {
 		return false, err
 	}
 	_, err = t.exec(`DELETE FROM claims WHERE entry = ?`, id)
@@ -253,7 +231,7 @@ func (t *Tx) RetireOrphans(now time.Time) (int, error) {
 		return 0, err
 	}
 	res, err := t.exec(`UPDATE queue_entries SET state = 'retired', reason_code = 'retired', reason = 'the run has ended',
-		ended_at = ? WHERE `+orphan, Micros(now))
+		ended_at = ? WHERE `+orphan, store.Micros(now))
 	if err != nil {
 		return 0, err
 	}
@@ -286,7 +264,7 @@ func (t *Tx) Reschedule(id int64, keep []string, notBefore time.Time) error {
 			args = append(args, k)
 		}
 	}
-	if err := t.moveEntry(id, EntryWaiting, `not_before = ?, admitted_at = NULL`, Micros(notBefore)); err != nil {
+	if err := t.moveEntry(id, store.EntryWaiting, `not_before = ?, admitted_at = NULL`, store.Micros(notBefore)); err != nil {
 		return err
 	}
 	_, err := t.exec(q, args...)
@@ -296,7 +274,7 @@ func (t *Tx) Reschedule(id int64, keep []string, notBefore time.Time) error {
 // RecordEnd writes the end of entry id's attempt for a writer that no longer has its run in
 // memory: the attempt row, and the task instance's final state and dates if it still shows the
 // attempt running.
-func (t *Tx) RecordEnd(id int64, a *Attempt) error {
+func (t *Tx) RecordEnd(id int64, a *store.Attempt) error {
 	if err := t.queryRow(`SELECT run, task_id FROM queue_entries WHERE id = ?`, id).Scan(&a.Run, &a.TaskID); err != nil {
 		return unavailable(err)
 	}

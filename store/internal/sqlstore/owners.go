@@ -1,52 +1,27 @@
-package store
+package sqlstore
 
 import (
+	"github.com/poolflow/poolflow/store"
+
 	"context"
 	"database/sql"
 	"errors"
 	"time"
 )
 
-// OwnerKind says what kind of process an owner is (§9).
-type OwnerKind string
-
-const (
-	OwnerDaemon OwnerKind = "daemon" // poolflow serve
-	OwnerTest   OwnerKind = "test"   // poolflow dags test
-)
-
-// Owner is one row of the owners table: a process that can own runs, entries and claims, with
-// its liveness lease and fencing epoch.
-type Owner struct {
-	ID   string
-	Kind OwnerKind
-	Host string
-	PID  int
-	// ProcStart is the process's start time in clock ticks after boot (/proc/<pid>/stat), so a
-	// reused pid is not mistaken for the owner; 0 = unknown.
-	ProcStart  int64
-	Epoch      int64
-	StartedAt  time.Time
-	Heartbeat  time.Time
-	LeaseUntil time.Time
-	// HandledEpoch is the epoch whose end a live daemon has handled: its claims released, its
-	// leader-owned runs moved. 0 = none.
-	HandledEpoch int64
-}
-
 const ownerCols = `id, kind, host, pid, proc_start, epoch, started_at, heartbeat, lease_until, COALESCE(handled_epoch, 0)`
 
-func scanOwner(sc interface{ Scan(...any) error }) (Owner, error) {
-	var o Owner
+func scanOwner(sc interface{ Scan(...any) error }) (store.Owner, error) {
+	var o store.Owner
 	var started, hb, lease int64
 	err := sc.Scan(&o.ID, &o.Kind, &o.Host, &o.PID, &o.ProcStart, &o.Epoch, &started, &hb, &lease, &o.HandledEpoch)
-	o.StartedAt, o.Heartbeat, o.LeaseUntil = FromMicros(started), FromMicros(hb), FromMicros(lease)
+	o.StartedAt, o.Heartbeat, o.LeaseUntil = store.FromMicros(started), store.FromMicros(hb), store.FromMicros(lease)
 	return o, err
 }
 
-func scanOwners(rows *sql.Rows) ([]Owner, error) {
+func scanOwners(rows *sql.Rows) ([]store.Owner, error) {
 	defer rows.Close()
-	var out []Owner
+	var out []store.Owner
 	for rows.Next() {
 		o, err := scanOwner(rows)
 		if err != nil {
@@ -58,7 +33,7 @@ func scanOwners(rows *sql.Rows) ([]Owner, error) {
 }
 
 // Owners lists every owner row by id.
-func (t *Tx) Owners() ([]Owner, error) {
+func (t *Tx) Owners() ([]store.Owner, error) {
 	rows, err := t.query(`SELECT ` + ownerCols + ` FROM owners ORDER BY id`)
 	if err != nil {
 		return nil, err
@@ -67,17 +42,17 @@ func (t *Tx) Owners() ([]Owner, error) {
 }
 
 // OwnerByID reads one owner; ErrNotFound for an id never registered.
-func (t *Tx) OwnerByID(id string) (Owner, error) {
+func (t *Tx) OwnerByID(id string) (store.Owner, error) {
 	o, err := scanOwner(t.queryRow(`SELECT `+ownerCols+` FROM owners WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return o, ErrNotFound
+		return o, store.ErrNotFound
 	}
 	return o, unavailable(err)
 }
 
 // PutOwner records an owner's start under the next fencing epoch (one more than the row's, if
 // it had one) and sets o.Epoch to it. Whether the id may be taken is the caller's decision.
-func (t *Tx) PutOwner(o *Owner) error {
+func (t *Tx) PutOwner(o *store.Owner) error {
 	var epoch int64
 	err := t.queryRow(`SELECT epoch FROM owners WHERE id = ?`, o.ID).Scan(&epoch)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -89,7 +64,7 @@ func (t *Tx) PutOwner(o *Owner) error {
 		ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, host = excluded.host, pid = excluded.pid,
 		proc_start = excluded.proc_start, epoch = excluded.epoch, started_at = excluded.started_at,
 		heartbeat = excluded.heartbeat, lease_until = excluded.lease_until, handled_epoch = NULL`,
-		o.ID, o.Kind, o.Host, o.PID, o.ProcStart, o.Epoch, Micros(o.StartedAt), Micros(o.Heartbeat), Micros(o.LeaseUntil))
+		o.ID, o.Kind, o.Host, o.PID, o.ProcStart, o.Epoch, store.Micros(o.StartedAt), store.Micros(o.Heartbeat), store.Micros(o.LeaseUntil))
 	return err
 }
 
@@ -97,16 +72,16 @@ func (t *Tx) PutOwner(o *Owner) error {
 // returns the owner's row as it was before the renewal, so the caller sees whether another
 // process took its id (a newer epoch) or handled its end while it could not renew; it renews
 // nothing then.
-func (t *Tx) Heartbeat(id string, epoch int64, now, leaseUntil time.Time) (Owner, error) {
+func (t *Tx) Heartbeat(id string, epoch int64, now, leaseUntil time.Time) (store.Owner, error) {
 	o, err := t.OwnerByID(id)
 	if err != nil || o.Epoch != epoch || o.HandledEpoch >= epoch {
 		return o, err
 	}
 	if _, err := t.exec(`UPDATE owners SET heartbeat = ?, lease_until = ? WHERE id = ? AND epoch = ?`,
-		Micros(now), Micros(leaseUntil), id, epoch); err != nil {
+		store.Micros(now), store.Micros(leaseUntil), id, epoch); err != nil {
 		return o, err
 	}
-	_, err = t.exec(`UPDATE claims SET lease_until = ? WHERE daemon = ? AND epoch = ?`, Micros(leaseUntil), id, epoch)
+	_, err = t.exec(`UPDATE claims SET lease_until = ? WHERE daemon = ? AND epoch = ?`, store.Micros(leaseUntil), id, epoch)
 	return o, err
 }
 
@@ -115,7 +90,7 @@ func (t *Tx) Heartbeat(id string, epoch int64, now, leaseUntil time.Time) (Owner
 // the id since.
 func (t *Tx) ReleaseOwner(id string, epoch int64, now time.Time) error {
 	_, err := t.exec(`UPDATE owners SET lease_until = ?, heartbeat = ? WHERE id = ? AND epoch = ?`,
-		Micros(now), Micros(now), id, epoch)
+		store.Micros(now), store.Micros(now), id, epoch)
 	return err
 }
 
@@ -133,8 +108,8 @@ func (t *Tx) MarkOwnerHandled(id string, epoch int64) error {
 }
 
 // ListOwners lists every owner row, for /health, the UI and the CLI.
-func (s *Store) ListOwners(ctx context.Context) ([]Owner, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+ownerCols+` FROM owners ORDER BY id`)
+func (s *DB) ListOwners(ctx context.Context) ([]store.Owner, error) {
+	rows, err := s.query(ctx, `SELECT `+ownerCols+` FROM owners ORDER BY id`)
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -142,10 +117,10 @@ func (s *Store) ListOwners(ctx context.Context) ([]Owner, error) {
 }
 
 // GetOwner reads one owner row; ErrNotFound for an id never registered.
-func (s *Store) GetOwner(ctx context.Context, id string) (Owner, error) {
-	o, err := scanOwner(s.r.QueryRowContext(ctx, `SELECT `+ownerCols+` FROM owners WHERE id = ?`, id))
+func (s *DB) GetOwner(ctx context.Context, id string) (store.Owner, error) {
+	o, err := scanOwner(s.queryRow(ctx, `SELECT `+ownerCols+` FROM owners WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return o, ErrNotFound
+		return o, store.ErrNotFound
 	}
 	return o, unavailable(err)
 }

@@ -1,6 +1,8 @@
-package store
+package sqlstore
 
 import (
+	"github.com/poolflow/poolflow/store"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -10,8 +12,8 @@ import (
 // scheduler loop's transaction.
 
 // ListPools lists every pool.
-func (s *Store) ListPools(ctx context.Context) ([]Pool, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+poolCols+` FROM pools ORDER BY name`)
+func (s *DB) ListPools(ctx context.Context) ([]store.Pool, error) {
+	rows, err := s.query(ctx, `SELECT `+poolCols+` FROM pools ORDER BY name`)
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -19,8 +21,8 @@ func (s *Store) ListPools(ctx context.Context) ([]Pool, error) {
 }
 
 // ListClaims lists every held claim.
-func (s *Store) ListClaims(ctx context.Context) ([]Claim, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT c.entry, c.pool, c.slots, c.daemon, c.epoch, COALESCE(c.pgid, 0),
+func (s *DB) ListClaims(ctx context.Context) ([]store.Claim, error) {
+	rows, err := s.query(ctx, `SELECT c.entry, c.pool, c.slots, c.daemon, c.epoch, COALESCE(c.pgid, 0),
 		c.lease_until, e.label FROM claims c JOIN queue_entries e ON e.id = c.entry ORDER BY c.entry, c.pool`)
 	if err != nil {
 		return nil, unavailable(err)
@@ -29,44 +31,44 @@ func (s *Store) ListClaims(ctx context.Context) ([]Claim, error) {
 }
 
 // ListEntries lists entries in the given states with their requirements, by queue ID.
-func (s *Store) ListEntries(ctx context.Context, states ...string) ([]Entry, error) {
-	return entries(ctx, s.r, states, 0)
+func (s *DB) ListEntries(ctx context.Context, states ...string) ([]store.Entry, error) {
+	return entries(ctx, s.readers(), states, 0)
 }
 
 // GetRun reads a run by DAG id and run id.
-func (s *Store) GetRun(ctx context.Context, dagID, runID string) (Run, error) {
-	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runCols+` FROM dag_runs WHERE dag_id = ? AND run_id = ?`, dagID, runID))
+func (s *DB) GetRun(ctx context.Context, dagID, runID string) (store.Run, error) {
+	r, err := scanRun(s.queryRow(ctx, `SELECT `+runCols+` FROM dag_runs WHERE dag_id = ? AND run_id = ?`, dagID, runID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return r, ErrNotFound
+		return r, store.ErrNotFound
 	}
 	return r, unavailable(err)
 }
 
 // GetRunByPK reads a run by its key.
-func (s *Store) GetRunByPK(ctx context.Context, pk int64) (Run, error) {
-	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runCols+` FROM dag_runs WHERE id = ?`, pk))
+func (s *DB) GetRunByPK(ctx context.Context, pk int64) (store.Run, error) {
+	r, err := scanRun(s.queryRow(ctx, `SELECT `+runCols+` FROM dag_runs WHERE id = ?`, pk))
 	if errors.Is(err, sql.ErrNoRows) {
-		return r, ErrNotFound
+		return r, store.ErrNotFound
 	}
 	return r, unavailable(err)
 }
 
 // ListRuns lists a DAG's runs, newest first ("" = every DAG).
-func (s *Store) ListRuns(ctx context.Context, dagID string, limit, offset int) ([]Run, int, error) {
+func (s *DB) ListRuns(ctx context.Context, dagID string, limit, offset int) ([]store.Run, int, error) {
 	if limit <= 0 {
 		limit = 100
 	}
 	var total int
-	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM dag_runs WHERE ? = '' OR dag_id = ?`, dagID, dagID).Scan(&total); err != nil {
+	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM dag_runs WHERE ? = '' OR dag_id = ?`, dagID, dagID).Scan(&total); err != nil {
 		return nil, 0, unavailable(err)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+runCols+` FROM dag_runs WHERE ? = '' OR dag_id = ?
+	rows, err := s.query(ctx, `SELECT `+runCols+` FROM dag_runs WHERE ? = '' OR dag_id = ?
 		ORDER BY queued_at DESC, id DESC LIMIT ? OFFSET ?`, dagID, dagID, limit, offset)
 	if err != nil {
 		return nil, 0, unavailable(err)
 	}
 	defer rows.Close()
-	var out []Run
+	var out []store.Run
 	for rows.Next() {
 		r, err := scanRun(rows)
 		if err != nil {
@@ -78,8 +80,8 @@ func (s *Store) ListRuns(ctx context.Context, dagID string, limit, offset int) (
 }
 
 // ListTaskInstances lists a run's task instances.
-func (s *Store) ListTaskInstances(ctx context.Context, run int64) ([]TaskInstance, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT run, task_id, state, try_number, start_date, end_date, next_at,
+func (s *DB) ListTaskInstances(ctx context.Context, run int64) ([]store.TaskInstance, error) {
+	rows, err := s.query(ctx, `SELECT run, task_id, state, try_number, start_date, end_date, next_at,
 		COALESCE(reason, '') FROM task_instances WHERE run = ?`, run)
 	if err != nil {
 		return nil, unavailable(err)
@@ -88,23 +90,23 @@ func (s *Store) ListTaskInstances(ctx context.Context, run int64) ([]TaskInstanc
 }
 
 // LatestEntry returns the newest queue entry of a task instance.
-func (s *Store) LatestEntry(ctx context.Context, run int64, taskID string) (Entry, error) {
+func (s *DB) LatestEntry(ctx context.Context, run int64, taskID string) (store.Entry, error) {
 	var id int64
-	err := s.r.QueryRowContext(ctx, `SELECT MAX(id) FROM queue_entries WHERE run = ? AND task_id = ?`, run, taskID).Scan(&id)
+	err := s.queryRow(ctx, `SELECT MAX(id) FROM queue_entries WHERE run = ? AND task_id = ?`, run, taskID).Scan(&id)
 	if err != nil || id == 0 {
-		return Entry{}, ErrNotFound
+		return store.Entry{}, store.ErrNotFound
 	}
 	return s.EntryByID(ctx, id)
 }
 
 // ListDAGStates reads every stored DAG's flags.
-func (s *Store) ListDAGStates(ctx context.Context) (map[string]DAGState, error) {
-	return dagStates(ctx, s.r)
+func (s *DB) ListDAGStates(ctx context.Context) (map[string]store.DAGState, error) {
+	return dagStates(ctx, s.readers())
 }
 
 // ImportErrors lists the stored import errors by file.
-func (s *Store) ImportErrors(ctx context.Context) (map[string]string, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT file, message FROM import_errors ORDER BY file`)
+func (s *DB) ImportErrors(ctx context.Context) (map[string]string, error) {
+	rows, err := s.query(ctx, `SELECT file, message FROM import_errors ORDER BY file`)
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -121,27 +123,27 @@ func (s *Store) ImportErrors(ctx context.Context) (map[string]string, error) {
 }
 
 // CommandOutcome reports whether a command was handled and why it was refused, if it was.
-func (s *Store) CommandOutcome(ctx context.Context, id int64) (done bool, refused string, err error) {
+func (s *DB) CommandOutcome(ctx context.Context, id int64) (done bool, refused string, err error) {
 	var doneAt sql.NullInt64
 	var msg sql.NullString
-	err = s.r.QueryRowContext(ctx, `SELECT done_at, error FROM commands WHERE id = ?`, id).Scan(&doneAt, &msg)
+	err = s.queryRow(ctx, `SELECT done_at, error FROM commands WHERE id = ?`, id).Scan(&doneAt, &msg)
 	if errors.Is(err, sql.ErrNoRows) {
-		return false, "", ErrNotFound
+		return false, "", store.ErrNotFound
 	}
 	return doneAt.Valid, msg.String, unavailable(err)
 }
 
 // ListAttempts lists the ended attempts of a task instance by try number.
-func (s *Store) ListAttempts(ctx context.Context, run int64, taskID string) ([]Attempt, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT run, task_id, try_number, state, start_date, end_date, COALESCE(reason, '')
+func (s *DB) ListAttempts(ctx context.Context, run int64, taskID string) ([]store.Attempt, error) {
+	rows, err := s.query(ctx, `SELECT run, task_id, try_number, state, start_date, end_date, COALESCE(reason, '')
 		FROM attempts WHERE run = ? AND task_id = ? ORDER BY try_number`, run, taskID)
 	if err != nil {
 		return nil, unavailable(err)
 	}
 	defer rows.Close()
-	var out []Attempt
+	var out []store.Attempt
 	for rows.Next() {
-		var a Attempt
+		var a store.Attempt
 		var start, end sql.NullInt64
 		if err := rows.Scan(&a.Run, &a.TaskID, &a.TryNumber, &a.State, &start, &end, &a.Reason); err != nil {
 			return nil, unavailable(err)

@@ -1,6 +1,8 @@
-package store
+package sqlstore
 
 import (
+	"github.com/poolflow/poolflow/store"
+
 	"database/sql"
 	"errors"
 	"time"
@@ -9,8 +11,8 @@ import (
 const poolCols = `name, slots, COALESCE(target_slots, -2), ordering, max_queued, starvation_after, include_deferred,
 	on_resize, description, source`
 
-func scanPool(sc interface{ Scan(...any) error }) (Pool, error) {
-	var p Pool
+func scanPool(sc interface{ Scan(...any) error }) (store.Pool, error) {
+	var p store.Pool
 	var starve int64
 	err := sc.Scan(&p.Name, &p.Slots, &p.TargetSlots, &p.Ordering, &p.MaxQueued, &starve, &p.IncludeDeferred,
 		&p.OnResize, &p.Description, &p.Source)
@@ -19,7 +21,7 @@ func scanPool(sc interface{ Scan(...any) error }) (Pool, error) {
 }
 
 // Pools lists every pool, file-defined and stored, by name.
-func (t *Tx) Pools() ([]Pool, error) {
+func (t *Tx) Pools() ([]store.Pool, error) {
 	rows, err := t.query(`SELECT ` + poolCols + ` FROM pools ORDER BY name`)
 	if err != nil {
 		return nil, err
@@ -27,9 +29,9 @@ func (t *Tx) Pools() ([]Pool, error) {
 	return scanPools(rows)
 }
 
-func scanPools(rows *sql.Rows) ([]Pool, error) {
+func scanPools(rows *sql.Rows) ([]store.Pool, error) {
 	defer rows.Close()
-	var out []Pool
+	var out []store.Pool
 	for rows.Next() {
 		p, err := scanPool(rows)
 		if err != nil {
@@ -41,18 +43,18 @@ func scanPools(rows *sql.Rows) ([]Pool, error) {
 }
 
 // PoolByName reads one pool.
-func (t *Tx) PoolByName(name string) (Pool, error) {
+func (t *Tx) PoolByName(name string) (store.Pool, error) {
 	p, err := scanPool(t.queryRow(`SELECT `+poolCols+` FROM pools WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return p, ErrNotFound
+		return p, store.ErrNotFound
 	}
 	return p, unavailable(err)
 }
 
 // PutPool inserts or replaces a pool row as given.
-func (t *Tx) PutPool(p *Pool, now time.Time) error {
+func (t *Tx) PutPool(p *store.Pool, now time.Time) error {
 	var target any
-	if p.TargetSlots != NoTarget {
+	if p.TargetSlots != store.NoTarget {
 		target = p.TargetSlots
 	}
 	_, err := t.exec(`INSERT INTO pools (name, slots, target_slots, ordering, max_queued, starvation_after, include_deferred,
@@ -62,7 +64,7 @@ func (t *Tx) PutPool(p *Pool, now time.Time) error {
 		include_deferred = excluded.include_deferred, on_resize = excluded.on_resize, description = excluded.description,
 		source = excluded.source, updated_at = excluded.updated_at`,
 		p.Name, p.Slots, target, p.Ordering, p.MaxQueued, p.StarvationAfter.Microseconds(), p.IncludeDeferred,
-		p.OnResize, p.Description, p.Source, Micros(now))
+		p.OnResize, p.Description, p.Source, store.Micros(now))
 	return err
 }
 
@@ -73,14 +75,14 @@ func (t *Tx) DeletePool(name string) error {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrNotFound
+		return store.ErrNotFound
 	}
 	return nil
 }
 
 // PoolHeld sums the slots held in a pool and counts the entries that wait for it.
 func (t *Tx) PoolHeld(name string) (held, waiting int, err error) {
-	if err = t.queryRow(`SELECT COALESCE(SUM(slots), 0) FROM claims WHERE pool = ?`, name).Scan(&held); err != nil {
+	if err = t.queryRow(`SELECT CAST(COALESCE(SUM(slots), 0) AS BIGINT) FROM claims WHERE pool = ?`, name).Scan(&held); err != nil {
 		return 0, 0, unavailable(err)
 	}
 	waiting, err = t.QueuedCount(name)

@@ -1,31 +1,31 @@
-package store
+package sqlstore
 
 import (
+	"errors"
+	"fmt"
+
+	"github.com/poolflow/poolflow/store"
+
 	"context"
 	"database/sql"
 	"strings"
 )
 
-// querier is what *sql.Tx and *sql.DB share, so one query serves the loop and the readers.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
 // entries reads entries in states (or the one with id) and attaches their requirement rows.
-func entries(ctx context.Context, q querier, states []string, id int64) ([]Entry, error) {
+func entries(ctx context.Context, q querier, states []string, id int64) ([]store.Entry, error) {
 	where, args := entryFilter(states, id)
 	return entriesWhere(ctx, q, where, args...)
 }
 
 // entriesWhere reads the entries matching a condition on queue_entries e, with their
 // requirement rows, ordered by queue ID.
-func entriesWhere(ctx context.Context, q querier, where string, args ...any) ([]Entry, error) {
+func entriesWhere(ctx context.Context, q querier, where string, args ...any) ([]store.Entry, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+entryCols+` FROM queue_entries e JOIN dag_runs r ON r.id = e.run
 		WHERE `+where+` ORDER BY e.id`, args...)
 	if err != nil {
 		return nil, unavailable(err)
 	}
-	var out []Entry
+	var out []store.Entry
 	index := map[int64]int{}
 	for rows.Next() {
 		e, err := scanEntry(rows)
@@ -51,7 +51,7 @@ func entriesWhere(ctx context.Context, q querier, where string, args ...any) ([]
 	defer rows.Close()
 	for rows.Next() {
 		var entry int64
-		var n Requirement
+		var n store.Requirement
 		if err := rows.Scan(&entry, &n.Pool, &n.Slots, &n.Implicit, &n.Capacity); err != nil {
 			return nil, unavailable(err)
 		}
@@ -71,4 +71,40 @@ func entryFilter(states []string, id int64) (string, []any) {
 		args[i] = s
 	}
 	return "e.state IN (?" + strings.Repeat(", ?", len(states)-1) + ")", args
+}
+
+// moveEntry sets entry id's state to `to` and the extra assignments in set (with args), only if
+// its current state may move there; otherwise it is ErrEntryState naming both states.
+func (t *Tx) moveEntry(id int64, to store.EntryState, set string, args ...any) error {
+	from := store.MovesFrom(to)
+	if len(from) == 0 {
+		return fmt.Errorf("%w: unknown state %q", store.ErrEntryState, to)
+	}
+	q := `UPDATE queue_entries SET state = ?`
+	if set != "" {
+		q += `, ` + set
+	}
+	q += ` WHERE id = ? AND state IN (?` + strings.Repeat(", ?", len(from)-1) + `)`
+	all := make([]any, 0, len(args)+2+len(from))
+	all = append(all, to)
+	all = append(all, args...)
+	all = append(all, id)
+	for _, f := range from {
+		all = append(all, f)
+	}
+	res, err := t.exec(q, all...)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	var cur string
+	switch err := t.queryRow(`SELECT state FROM queue_entries WHERE id = ?`, id).Scan(&cur); {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("%w: entry %d does not exist", store.ErrEntryState, id)
+	case err != nil:
+		return unavailable(err)
+	}
+	return fmt.Errorf("%w: entry %d is %s and cannot become %s", store.ErrEntryState, id, cur, to)
 }

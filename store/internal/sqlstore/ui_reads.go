@@ -1,6 +1,8 @@
-package store
+package sqlstore
 
 import (
+	"github.com/poolflow/poolflow/store"
+
 	"context"
 	"database/sql"
 	"strings"
@@ -14,10 +16,10 @@ import (
 
 // LatestRunsByDAG returns the perDAG newest runs of each of dagIDs, newest first, by DAG id
 // (index dag_runs_dag_queued: the cost follows what is returned).
-func (s *Store) LatestRunsByDAG(ctx context.Context, dagIDs []string, perDAG int) (map[string][]Run, error) {
-	out := map[string][]Run{}
+func (s *DB) LatestRunsByDAG(ctx context.Context, dagIDs []string, perDAG int) (map[string][]store.Run, error) {
+	out := map[string][]store.Run{}
 	for _, id := range dagIDs {
-		rows, err := s.r.QueryContext(ctx, `SELECT `+runCols+` FROM dag_runs WHERE dag_id = ?
+		rows, err := s.query(ctx, `SELECT `+runCols+` FROM dag_runs WHERE dag_id = ?
 			ORDER BY queued_at DESC, id DESC LIMIT ?`, id, perDAG)
 		if err != nil {
 			return nil, unavailable(err)
@@ -39,8 +41,8 @@ func (s *Store) LatestRunsByDAG(ctx context.Context, dagIDs []string, perDAG int
 }
 
 // TaskInstancesOfRuns lists the task instances of several runs, by run key.
-func (s *Store) TaskInstancesOfRuns(ctx context.Context, runs []int64) (map[int64][]TaskInstance, error) {
-	out := map[int64][]TaskInstance{}
+func (s *DB) TaskInstancesOfRuns(ctx context.Context, runs []int64) (map[int64][]store.TaskInstance, error) {
+	out := map[int64][]store.TaskInstance{}
 	const chunk = 500 // well under SQLite's bound on variables
 	for len(runs) > 0 {
 		n := min(len(runs), chunk)
@@ -48,7 +50,7 @@ func (s *Store) TaskInstancesOfRuns(ctx context.Context, runs []int64) (map[int6
 		for i, r := range runs[:n] {
 			args[i] = r
 		}
-		rows, err := s.r.QueryContext(ctx, `SELECT run, task_id, state, try_number, start_date, end_date, next_at,
+		rows, err := s.query(ctx, `SELECT run, task_id, state, try_number, start_date, end_date, next_at,
 			COALESCE(reason, '') FROM task_instances WHERE run IN (?`+strings.Repeat(", ?", n-1)+`)`, args...)
 		if err != nil {
 			return nil, unavailable(err)
@@ -66,16 +68,16 @@ func (s *Store) TaskInstancesOfRuns(ctx context.Context, runs []int64) (map[int6
 }
 
 // RunAttempts lists every ended attempt of a run, by task id and try number.
-func (s *Store) RunAttempts(ctx context.Context, run int64) ([]Attempt, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT run, task_id, try_number, state, start_date, end_date, COALESCE(reason, '')
+func (s *DB) RunAttempts(ctx context.Context, run int64) ([]store.Attempt, error) {
+	rows, err := s.query(ctx, `SELECT run, task_id, try_number, state, start_date, end_date, COALESCE(reason, '')
 		FROM attempts WHERE run = ? ORDER BY task_id, try_number`, run)
 	if err != nil {
 		return nil, unavailable(err)
 	}
 	defer rows.Close()
-	var out []Attempt
+	var out []store.Attempt
 	for rows.Next() {
-		var a Attempt
+		var a store.Attempt
 		var start, end sql.NullInt64
 		if err := rows.Scan(&a.Run, &a.TaskID, &a.TryNumber, &a.State, &start, &end, &a.Reason); err != nil {
 			return nil, unavailable(err)
@@ -86,42 +88,32 @@ func (s *Store) RunAttempts(ctx context.Context, run int64) ([]Attempt, error) {
 	return out, unavailable(rows.Err())
 }
 
-// Holding is one admission's hold on one named pool: from its admission to its end (zero while
-// still held).
-type Holding struct {
-	Entry      int64
-	Pool       string
-	Slots      int
-	AdmittedAt time.Time
-	EndedAt    time.Time
-}
-
 // PoolHoldings lists the admissions into named pools that held slots at some time since since:
 // those still admitted and those that ended after it, by admission time.
-func (s *Store) PoolHoldings(ctx context.Context, since time.Time) ([]Holding, error) {
+func (s *DB) PoolHoldings(ctx context.Context, since time.Time) ([]store.Holding, error) {
 	// Two walks by index: the admitted entries (queue_entries_waiting) and those that ended
 	// since (queue_entries_ended).
-	rows, err := s.r.QueryContext(ctx, `SELECT e.id, q.pool, q.slots, e.admitted_at, e.ended_at
+	rows, err := s.query(ctx, `SELECT e.id, q.pool, q.slots, e.admitted_at, e.ended_at
 		FROM queue_entries e JOIN entry_requirements q ON q.entry = e.id
-		WHERE e.state IN ('waiting', 'admitted') AND e.admitted_at IS NOT NULL AND q.implicit = 0
+		WHERE e.state IN ('waiting', 'admitted') AND e.admitted_at IS NOT NULL AND NOT q.implicit
 		UNION ALL
 		SELECT e.id, q.pool, q.slots, e.admitted_at, e.ended_at
 		FROM queue_entries e JOIN entry_requirements q ON q.entry = e.id
-		WHERE e.ended_at >= ? AND e.admitted_at IS NOT NULL AND e.state NOT IN ('waiting', 'admitted') AND q.implicit = 0
-		ORDER BY 4, 1`, Micros(since))
+		WHERE e.ended_at >= ? AND e.admitted_at IS NOT NULL AND e.state NOT IN ('waiting', 'admitted') AND NOT q.implicit
+		ORDER BY 4, 1`, store.Micros(since))
 	if err != nil {
 		return nil, unavailable(err)
 	}
 	defer rows.Close()
-	var out []Holding
+	var out []store.Holding
 	for rows.Next() {
-		var h Holding
+		var h store.Holding
 		var admitted int64
 		var ended sql.NullInt64
 		if err := rows.Scan(&h.Entry, &h.Pool, &h.Slots, &admitted, &ended); err != nil {
 			return nil, unavailable(err)
 		}
-		h.AdmittedAt, h.EndedAt = FromMicros(admitted), timeOf(ended)
+		h.AdmittedAt, h.EndedAt = store.FromMicros(admitted), timeOf(ended)
 		out = append(out, h)
 	}
 	return out, unavailable(rows.Err())

@@ -1,0 +1,265 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/poolflow/poolflow/store"
+)
+
+// Dialect is what the SQL of one driver needs beyond the shared statements.
+type Dialect struct {
+	Name string // "sqlite" or "postgres"
+	// Numbered placeholders: $1, $2, … (PostgreSQL) instead of ?.
+	Numbered bool
+	// Prepare statements once on the writer and bind them to each transaction (SQLite, whose
+	// writer is one connection; pgx caches prepared statements per connection by itself).
+	Prepare bool
+	// Migrations holds NNNN_name.sql files at its root.
+	Migrations fs.FS
+	// Lock runs first in every write transaction and in each migration: it takes the lock that
+	// serializes the writers of every process, unless BEGIN took it already (SQLite).
+	Lock func(ctx context.Context, tx *sql.Tx) error
+	// Classify turns a driver error into a domain error (store.ErrConflict, ErrConstraint,
+	// ErrUnavailable) wrapping it, or returns it unchanged.
+	Classify func(err error) error
+	// Snapshot are the options of a read transaction that sees one snapshot (Copy's source);
+	// nil: a deferred transaction (SQLite, whose WAL readers see one snapshot).
+	Snapshot *sql.TxOptions
+	// ResetSequences makes the id generators follow the ids a copy inserted.
+	ResetSequences func(ctx context.Context, tx *sql.Tx) error
+}
+
+// Changes is how a driver tells outside commits from a handle's own (store.Store.DataVersion).
+type Changes interface {
+	// Read runs in a write transaction after Lock: the change version as of now, exact, and
+	// the schema version.
+	Read(ctx context.Context, tx *sql.Tx) (version int64, schema int, err error)
+	// Wrote runs just before the commit of a transaction that changed rows; its mark is
+	// handed to Committed once the commit succeeded.
+	Wrote(ctx context.Context, tx *sql.Tx) (mark int64, err error)
+	Committed(mark int64)
+	// Version is the change version outside any transaction; schema is the schema version
+	// when the driver read it (0 = not read).
+	Version(ctx context.Context) (version int64, schema int, err error)
+	// Changed is store.Store.Changed.
+	Changed() <-chan struct{}
+	Close() error
+}
+
+// Config is what a driver hands to New.
+type Config struct {
+	Dialect *Dialect
+	Changes Changes
+	// Writer serves write transactions; Reader serves reads (they may be the same pool).
+	Writer, Reader *sql.DB
+	Path           string // store.Store.Path
+	Options        store.Options
+	Reopen         func(ctx context.Context) (store.Store, error)
+	// Close runs after the pools are closed (a driver's listener, say).
+	Close func() error
+}
+
+// DB implements store.Store.
+type DB struct {
+	d      *Dialect
+	ch     Changes
+	w, r   *sql.DB
+	path   string
+	opts   store.Options
+	reopen func(ctx context.Context) (store.Store, error)
+	close  func() error
+	known  int // the newest migration of the dialect
+
+	// tooNew is set once a newer schema is seen: from then on every operation is unavailable.
+	tooNew    atomic.Int64
+	binds     sync.Map // query → rebound query
+	stmtMu    sync.Mutex
+	stmts     map[string]*sql.Stmt
+	closeOnce sync.Once
+}
+
+var _ store.Store = (*DB)(nil)
+
+// New migrates the database to the dialect's newest schema and returns the store. A schema
+// newer than the dialect knows is ErrSchemaTooNew. On error the pools are closed.
+func New(ctx context.Context, c Config) (*DB, error) {
+	s := &DB{d: c.Dialect, ch: c.Changes, w: c.Writer, r: c.Reader, path: c.Path, opts: c.Options,
+		reopen: c.Reopen, close: c.Close}
+	check := s.migrate
+	if c.Options.ReadOnly {
+		check = s.checkReadOnly
+	}
+	if err := check(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Driver names the dialect.
+func (s *DB) Driver() string { return s.d.Name }
+
+// Options are the options the store was opened with.
+func (s *DB) Options() store.Options { return s.opts }
+
+// Path identifies the database without secrets.
+func (s *DB) Path() string { return s.path }
+
+// Reopen opens a second handle on the same database.
+func (s *DB) Reopen(ctx context.Context) (store.Store, error) { return s.reopen(ctx) }
+
+// Changed is the driver's wake-up channel, nil when it has none.
+func (s *DB) Changed() <-chan struct{} { return s.ch.Changed() }
+
+// Close closes the connection pools and the driver's listener. It is safe to call twice.
+func (s *DB) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.stmtMu.Lock()
+		for _, st := range s.stmts {
+			st.Close()
+		}
+		s.stmts = nil
+		s.stmtMu.Unlock()
+		errs := []error{s.ch.Close(), s.w.Close()}
+		if s.r != s.w {
+			errs = append(errs, s.r.Close())
+		}
+		if s.close != nil {
+			errs = append(errs, s.close())
+		}
+		err = errors.Join(errs...)
+	})
+	return err
+}
+
+// DataVersion changes when another handle commits.
+func (s *DB) DataVersion(ctx context.Context) (int64, error) {
+	if err := s.schemaErr(); err != nil {
+		return 0, err
+	}
+	v, schema, err := s.ch.Version(ctx)
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	if err := s.checkSchema(schema); err != nil {
+		return 0, err
+	}
+	return v, nil
+}
+
+// checkSchema records a schema newer than the binary's, seen while running.
+func (s *DB) checkSchema(schema int) error {
+	if schema > s.known {
+		s.tooNew.CompareAndSwap(0, int64(schema))
+	}
+	return s.schemaErr()
+}
+
+func (s *DB) schemaErr() error {
+	if v := s.tooNew.Load(); v > 0 {
+		return fmt.Errorf("%w: %w (database at version %d, binary knows up to %d); upgrade poolflow",
+			store.ErrUnavailable, store.ErrSchemaTooNew, v, s.known)
+	}
+	return nil
+}
+
+// bind rewrites ? placeholders for the dialect, once per query text.
+func (s *DB) bind(q string) string {
+	if !s.d.Numbered {
+		return q
+	}
+	if b, ok := s.binds.Load(q); ok {
+		return b.(string)
+	}
+	b := numbered(q)
+	s.binds.Store(q, b)
+	return b
+}
+
+// numbered turns each ? outside a quoted string into $1, $2, ….
+func numbered(q string) string {
+	var b strings.Builder
+	n, quoted := 0, false
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case c == '\'':
+			quoted = !quoted
+		case c == '?' && !quoted:
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// readers is the reader pool with the dialect's placeholders.
+func (s *DB) readers() querier { return bound{s, s.r} }
+
+// query runs a read on the reader pool; a read refused after a newer schema was seen is
+// unavailable.
+func (s *DB) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if err := s.schemaErr(); err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, s.bind(q), args...)
+	return rows, unavailable(err)
+}
+
+// queryRow is query for one row; its error comes with Scan.
+func (s *DB) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	return s.r.QueryRowContext(ctx, s.bind(q), args...)
+}
+
+// querier is what *sql.Tx and *sql.DB share, so one query serves the loop and the readers.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+type bound struct {
+	s *DB
+	q querier
+}
+
+func (b bound) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if err := b.s.schemaErr(); err != nil {
+		return nil, err
+	}
+	return b.q.QueryContext(ctx, b.s.bind(query), args...)
+}
+
+// unavailable marks a failed read (or a failed commit) as ErrUnavailable, keeping the cause:
+// §4.9's condition. sql.ErrNoRows is for the caller to turn into ErrNotFound first.
+func unavailable(err error) error { return store.Unavailable(err) }
+
+func nullMicros(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+func timeOf(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return store.FromMicros(v.Int64)
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

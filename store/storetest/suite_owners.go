@@ -1,0 +1,178 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/poolflow/poolflow/store"
+)
+
+// testOwnerRows: each start takes the next epoch and clears the handled mark; a heartbeat
+// reports a takeover (handled epoch) or a newer owner of the id and renews nothing then.
+func testOwnerRows(t *testing.T, h Harness) {
+	st := h.New(t)
+	var epochs []int64
+	for i := 0; i < 2; i++ {
+		o := store.Owner{ID: "d1", Kind: store.OwnerDaemon, Host: "h", PID: 42, StartedAt: day, Heartbeat: day,
+			LeaseUntil: day.Add(time.Minute)}
+		must(t, st.WithTx(bg(), func(tx store.Tx) error {
+			if err := tx.PutOwner(&o); err != nil {
+				return err
+			}
+			return tx.MarkOwnerHandled("d1", o.Epoch)
+		}))
+		epochs = append(epochs, o.Epoch)
+	}
+	if epochs[0] != 1 || epochs[1] != 2 {
+		t.Fatalf("epochs %v, want 1, 2", epochs)
+	}
+	later := day.Add(time.Hour)
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		row, err := tx.Heartbeat("d1", 2, later, later.Add(time.Minute))
+		if row.HandledEpoch != 2 {
+			t.Errorf("heartbeat after a takeover: handled %d, want 2", row.HandledEpoch)
+		}
+		return err
+	}))
+	o, err := st.GetOwner(bg(), "d1")
+	if err != nil || !o.Heartbeat.Equal(day) {
+		t.Fatalf("a handled owner's heartbeat renewed its lease: %+v %v", o, err)
+	}
+	must(t, st.WithTx(bg(), func(tx store.Tx) error { return tx.ReleaseOwner("d1", 2, later) }))
+	if o, _ := st.GetOwner(bg(), "d1"); !o.LeaseUntil.Equal(later) {
+		t.Fatalf("released lease until %v, want %v", o.LeaseUntil, later)
+	}
+	if _, err := st.GetOwner(bg(), "nobody"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown owner: %v, want ErrNotFound", err)
+	}
+}
+
+// testTakeover: a dead owner's claims are released (entries back in the queue with their try),
+// its leader-owned runs move, and its test runs fail.
+func testTakeover(t *testing.T, h Harness) {
+	st := h.New(t)
+	e := seed(t, st)
+	now := time.Now()
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		r, err := tx.RunByPK(e.Run)
+		if err != nil {
+			return err
+		}
+		r.Owner = "dead"
+		if err := tx.UpdateRun(&r); err != nil {
+			return err
+		}
+		if err := tx.Admit(e, "dead", 3, now, now.Add(time.Minute)); err != nil {
+			return err
+		}
+		sched := &store.Run{DAGID: "etl", RunID: "s1", RunType: "schedule", LogicalDate: day, State: "running",
+			QueuedAt: day, Owner: "dead"}
+		return tx.InsertRun(sched)
+	}))
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		released, err := tx.ReleaseOwnerClaims("dead", 3)
+		if err != nil || len(released) != 1 || released[0] != e.ID {
+			t.Errorf("released %v %v", released, err)
+		}
+		n, err := tx.AdoptRuns("dead", "alive", "schedule", "catchup")
+		if err != nil || n != 1 {
+			t.Errorf("adopted %d %v", n, err)
+		}
+		ended, skipped, err := tx.FailOwnerRuns("dead", "manual", "owner gone", now)
+		if err != nil || len(ended) != 1 || skipped != 0 {
+			t.Errorf("failed runs %+v skipped %d %v", ended, skipped, err)
+		}
+		return err
+	}))
+	got, err := st.EntryByID(bg(), e.ID)
+	if err != nil || got.State != "retired" || !got.Replay {
+		t.Fatalf("entry after the takeover: %+v %v", got, err)
+	}
+	run, err := st.GetRun(bg(), "etl", "s1")
+	if err != nil || run.Owner != "alive" {
+		t.Fatalf("adopted run %+v %v", run, err)
+	}
+	if claims, _ := st.ListClaims(bg()); len(claims) != 0 {
+		t.Fatalf("claims after the takeover: %+v", claims)
+	}
+}
+
+// testReads: what the API and the UI read comes back as written.
+func testReads(t *testing.T, h Harness) {
+	st := h.New(t)
+	e := seed(t, st)
+	now := day.Add(time.Minute)
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		for _, p := range []store.Pool{
+			{Name: "source_db", Slots: 1, TargetSlots: store.NoTarget, Ordering: "backfill", Source: "file"},
+			{Name: "destination_db", Slots: 3, TargetSlots: 2, Ordering: "strict", MaxQueued: 7,
+				StarvationAfter: time.Minute, IncludeDeferred: true, OnResize: "drain", Description: "dw", Source: "store"},
+		} {
+			if p.OnResize == "" {
+				p.OnResize = "immediate"
+			}
+			if err := tx.PutPool(&p, now); err != nil {
+				return err
+			}
+		}
+		if err := tx.UpsertDAG("etl", "etl.yaml", "@daily", now); err != nil {
+			return err
+		}
+		if err := tx.SetPaused("etl", true, now); err != nil {
+			return err
+		}
+		if err := tx.SetCheckpoint("etl", day); err != nil {
+			return err
+		}
+		if err := tx.SetImportErrors(map[string]string{"bad.yaml": "line 1: oops"}, now); err != nil {
+			return err
+		}
+		if err := tx.SetForce(e.ID); err != nil {
+			return err
+		}
+		if err := tx.SetImplicitLimit([]int64{e.ID}, "_global", 32); err != nil {
+			return err
+		}
+		if err := tx.SetPaused("nope", true, now); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("pausing an unknown DAG: %v", err)
+		}
+		return tx.Admit(e, "d1", 1, now, now.Add(time.Minute))
+	}))
+	ps, err := st.ListPools(bg())
+	if err != nil || len(ps) != 2 || ps[0].Name != "destination_db" || ps[0].TargetSlots != 2 || !ps[0].IncludeDeferred ||
+		ps[0].StarvationAfter != time.Minute || ps[1].TargetSlots != store.NoTarget {
+		t.Fatalf("pools %+v %v", ps, err)
+	}
+	got, err := st.LatestEntry(bg(), e.Run, "transfer")
+	if err != nil || !got.Force || got.State != "admitted" || got.Owner != "" || got.DAGID != "etl" || len(got.Needs) != 3 ||
+		!got.Needs[0].Implicit || got.Needs[0].Capacity != 32 {
+		t.Fatalf("entry %+v %v", got, err)
+	}
+	states, err := st.ListDAGStates(bg())
+	if err != nil || !states["etl"].Paused || !states["etl"].Checkpoint.Equal(day) {
+		t.Fatalf("dag states %+v %v", states, err)
+	}
+	ie, err := st.ImportErrors(bg())
+	if err != nil || ie["bad.yaml"] != "line 1: oops" {
+		t.Fatalf("import errors %+v %v", ie, err)
+	}
+	runs, total, err := st.ListRuns(bg(), "", 10, 0)
+	if err != nil || total != 1 || len(runs) != 1 || runs[0].RunID != "r1" {
+		t.Fatalf("runs %+v %d %v", runs, total, err)
+	}
+	hs, err := st.PoolHoldings(bg(), day)
+	if err != nil || len(hs) != 2 {
+		t.Fatalf("holdings %+v %v", hs, err)
+	}
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		held, waiting, err := tx.PoolHeld("destination_db")
+		if held != 2 || waiting != 0 {
+			t.Errorf("held %d waiting %d", held, waiting)
+		}
+		return err
+	}))
+	if _, err := st.GetRun(bg(), "etl", "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown run: %v", err)
+	}
+}
