@@ -169,20 +169,27 @@ func classify(err error) error {
 // changes reads PRAGMA data_version, which changes when another connection commits.
 type changes struct{ w *sql.DB }
 
-func (c *changes) Read(ctx context.Context, tx *sql.Tx) (int64, int, error) {
-	var v int64
+func (c *changes) Read(ctx context.Context, tx *sql.Tx) (int64, int64, int, error) {
+	var v, seq int64
 	var schema int
 	if err := tx.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&schema)
-	return v, schema, err
+	err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0), (SELECT seq FROM poolflow_changes)
+		FROM schema_migrations`).Scan(&schema, &seq)
+	return v, seq, schema, err
 }
 
-func (c *changes) Wrote(context.Context, *sql.Tx) (int64, error) { return 0, nil }
-func (c *changes) Committed(int64)                               {}
-func (c *changes) Changed() <-chan struct{}                      { return nil }
-func (c *changes) Close() error                                  { return nil }
+// Wrote bumps the change sequence (the version stays data_version).
+func (c *changes) Wrote(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var seq int64
+	err := tx.QueryRowContext(ctx, `UPDATE poolflow_changes SET seq = seq + 1 RETURNING seq`).Scan(&seq)
+	return seq, err
+}
+
+func (c *changes) Committed(int64)          {}
+func (c *changes) Changed() <-chan struct{} { return nil }
+func (c *changes) Close() error             { return nil }
 
 // Version reads data_version on the writer connection. A migration by a newer binary is a
 // commit of another connection: the pass it causes finds the schema in Begin.

@@ -1,0 +1,44 @@
+package sqlstore
+
+import (
+	"fmt"
+
+	"github.com/poolflow/poolflow/store"
+)
+
+// ChangesSince reads the runs, task instances and queue entries stamped after seq. Each table
+// has an index on its stamp, so the cost follows what changed, not the history or the open runs.
+func (t *Tx) ChangesSince(seq int64) (store.Changes, error) {
+	var c store.Changes
+	rows, err := t.query(`SELECT `+runCols+` FROM dag_runs WHERE seq > ? ORDER BY id`, seq)
+	if err != nil {
+		return c, err
+	}
+	if c.Runs, err = scanRuns(rows); err != nil {
+		return c, err
+	}
+	rows, err = t.query(`SELECT run, task_id, state, try_number, start_date, end_date, next_at, COALESCE(reason, '')
+		FROM task_instances WHERE seq > ?`, seq)
+	if err != nil {
+		return c, err
+	}
+	if c.TaskInstances, err = scanTIs(rows); err != nil {
+		return c, err
+	}
+	c.Entries, err = entriesWhere(t.ctx, t.q(), "e.seq > ?", seq)
+	return c, err
+}
+
+// RequestStop marks an admitted entry for its runner to stop (store.StopRequested). The mark
+// stays when the entry is put back in the queue (its runner died), so its owner fails it.
+func (t *Tx) RequestStop(id int64, reason string) error {
+	res, err := t.exec(`UPDATE queue_entries SET reason_code = ?, reason = ?, seq = ? WHERE id = ? AND state = 'admitted'`,
+		store.StopRequested, reason, t.stamp(), id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: entry %d is not admitted", store.ErrEntryState, id)
+	}
+	return nil
+}
