@@ -30,6 +30,8 @@ func (l *loop) apply(tx store.Tx, p *passState, ev event) error {
 		return l.trigger(tx, p, ev)
 	case *evCommand:
 		return l.command(tx, p, ev)
+	case *evStop:
+		return l.applyStop(tx, p, ev)
 	}
 	return nil
 }
@@ -98,7 +100,7 @@ func (l *loop) finish(tx store.Tx, p *passState, ev *evFinished) error {
 	switch {
 	case ev.ok:
 		ti.State, ti.Reason = string(dag.StateSuccess), ""
-		if err := l.retireJobRetries(tx, p, run.dag, run, "retry retired by a success"); err != nil {
+		if err := l.retireJobRetries(tx, p, run.dag, run, "retry retired by a success"); err != nil { // a job is never shared
 			return err
 		}
 		if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
@@ -246,7 +248,8 @@ func (l *loop) endWaiting(tx store.Tx, p *passState, le *liveEntry, state store.
 
 // markFailed ends a task with no further retry (poolflow tasks fail, §3.3; replace). A queued
 // entry is retired at once. A running attempt is killed, and the task fails when its end comes
-// back: its claims are released only once its processes are gone.
+// back: its claims are released only once its processes are gone. An attempt another daemon
+// runs (a shared run's) gets a stop request that its runner acts on (shared.go).
 func (l *loop) markFailed(tx store.Tx, p *passState, run *liveRun, ti *liveTI, reason string) error {
 	if dag.State(ti.State).Terminal() {
 		return fmt.Errorf("%w: task %s is already %s", store.ErrConflict, ti.TaskID, ti.State)
@@ -254,6 +257,16 @@ func (l *loop) markFailed(tx store.Tx, p *passState, run *liveRun, ti *liveTI, r
 	if le := ti.entry; le != nil {
 		if le.State == string(store.EntryAdmitted) {
 			a := l.running[le.ID]
+			if a == nil && le.holder != "" && le.holder != l.cfg.DaemonID {
+				if le.ReasonCode == store.StopRequested {
+					return nil // asked already
+				}
+				if err := tx.RequestStop(le.ID, reason); err != nil {
+					return err
+				}
+				le.ReasonCode, le.Reason, le.failWith = store.StopRequested, reason, reason
+				return nil
+			}
 			if a == nil {
 				return fmt.Errorf("%w: task %s is starting; try again", store.ErrConflict, ti.TaskID)
 			}

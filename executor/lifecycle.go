@@ -155,10 +155,12 @@ func (l *loop) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), store.OpTimeout)
 	defer cancel()
 	if err := l.st.WithTx(ctx, func(tx store.Tx) error {
-		if !l.loaded {
-			if err := l.load(tx, l.clock.Now()); err != nil {
-				return err
-			}
+		dv, err := tx.DataVersion()
+		if err != nil {
+			return err
+		}
+		if err := l.catchUp(tx, l.clock.Now(), dv, false); err != nil {
+			return err
 		}
 		p := &passState{now: l.clock.Now()}
 		for _, ev := range l.pending {
@@ -239,6 +241,9 @@ func (l *loop) nextWake(now time.Time) time.Time {
 	}
 	at(l.nextFire(now))
 	for _, run := range l.runs {
+		if run.shared {
+			continue // its owner brings its retries back and times its gates
+		}
 		for ti := range run.timers {
 			at(clockWake(ti))
 		}
@@ -254,7 +259,9 @@ func (l *loop) nextWake(now time.Time) time.Time {
 		if le.State != "waiting" {
 			continue
 		}
-		at(le.Deadline)
+		if !le.run.shared {
+			at(le.Deadline) // a shared entry is expired by its run's owner
+		}
 		if len(starving) == 0 {
 			continue
 		}

@@ -111,6 +111,7 @@ func (l *loop) applyConfig(tx store.Tx, now time.Time) error {
 		l.pools[p.Name] = p
 	}
 	l.ruleSet = eff.Rules
+	clear(l.ruleCache) // assigned before the pass under the old rules
 	if prev.MaxRunning != eff.Settings.MaxRunning {
 		if err := l.setGlobalLimit(tx, eff.Settings.MaxRunning); err != nil {
 			return err
@@ -121,11 +122,18 @@ func (l *loop) applyConfig(tx store.Tx, now time.Time) error {
 }
 
 // setGlobalLimit gives this daemon's waiting entries the new max_running as their _global
-// limit (none when 0); new entries get it from requirements.
+// limit (none when 0); new entries get it from requirements. The entries of shared runs get it
+// in memory only: their rows carry their owner's limit.
 func (l *loop) setGlobalLimit(tx store.Tx, maxRunning int) error {
 	var ids []int64
 	for id, le := range l.entries {
 		if le.State != "waiting" {
+			continue
+		}
+		le.pe = nil // what admission sees is built again, with the queue below
+		if le.run.shared {
+			le.Needs = l.localNeeds(le.Needs)
+			le.reason = nil
 			continue
 		}
 		ids = append(ids, id)
@@ -143,5 +151,6 @@ func (l *loop) setGlobalLimit(tx store.Tx, maxRunning int) error {
 		le.reason = nil
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	l.qvalid = false // _global's capacity is the queue's too
 	return tx.SetImplicitLimit(ids, pools.GlobalPool, maxRunning)
 }
