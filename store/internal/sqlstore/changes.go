@@ -10,7 +10,9 @@ import (
 // has an index on its stamp, so the cost follows what changed, not the history or the open runs.
 func (t *Tx) ChangesSince(seq int64) (store.Changes, error) {
 	var c store.Changes
-	rows, err := t.query(`SELECT `+runCols+` FROM dag_runs WHERE seq > ? ORDER BY id`, seq)
+	// Through IN (…): ordered by id, SQLite would rather walk the whole table in id order than
+	// use the stamp index.
+	rows, err := t.query(`SELECT `+runCols+` FROM dag_runs WHERE id IN (SELECT id FROM dag_runs WHERE seq > ?) ORDER BY id`, seq)
 	if err != nil {
 		return c, err
 	}
@@ -25,7 +27,7 @@ func (t *Tx) ChangesSince(seq int64) (store.Changes, error) {
 	if c.TaskInstances, err = scanTIs(rows); err != nil {
 		return c, err
 	}
-	c.Entries, err = entriesWhere(t.ctx, t.q(), "e.seq > ?", seq)
+	c.Entries, err = entriesWhere(t.ctx, t.q(), "e.id IN (SELECT id FROM queue_entries WHERE seq > ?)", seq)
 	return c, err
 }
 
