@@ -80,6 +80,6 @@ chaos: build
 # the daemons on it (CHAOS_DAEMONS, default 3), each with a state folder of its own.
 chaos-pg: build
 	@dir=$$(mktemp -d /tmp/poolflow-chaos-pg.XXXXXX); \
-	dsn=$$(scripts/pg-test-server start $$dir/pg) || exit 1; \
-	trap 'scripts/pg-test-server stop '$$dir/pg'; rmdir '$$dir EXIT; \
+	dsn=$$(scripts/pg-test-server start $$dir) || exit 1; \
+	trap 'scripts/pg-test-server stop '$$dir EXIT; \
 	$(GO) run ./cmd/poolflow-chaos --binary bin/poolflow -store "$$dsn"
