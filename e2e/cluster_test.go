@@ -195,6 +195,12 @@ func testShareScheduledRun(t *testing.T, target string) {
 	if err != nil || len(atts) != 12 {
 		t.Fatalf("%d attempts recorded (%v), want 12", len(atts), err)
 	}
+	for _, a := range atts {
+		data, _ := os.ReadFile(filepath.Join(marks, a.TaskID))
+		if lines := strings.Fields(string(data)); a.Daemon != lines[len(lines)-1] {
+			t.Errorf("attempt %s recorded as run by %q, ran last on %v", a.TaskID, a.Daemon, lines)
+		}
+	}
 	if runs, _, _ := st.ListRuns(ctx, "fan", 10, 0); len(runs) != 1 {
 		t.Fatalf("%d runs of fan, want 1", len(runs))
 	}

@@ -104,7 +104,7 @@ func (l *loop) finish(tx store.Tx, p *passState, ev *evFinished) error {
 			return err
 		}
 		if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
-			State: "success", StartDate: ev.start, EndDate: ev.end}); err != nil {
+			State: "success", StartDate: ev.start, EndDate: ev.end, Daemon: l.cfg.DaemonID}); err != nil {
 			return err
 		}
 		l.touch(p, ti)
@@ -112,7 +112,7 @@ func (l *loop) finish(tx store.Tx, p *passState, ev *evFinished) error {
 	case ev.skip:
 		ti.State, ti.Reason = string(dag.StateSkipped), ev.reason
 		if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
-			State: "skipped", StartDate: ev.start, EndDate: ev.end, Reason: ev.reason}); err != nil {
+			State: "skipped", StartDate: ev.start, EndDate: ev.end, Reason: ev.reason, Daemon: l.cfg.DaemonID}); err != nil {
 			return err
 		}
 		l.touch(p, ti)
@@ -150,14 +150,18 @@ func (l *loop) finishUnknown(tx store.Tx, p *passState, ev *evFinished) error {
 		state = "failed"
 	}
 	return tx.RecordEnd(ev.entry, &store.Attempt{TryNumber: a.try, State: state, StartDate: ev.start, EndDate: ev.end,
-		Reason: reason})
+		Reason: reason, Daemon: l.cfg.DaemonID})
 }
 
 // failAttempt records try `try` as failed and applies the retry policy: up_for_retry until
 // end + delay while attempts are left, else failed (§3.3).
 func (l *loop) failAttempt(tx store.Tx, p *passState, run *liveRun, ti *liveTI, try int, reason string, at time.Time, noRetry bool) error {
+	ranBy := "" // an entry that expired, was cancelled or rejected never ran
+	if !ti.StartDate.IsZero() {
+		ranBy = l.cfg.DaemonID
+	}
 	if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: try, State: "failed",
-		StartDate: ti.StartDate, EndDate: ti.EndDate, Reason: reason}); err != nil {
+		StartDate: ti.StartDate, EndDate: ti.EndDate, Reason: reason, Daemon: ranBy}); err != nil {
 		return err
 	}
 	l.notify(p, Notice{Kind: NoticeAttemptEnded, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: try,

@@ -133,6 +133,9 @@ type Attempt struct {
 	StartDate time.Time
 	EndDate   time.Time
 	Reason    string
+	// Daemon is the daemon that ran it ("" when none did: it expired, was cancelled or
+	// rejected while waiting); the attempt's log is in that daemon's state folder.
+	Daemon string
 }
 
 // OwnerKind says what kind of process an owner is (§9).

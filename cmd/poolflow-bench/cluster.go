@@ -59,7 +59,7 @@ func clusterCases() []clusterCase {
 type clusterRow struct {
 	c        clusterCase
 	elapsed  time.Duration
-	perOwner []int // attempts run per daemon (its log files)
+	perOwner []int // attempts run per daemon, as the store records them
 }
 
 // pgServer is a throw-away PostgreSQL server, or why there is none.
@@ -252,9 +252,16 @@ func (b *bench) measureCluster(c clusterCase, pg *pgServer) (clusterRow, error) 
 		return clusterRow{}, err
 	}
 	r := clusterRow{c: c, elapsed: run.EndDate.Sub(run.QueuedAt)}
+	atts, err := st.RunAttempts(ctx, run.PK)
+	if err != nil {
+		return r, err
+	}
+	by := map[string]int{}
+	for _, a := range atts {
+		by[a.Daemon]++
+	}
 	for i := 1; i <= c.daemons; i++ {
-		logs, _ := filepath.Glob(filepath.Join(proj, fmt.Sprintf("state-d%d", i), "logs", "bench", "*", "*", "*.log"))
-		r.perOwner = append(r.perOwner, len(logs))
+		r.perOwner = append(r.perOwner, by[fmt.Sprintf("d%d", i)])
 	}
 	fmt.Fprintf(os.Stderr, "%s: %v, attempts per daemon %v\n", c.name, r.elapsed.Round(time.Millisecond), r.perOwner)
 	return r, nil

@@ -135,8 +135,8 @@ func (s *DB) CommandOutcome(ctx context.Context, id int64) (done bool, refused s
 
 // ListAttempts lists the ended attempts of a task instance by try number.
 func (s *DB) ListAttempts(ctx context.Context, run int64, taskID string) ([]store.Attempt, error) {
-	rows, err := s.query(ctx, `SELECT run, task_id, try_number, state, start_date, end_date, COALESCE(reason, '')
-		FROM attempts WHERE run = ? AND task_id = ? ORDER BY try_number`, run, taskID)
+	rows, err := s.query(ctx, `SELECT run, task_id, try_number, state, start_date, end_date, COALESCE(reason, ''),
+		COALESCE(daemon, '') FROM attempts WHERE run = ? AND task_id = ? ORDER BY try_number`, run, taskID)
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -145,7 +145,7 @@ func (s *DB) ListAttempts(ctx context.Context, run int64, taskID string) ([]stor
 	for rows.Next() {
 		var a store.Attempt
 		var start, end sql.NullInt64
-		if err := rows.Scan(&a.Run, &a.TaskID, &a.TryNumber, &a.State, &start, &end, &a.Reason); err != nil {
+		if err := rows.Scan(&a.Run, &a.TaskID, &a.TryNumber, &a.State, &start, &end, &a.Reason, &a.Daemon); err != nil {
 			return nil, unavailable(err)
 		}
 		a.StartDate, a.EndDate = timeOf(start), timeOf(end)

@@ -9,3 +9,6 @@ ALTER TABLE queue_entries ADD COLUMN seq BIGINT NOT NULL DEFAULT 0;
 CREATE INDEX dag_runs_seq ON dag_runs (seq);
 CREATE INDEX task_instances_seq ON task_instances (seq);
 CREATE INDEX queue_entries_seq ON queue_entries (seq);
+-- Which daemon ran an attempt (its host keeps the attempt's log); NULL when none ran it (an
+-- entry that expired, was cancelled or rejected) and for attempts recorded before.
+ALTER TABLE attempts ADD COLUMN daemon TEXT;
