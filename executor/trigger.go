@@ -90,8 +90,7 @@ func (l *loop) newRun(tx store.Tx, p *passState, d *dag.DAG, runType string, log
 	}
 	lr := newLiveRun(r, d)
 	for _, t := range d.Tasks {
-		ti := &liveTI{TaskInstance: store.TaskInstance{Run: r.PK, TaskID: t.ID, State: string(dag.StateNone)}, task: t,
-			isNew: true}
+		ti := &liveTI{TaskInstance: store.TaskInstance{Run: r.PK, TaskID: t.ID, State: string(dag.StateNone)}, task: t}
 		lr.add(ti)
 		l.touch(p, ti)
 	}
