@@ -225,6 +225,7 @@ func (l *loop) ownAttempt(pid int, _ procStat) bool {
 
 // nextWake is the earliest moment the loop must pass again on its own: a retry, a queue
 // deadline, a starvation threshold, an approval timeout, a cron fire, a lease renewal or expiry.
+// Its cost follows the runs' clock-bound tasks and the cron schedules, not the waiting entries.
 func (l *loop) nextWake(now time.Time) time.Time {
 	wake := now.Add(time.Hour)
 	at := func(t time.Time) {
@@ -243,28 +244,10 @@ func (l *loop) nextWake(now time.Time) time.Time {
 			at(clockWake(ti))
 		}
 	}
-	// Starvation thresholds matter only in finite backfill pools that promote.
-	starving := map[string]time.Duration{}
-	for _, sp := range l.pools {
-		if sp.StarvationAfter > 0 && sp.Ordering == "backfill" && sp.Slots >= 0 {
-			starving[sp.Name] = sp.StarvationAfter
-		}
-	}
-	for _, le := range l.entries {
-		if le.State != "waiting" {
-			continue
-		}
-		at(le.Deadline)
-		if len(starving) == 0 {
-			continue
-		}
-		for _, n := range le.Needs {
-			if after, ok := starving[n.Pool]; ok {
-				if t := le.Due.Add(after); t.After(now) {
-					at(t.Add(time.Millisecond))
-				}
-			}
-		}
+	// Queue deadlines, starvation thresholds and sensors' not-before times come from the
+	// admission queue's indexes by time: a wake-up never walks the waiting entries.
+	if l.queue != nil {
+		at(l.queue.NextWake(now))
 	}
 	if wake.Before(now) {
 		return now

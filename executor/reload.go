@@ -111,6 +111,7 @@ func (l *loop) applyConfig(tx store.Tx, now time.Time) error {
 		l.pools[p.Name] = p
 	}
 	l.ruleSet = eff.Rules
+	clear(l.ruleCache) // evaluated before this pass under the old rules
 	if prev.MaxRunning != eff.Settings.MaxRunning {
 		if err := l.setGlobalLimit(tx, eff.Settings.MaxRunning); err != nil {
 			return err
