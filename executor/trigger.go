@@ -96,7 +96,7 @@ func (l *loop) newRun(tx store.Tx, p *passState, d *dag.DAG, runType string, log
 	}
 	l.runs[r.PK] = lr
 	p.newRuns = append(p.newRuns, lr)
-	l.log.Info("run created", keyDAG, d.ID, keyRun, runID, "run_type", runType)
+	l.log.Info("run created", keyDAG, d.ID, keyRun, r.RunID, "run_type", runType)
 	return lr, nil
 }
 
