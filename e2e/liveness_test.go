@@ -254,7 +254,7 @@ func TestFailedPassBacksOff(t *testing.T) {
 
 // TestRebootSurvivesAFailedPass: an @reboot fire is consumed only by the commit that creates its
 // run or by its §4.9 drop warning. A pass that fails after creating the run (here a write of its
-// task instance collides with a stray row) leaves the fire pending, so once the write succeeds
+// task instance is aborted by an injected trigger) leaves the fire pending, so once the write succeeds
 // the run exists, once; a pass that cannot read pool state drops it with the warning, once.
 func TestRebootSurvivesAFailedPass(t *testing.T) {
 	t.Parallel()
@@ -262,19 +262,20 @@ func TestRebootSurvivesAFailedPass(t *testing.T) {
 		t.Parallel()
 		p := newProject(t, "", map[string]string{"boot.yaml": "schedule: '@reboot'\nbash: echo booted\n"})
 		p.initStore(t)
-		// The first run gets key 1: a stray task instance row (no run, foreign keys off on this
-		// connection) makes the pass that creates it fail after creating it.
+		// A trigger makes every write of a task instance abort: the pass that creates the run
+		// fails after creating it, until the trigger is dropped.
 		db, err := sql.Open("sqlite3", "file:"+filepath.Join(p.state, "poolflow.db")+"?_busy_timeout=5000")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		if _, err := db.Exec(`INSERT INTO task_instances (run, task_id, state) VALUES (1, 'boot', 'none')`); err != nil {
+		if _, err := db.Exec(`CREATE TRIGGER injected_failure BEFORE INSERT ON task_instances
+			BEGIN SELECT RAISE(ABORT, 'injected failure'); END`); err != nil {
 			t.Fatal(err)
 		}
 		s := p.serve(t, "--daemon-id", "s")
 		eventually(t, 20*time.Second, "the pass to fail", func() bool { return s.logs.count("pass failed") > 0 })
-		if _, err := db.Exec(`DELETE FROM task_instances WHERE run = 1 AND task_id = 'boot'`); err != nil {
+		if _, err := db.Exec(`DROP TRIGGER injected_failure`); err != nil {
 			t.Fatal(err)
 		}
 		st := p.open(t)

@@ -142,16 +142,10 @@ func (l *loop) queuedPerPool() map[string]int {
 	if !limited {
 		return out
 	}
-	for _, le := range l.entries {
-		if le.State == "waiting" {
-			for _, n := range le.Needs {
-				out[n.Pool]++
-			}
-		}
-	}
-	for _, e := range l.foreign {
-		for _, n := range e.Needs {
-			out[n.Pool]++
+	l.syncEntries() // the admission queue holds every waiting entry, this owner's and others'
+	for _, p := range l.pools {
+		if p.MaxQueued > 0 {
+			out[p.Name] = l.queue.Waiting(p.Name)
 		}
 	}
 	return out

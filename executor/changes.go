@@ -20,8 +20,7 @@ func (l *loop) applyChanges(tx store.Tx, p *passState) error {
 			if _, ok := run.tis[t.ID]; ok {
 				continue
 			}
-			ti := &liveTI{TaskInstance: store.TaskInstance{Run: run.PK, TaskID: t.ID, State: string(dag.StateNone)}, task: t,
-				isNew: true}
+			ti := &liveTI{TaskInstance: store.TaskInstance{Run: run.PK, TaskID: t.ID, State: string(dag.StateNone)}, task: t}
 			run.add(ti)
 			l.touch(p, ti)
 		}

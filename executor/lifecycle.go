@@ -155,12 +155,10 @@ func (l *loop) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), store.OpTimeout)
 	defer cancel()
 	if err := l.st.WithTx(ctx, func(tx store.Tx) error {
-		dv, err := tx.DataVersion()
-		if err != nil {
-			return err
-		}
-		if err := l.catchUp(tx, l.clock.Now(), dv, false); err != nil {
-			return err
+		if !l.loaded {
+			if err := l.load(tx, l.clock.Now()); err != nil {
+				return err
+			}
 		}
 		p := &passState{now: l.clock.Now()}
 		for _, ev := range l.pending {
@@ -227,6 +225,7 @@ func (l *loop) ownAttempt(pid int, _ procStat) bool {
 
 // nextWake is the earliest moment the loop must pass again on its own: a retry, a queue
 // deadline, a starvation threshold, an approval timeout, a cron fire, a lease renewal or expiry.
+// Its cost follows the runs' clock-bound tasks and the cron schedules, not the waiting entries.
 func (l *loop) nextWake(now time.Time) time.Time {
 	wake := now.Add(time.Hour)
 	at := func(t time.Time) {
@@ -241,37 +240,14 @@ func (l *loop) nextWake(now time.Time) time.Time {
 	}
 	at(l.nextFire(now))
 	for _, run := range l.runs {
-		if run.shared {
-			continue // its owner brings its retries back and times its gates
-		}
 		for ti := range run.timers {
 			at(clockWake(ti))
 		}
 	}
-	// Starvation thresholds matter only in finite backfill pools that promote.
-	starving := map[string]time.Duration{}
-	for _, sp := range l.pools {
-		if sp.StarvationAfter > 0 && sp.Ordering == "backfill" && sp.Slots >= 0 {
-			starving[sp.Name] = sp.StarvationAfter
-		}
-	}
-	for _, le := range l.entries {
-		if le.State != "waiting" {
-			continue
-		}
-		if !le.run.shared {
-			at(le.Deadline) // a shared entry is expired by its run's owner
-		}
-		if len(starving) == 0 {
-			continue
-		}
-		for _, n := range le.Needs {
-			if after, ok := starving[n.Pool]; ok {
-				if t := le.Due.Add(after); t.After(now) {
-					at(t.Add(time.Millisecond))
-				}
-			}
-		}
+	// Queue deadlines, starvation thresholds and sensors' not-before times come from the
+	// admission queue's indexes by time: a wake-up never walks the waiting entries.
+	if l.queue != nil {
+		at(l.queue.NextWake(now))
 	}
 	if wake.Before(now) {
 		return now

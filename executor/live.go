@@ -53,8 +53,8 @@ type liveTI struct {
 	// seen is the state run.open, run.timers and the frontier last accounted for.
 	seen string
 	// A pass changes a task instance several times (queued, then admitted, say); it is written
-	// once, at the end of the pass. isNew means the row does not exist yet.
-	dirty, isNew bool
+	// once, at the end of the pass (inserted if its row does not exist yet).
+	dirty bool
 }
 
 // touch marks a task instance to be written at the end of the pass, and lets its run account
@@ -212,21 +212,13 @@ func (h *posHeap) pop() int32 {
 
 // flushTIs writes every task instance the pass changed, once each.
 func flushTIs(tx store.Tx, p *passState) error {
-	for _, ti := range p.dirtyTIs {
+	rows := make([]*store.TaskInstance, len(p.dirtyTIs))
+	for i, ti := range p.dirtyTIs {
 		ti.dirty = false
-		if ti.isNew {
-			ti.isNew = false
-			if err := tx.InsertTI(&ti.TaskInstance); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := tx.UpdateTI(&ti.TaskInstance); err != nil {
-			return err
-		}
+		rows[i] = &ti.TaskInstance
 	}
 	p.dirtyTIs = p.dirtyTIs[:0]
-	return nil
+	return tx.PutTIs(rows)
 }
 
 // liveEntry is one of this daemon's queue entries.

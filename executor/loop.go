@@ -265,7 +265,7 @@ func (l *loop) run(ctx context.Context) error {
 
 // coalesceWindow is how long a pass waits for more attempts to finish before it commits, as
 // PostgreSQL's commit_delay does: a commit (an fsync) then covers several completions.
-const coalesceWindow = time.Millisecond
+const coalesceWindow = 400 * time.Microsecond
 
 // coalesce drains pending events and, while other attempts are still running and the window
 // lasts, waits for more completions to join this pass.

@@ -36,8 +36,8 @@ func (l *loop) dropEntry(id int64) {
 	l.queueDirty(id)
 }
 
-// syncQueue makes the queue agree with memory and with the claims read in this pass.
-func (l *loop) syncQueue(now time.Time, claims []store.Claim) {
+// syncEntries makes the queue's entries agree with memory.
+func (l *loop) syncEntries() {
 	if l.queue == nil || !l.qvalid {
 		l.rebuildQueue()
 	} else {
@@ -52,6 +52,11 @@ func (l *loop) syncQueue(now time.Time, claims []store.Claim) {
 		}
 	}
 	clear(l.qdirty)
+}
+
+// syncQueue makes the queue agree with memory and with the claims read in this pass.
+func (l *loop) syncQueue(now time.Time, claims []store.Claim) {
+	l.syncEntries()
 	for _, sp := range l.pools {
 		l.queue.SetPool(namedPool(sp))
 	}

@@ -111,7 +111,7 @@ func (l *loop) applyConfig(tx store.Tx, now time.Time) error {
 		l.pools[p.Name] = p
 	}
 	l.ruleSet = eff.Rules
-	clear(l.ruleCache) // assigned before the pass under the old rules
+	clear(l.ruleCache) // evaluated before this pass under the old rules
 	if prev.MaxRunning != eff.Settings.MaxRunning {
 		if err := l.setGlobalLimit(tx, eff.Settings.MaxRunning); err != nil {
 			return err
@@ -122,18 +122,11 @@ func (l *loop) applyConfig(tx store.Tx, now time.Time) error {
 }
 
 // setGlobalLimit gives this daemon's waiting entries the new max_running as their _global
-// limit (none when 0); new entries get it from requirements. The entries of shared runs get it
-// in memory only: their rows carry their owner's limit.
+// limit (none when 0); new entries get it from requirements.
 func (l *loop) setGlobalLimit(tx store.Tx, maxRunning int) error {
 	var ids []int64
 	for id, le := range l.entries {
 		if le.State != "waiting" {
-			continue
-		}
-		le.pe = nil // what admission sees is built again, with the queue below
-		if le.run.shared {
-			le.Needs = l.localNeeds(le.Needs)
-			le.reason = nil
 			continue
 		}
 		ids = append(ids, id)
@@ -151,6 +144,5 @@ func (l *loop) setGlobalLimit(tx store.Tx, maxRunning int) error {
 		le.reason = nil
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	l.qvalid = false // _global's capacity is the queue's too
 	return tx.SetImplicitLimit(ids, pools.GlobalPool, maxRunning)
 }

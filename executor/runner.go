@@ -221,10 +221,12 @@ func (l *loop) runProcess(ctx context.Context, a *attempt, logf *attemptLog, arg
 	defer func() {
 		// The group is dead by now; a process that left it may still hold the pipe, so the
 		// copy gets a bounded time to reach EOF.
+		bound := time.NewTimer(l.cfg.KillGrace)
 		select {
 		case <-copied:
-		case <-time.After(l.cfg.KillGrace):
+		case <-bound.C:
 		}
+		bound.Stop()
 		pr.Close()
 	}()
 	a.mu.Lock()

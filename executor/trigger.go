@@ -90,14 +90,13 @@ func (l *loop) newRun(tx store.Tx, p *passState, d *dag.DAG, runType string, log
 	}
 	lr := newLiveRun(r, d)
 	for _, t := range d.Tasks {
-		ti := &liveTI{TaskInstance: store.TaskInstance{Run: r.PK, TaskID: t.ID, State: string(dag.StateNone)}, task: t,
-			isNew: true}
+		ti := &liveTI{TaskInstance: store.TaskInstance{Run: r.PK, TaskID: t.ID, State: string(dag.StateNone)}, task: t}
 		lr.add(ti)
 		l.touch(p, ti)
 	}
 	l.runs[r.PK] = lr
 	p.newRuns = append(p.newRuns, lr)
-	l.log.Info("run created", keyDAG, d.ID, keyRun, runID, "run_type", runType)
+	l.log.Info("run created", keyDAG, d.ID, keyRun, r.RunID, "run_type", runType)
 	return lr, nil
 }
 

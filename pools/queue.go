@@ -231,6 +231,15 @@ type claimRef struct {
 	entry int64
 }
 
+// Waiting is how many entries of the queue need the pool, visible or not: the waiting entries
+// that count against its backlog (max_queued, §4.6).
+func (q *Queue) Waiting(pool string) int {
+	if p, ok := q.pools[pool]; ok {
+		return len(p.members)
+	}
+	return 0
+}
+
 // Apply applies a committed decision of this queue's Pass: admitted entries leave the queue
 // and hold every pool they needed; expired entries leave it. Rejected entries stay until the
 // caller removes them; not_mine entries stay for their own daemon.

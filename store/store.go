@@ -103,6 +103,8 @@ type Tx interface {
 	RunByPK(pk int64) (Run, error)
 	InsertTI(ti *TaskInstance) error
 	UpdateTI(ti *TaskInstance) error
+	// PutTIs writes task instances, inserting the missing ones, in few statements.
+	PutTIs(tis []*TaskInstance) error
 	TaskInstances(run int64) ([]TaskInstance, error)
 	InsertAttempt(a *Attempt) error
 	UpsertDAG(dagID, file, schedule string, now time.Time) error

@@ -201,15 +201,17 @@ func (t *Tx) ReleaseEntry(id int64) (store.EntryState, error) {
 // only if daemon still holds them under epoch (the fencing check of §4.8). It reports false,
 // changing nothing, when the claims are gone or belong to another epoch.
 func (t *Tx) ReleaseHeld(id int64, daemon string, epoch int64, now time.Time) (bool, error) {
-	held, err := t.HoldsClaim(id, daemon, epoch)
-	if err != nil || !held {
+	// The fenced delete is the check: an entry's claims are all written by one holder under one
+	// epoch, so none are deleted when another holds them. A refused state move below rolls the
+	// transaction (and the delete) back.
+	res, err := t.exec(`DELETE FROM claims WHERE entry = ? AND daemon = ? AND epoch = ?`, id, daemon, epoch)
+	if err != nil {
 		return false, err
 	}
-	if err := t.moveEntry(id, store.EntryDone, `ended_at = ?`, store.Micros(now)); err != nil {
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return false, err
 	}
-	_, err = t.exec(`DELETE FROM claims WHERE entry = ?`, id)
-	return true, err
+	return true, t.moveEntry(id, store.EntryDone, `ended_at = ?`, store.Micros(now))
 }
 
 // RequeueHeld is RequeueEntry for the holder itself (shutdown, a lost lease): it acts only while

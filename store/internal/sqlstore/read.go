@@ -55,28 +55,7 @@ func (s *DB) GetRunByPK(ctx context.Context, pk int64) (store.Run, error) {
 
 // ListRuns lists a DAG's runs, newest first ("" = every DAG).
 func (s *DB) ListRuns(ctx context.Context, dagID string, limit, offset int) ([]store.Run, int, error) {
-	if limit <= 0 {
-		limit = 100
-	}
-	var total int
-	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM dag_runs WHERE ? = '' OR dag_id = ?`, dagID, dagID).Scan(&total); err != nil {
-		return nil, 0, unavailable(err)
-	}
-	rows, err := s.query(ctx, `SELECT `+runCols+` FROM dag_runs WHERE ? = '' OR dag_id = ?
-		ORDER BY queued_at DESC, id DESC LIMIT ? OFFSET ?`, dagID, dagID, limit, offset)
-	if err != nil {
-		return nil, 0, unavailable(err)
-	}
-	defer rows.Close()
-	var out []store.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, 0, unavailable(err)
-		}
-		out = append(out, r)
-	}
-	return out, total, unavailable(rows.Err())
+	return s.ListRunsWhere(ctx, store.RunFilter{DAGID: dagID, OrderBy: "queued_at", Desc: true, Limit: limit, Offset: offset})
 }
 
 // ListTaskInstances lists a run's task instances.
@@ -135,8 +114,13 @@ func (s *DB) CommandOutcome(ctx context.Context, id int64) (done bool, refused s
 
 // ListAttempts lists the ended attempts of a task instance by try number.
 func (s *DB) ListAttempts(ctx context.Context, run int64, taskID string) ([]store.Attempt, error) {
+	return s.attempts(ctx, `run = ? AND task_id = ? ORDER BY try_number`, run, taskID)
+}
+
+// attempts reads the ended attempts a condition on the attempts table selects.
+func (s *DB) attempts(ctx context.Context, where string, args ...any) ([]store.Attempt, error) {
 	rows, err := s.query(ctx, `SELECT run, task_id, try_number, state, start_date, end_date, COALESCE(reason, ''),
-		COALESCE(daemon, '') FROM attempts WHERE run = ? AND task_id = ? ORDER BY try_number`, run, taskID)
+		COALESCE(daemon, '') FROM attempts WHERE `+where, args...)
 	if err != nil {
 		return nil, unavailable(err)
 	}

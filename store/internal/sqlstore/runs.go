@@ -106,6 +106,31 @@ func (t *Tx) UpdateTI(ti *store.TaskInstance) error {
 	return err
 }
 
+// putTIsChunk bounds the rows of one PutTIs statement; each distinct count is its own prepared
+// statement, so they stay few.
+const putTIsChunk = 64
+
+// PutTIs writes task instances, inserting those that do not exist yet: one statement for up to
+// putTIsChunk of them, so a pass writes the task instances it changed in a few statements.
+func (t *Tx) PutTIs(tis []*store.TaskInstance) error {
+	for len(tis) > 0 {
+		n := min(len(tis), putTIsChunk)
+		args := make([]any, 0, 8*n)
+		for _, ti := range tis[:n] {
+			args = append(args, ti.Run, ti.TaskID, ti.State, ti.TryNumber, nullMicros(ti.StartDate), nullMicros(ti.EndDate),
+				nullMicros(ti.NextAt), nullString(ti.Reason))
+		}
+		if _, err := t.exec(`INSERT INTO task_instances (run, task_id, state, try_number, start_date, end_date, next_at, reason)
+			VALUES `+rowsOf(n, "(?, ?, ?, ?, ?, ?, ?, ?)")+` ON CONFLICT (run, task_id) DO UPDATE SET state = excluded.state,
+			try_number = excluded.try_number, start_date = excluded.start_date, end_date = excluded.end_date,
+			next_at = excluded.next_at, reason = excluded.reason`, args...); err != nil {
+			return err
+		}
+		tis = tis[n:]
+	}
+	return nil
+}
+
 // TaskInstances lists a run's task instances.
 func (t *Tx) TaskInstances(run int64) ([]store.TaskInstance, error) {
 	rows, err := t.query(`SELECT run, task_id, state, try_number, start_date, end_date, next_at, COALESCE(reason, '')

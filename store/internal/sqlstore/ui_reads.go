@@ -69,23 +69,7 @@ func (s *DB) TaskInstancesOfRuns(ctx context.Context, runs []int64) (map[int64][
 
 // RunAttempts lists every ended attempt of a run, by task id and try number.
 func (s *DB) RunAttempts(ctx context.Context, run int64) ([]store.Attempt, error) {
-	rows, err := s.query(ctx, `SELECT run, task_id, try_number, state, start_date, end_date, COALESCE(reason, ''),
-		COALESCE(daemon, '') FROM attempts WHERE run = ? ORDER BY task_id, try_number`, run)
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	defer rows.Close()
-	var out []store.Attempt
-	for rows.Next() {
-		var a store.Attempt
-		var start, end sql.NullInt64
-		if err := rows.Scan(&a.Run, &a.TaskID, &a.TryNumber, &a.State, &start, &end, &a.Reason, &a.Daemon); err != nil {
-			return nil, unavailable(err)
-		}
-		a.StartDate, a.EndDate = timeOf(start), timeOf(end)
-		out = append(out, a)
-	}
-	return out, unavailable(rows.Err())
+	return s.attempts(ctx, `run = ? ORDER BY task_id, try_number`, run)
 }
 
 // PoolHoldings lists the admissions into named pools that held slots at some time since since:
