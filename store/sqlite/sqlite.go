@@ -166,50 +166,44 @@ func classify(err error) error {
 	return err
 }
 
-// changes reads PRAGMA data_version, which changes when another connection commits. seen, seq
-// and schema are the data_version, change sequence and schema version as of the last Read or
-// commit: write transactions run one at a time on the single writer connection.
+// changes reads PRAGMA data_version, which changes when another connection commits. seen and
+// schema are the data_version and schema version of the last Read: Reads run inside write
+// transactions, one at a time on the single writer connection.
 type changes struct {
 	w      *sql.DB
 	seen   int64
-	seq    int64
 	schema int
 }
 
 func (c *changes) Read(ctx context.Context, tx *sql.Tx) (int64, int64, int, error) {
-	var v int64
+	var v, seq int64
 	if err := tx.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v); err != nil {
 		return 0, 0, 0, err
 	}
-	// data_version moves with every commit of another connection (a migration, another
-	// daemon's write); while it stays, only this connection wrote: the schema read last still
-	// holds and the change sequence is the last one this connection committed.
+	// A migration is a commit of another connection, which changes data_version: while it
+	// stays, the schema read last still holds. The change sequence moves with this
+	// connection's own commits too, so it is read every time.
 	if c.schema > 0 && v == c.seen {
-		return v, c.seq, c.schema, nil
+		err := tx.QueryRowContext(ctx, `SELECT seq FROM poolflow_changes`).Scan(&seq)
+		return v, seq, c.schema, err
 	}
 	var schema int
-	var seq int64
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0), (SELECT seq FROM poolflow_changes)
 		FROM schema_migrations`).Scan(&schema, &seq); err != nil {
 		return 0, 0, 0, err
 	}
-	c.seen, c.seq, c.schema = v, seq, schema
+	c.seen, c.schema = v, schema
 	return v, seq, schema, nil
 }
 
-// Wrote bumps the change sequence (the version stays data_version). A number other than the
-// next one means the cache was wrong (a new writer connection counts data_version afresh): the
-// pass fails and the next Read reads both again.
+// Wrote bumps the change sequence (the version stays data_version).
 func (c *changes) Wrote(ctx context.Context, tx *sql.Tx) (int64, error) {
 	var seq int64
 	err := tx.QueryRowContext(ctx, `UPDATE poolflow_changes SET seq = seq + 1 RETURNING seq`).Scan(&seq)
-	if err != nil || seq != c.seq+1 {
-		c.schema = 0
-	}
 	return seq, err
 }
 
-func (c *changes) Committed(mark int64)     { c.seq = mark }
+func (c *changes) Committed(int64)          {}
 func (c *changes) Changed() <-chan struct{} { return nil }
 func (c *changes) Close() error             { return nil }
 

@@ -113,11 +113,13 @@ func testChangeStamps(t *testing.T, h Harness) {
 	expect("implicit limit", changes(b, s4), "entry transfer waiting "+store.StopRequested+" 2 manual")
 	_, s6 := write(a, func(tx store.Tx) error { return tx.SetForce(e.ID) })
 	expect("force", changes(b, s5), "entry transfer waiting "+store.StopRequested+" 2 manual")
+	var s1PK int64
 	_, s7 := write(a, func(tx store.Tx) error {
 		r := &store.Run{DAGID: "etl", RunID: "s1", RunType: "schedule", LogicalDate: day, State: "running", QueuedAt: day, Owner: "d1"}
 		if err := tx.InsertRun(r); err != nil {
 			return err
 		}
+		s1PK = r.PK
 		if err := tx.InsertTI(&store.TaskInstance{Run: r.PK, TaskID: "load", State: "none"}); err != nil {
 			return err
 		}
@@ -127,6 +129,12 @@ func testChangeStamps(t *testing.T, h Harness) {
 	expect("new run", changes(b, s6), "run s1 running d1", "ti load none", "entry load waiting  1 schedule")
 	_, s8 := write(b, func(tx store.Tx) error { _, err := tx.AdoptRuns("d1", "d2", "schedule"); return err })
 	expect("adopt", changes(a, s7), "run s1 running d2")
+	// PutTIs updates one task instance and inserts another in one statement.
+	_, s9 := write(a, func(tx store.Tx) error {
+		return tx.PutTIs([]*store.TaskInstance{{Run: s1PK, TaskID: "load", State: "scheduled"},
+			{Run: s1PK, TaskID: "report", State: "none"}})
+	})
+	expect("put task instances", changes(b, s8), "ti load scheduled", "ti report none")
 	write(b, func(tx store.Tx) error {
 		r, err := tx.RunByPK(e.Run)
 		if err != nil {
@@ -134,7 +142,7 @@ func testChangeStamps(t *testing.T, h Harness) {
 		}
 		return tx.FailRun(&r, "gone", day)
 	})
-	expect("fail run", changes(a, s8), "run r1 failed ", "ti transfer failed", "entry transfer retired retired 2 manual")
-	expect("everything", changes(a, s0), "run r1 failed ", "run s1 running d2", "ti transfer failed", "ti load none",
-		"entry transfer retired retired 2 manual", "entry load waiting  1 schedule")
+	expect("fail run", changes(a, s9), "run r1 failed ", "ti transfer failed", "entry transfer retired retired 2 manual")
+	expect("everything", changes(a, s0), "run r1 failed ", "run s1 running d2", "ti transfer failed", "ti load scheduled",
+		"ti report none", "entry transfer retired retired 2 manual", "entry load waiting  1 schedule")
 }

@@ -115,15 +115,16 @@ const putTIsChunk = 64
 func (t *Tx) PutTIs(tis []*store.TaskInstance) error {
 	for len(tis) > 0 {
 		n := min(len(tis), putTIsChunk)
-		args := make([]any, 0, 8*n)
+		args := make([]any, 0, 9*n)
+		stamp := t.stamp()
 		for _, ti := range tis[:n] {
 			args = append(args, ti.Run, ti.TaskID, ti.State, ti.TryNumber, nullMicros(ti.StartDate), nullMicros(ti.EndDate),
-				nullMicros(ti.NextAt), nullString(ti.Reason))
+				nullMicros(ti.NextAt), nullString(ti.Reason), stamp)
 		}
-		if _, err := t.exec(`INSERT INTO task_instances (run, task_id, state, try_number, start_date, end_date, next_at, reason)
-			VALUES `+rowsOf(n, "(?, ?, ?, ?, ?, ?, ?, ?)")+` ON CONFLICT (run, task_id) DO UPDATE SET state = excluded.state,
+		if _, err := t.exec(`INSERT INTO task_instances (run, task_id, state, try_number, start_date, end_date, next_at, reason, seq)
+			VALUES `+rowsOf(n, "(?, ?, ?, ?, ?, ?, ?, ?, ?)")+` ON CONFLICT (run, task_id) DO UPDATE SET state = excluded.state,
 			try_number = excluded.try_number, start_date = excluded.start_date, end_date = excluded.end_date,
-			next_at = excluded.next_at, reason = excluded.reason`, args...); err != nil {
+			next_at = excluded.next_at, reason = excluded.reason, seq = excluded.seq`, args...); err != nil {
 			return err
 		}
 		tis = tis[n:]
