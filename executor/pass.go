@@ -28,6 +28,9 @@ func (l *loop) pass(ctx context.Context) error {
 			}
 		}
 	}()
+	// Events that came while Begin waited for the writers' lock (other daemons' passes) join
+	// this pass: under contention one commit covers more of them.
+	l.drainEvents()
 	dv, err := tx.DataVersion()
 	if err != nil {
 		return err

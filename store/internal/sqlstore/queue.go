@@ -133,10 +133,13 @@ func (t *Tx) HoldsClaim(entry int64, daemon string, epoch int64) (bool, error) {
 	return n > 0, unavailable(err)
 }
 
-// Claims lists every held claim with its entry's label.
+// Claims lists every held claim with its entry's label. The label is a lookup per claim by the
+// entry's key: joined, PostgreSQL without statistics on a table that just grew hashes every
+// entry ever queued on each pass.
 func (t *Tx) Claims() ([]store.Claim, error) {
-	rows, err := t.query(`SELECT c.entry, c.pool, c.slots, c.daemon, c.epoch, COALESCE(c.pgid, 0), c.lease_until, e.label
-		FROM claims c JOIN queue_entries e ON e.id = c.entry ORDER BY c.entry, c.pool`)
+	rows, err := t.query(`SELECT c.entry, c.pool, c.slots, c.daemon, c.epoch, COALESCE(c.pgid, 0), c.lease_until,
+		(SELECT e.label FROM queue_entries e WHERE e.id = c.entry)
+		FROM claims c ORDER BY c.entry, c.pool`)
 	if err != nil {
 		return nil, err
 	}

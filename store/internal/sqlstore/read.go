@@ -23,7 +23,8 @@ func (s *DB) ListPools(ctx context.Context) ([]store.Pool, error) {
 // ListClaims lists every held claim.
 func (s *DB) ListClaims(ctx context.Context) ([]store.Claim, error) {
 	rows, err := s.query(ctx, `SELECT c.entry, c.pool, c.slots, c.daemon, c.epoch, COALESCE(c.pgid, 0),
-		c.lease_until, e.label FROM claims c JOIN queue_entries e ON e.id = c.entry ORDER BY c.entry, c.pool`)
+		c.lease_until, (SELECT e.label FROM queue_entries e WHERE e.id = c.entry)
+		FROM claims c ORDER BY c.entry, c.pool`)
 	if err != nil {
 		return nil, unavailable(err)
 	}

@@ -12,8 +12,9 @@ import (
 
 // ClaimsOf lists the claims owner holds under an epoch up to maxEpoch.
 func (t *Tx) ClaimsOf(owner string, maxEpoch int64) ([]store.Claim, error) {
-	rows, err := t.query(`SELECT c.entry, c.pool, c.slots, c.daemon, c.epoch, COALESCE(c.pgid, 0), c.lease_until, e.label
-		FROM claims c JOIN queue_entries e ON e.id = c.entry WHERE c.daemon = ? AND c.epoch <= ? ORDER BY c.entry, c.pool`,
+	rows, err := t.query(`SELECT c.entry, c.pool, c.slots, c.daemon, c.epoch, COALESCE(c.pgid, 0), c.lease_until,
+		(SELECT e.label FROM queue_entries e WHERE e.id = c.entry)
+		FROM claims c WHERE c.daemon = ? AND c.epoch <= ? ORDER BY c.entry, c.pool`,
 		owner, maxEpoch)
 	if err != nil {
 		return nil, err
