@@ -2,12 +2,17 @@
 GO ?= go
 export CGO_ENABLED := 1
 
-.PHONY: run test test-pg lint bench bench-large build fuzz ui-shots chaos
+.PHONY: run run-cluster test test-pg lint bench bench-large build fuzz ui-shots chaos chaos-pg
 
 # The daemon with the example DAGs of dags/ (YAML and one Go DAG) on an embedded SQLite store
 # under ./state; the API and UI listen on http://127.0.0.1:8080.
 run:
 	$(GO) run ./dags --config poolflow.yaml --dags dags serve
+
+# Several hosts at work on one machine: a throw-away PostgreSQL and three daemons (d1–d3, UIs on
+# http://127.0.0.1:8081–8083) over the example DAGs with poolflow-cluster.yaml; Ctrl-C stops all.
+run-cluster:
+	scripts/run-cluster
 
 build:
 	$(GO) build -o bin/poolflow ./cmd/poolflow
@@ -70,3 +75,11 @@ fuzz:
 # CHAOS_TIME=60s (default 5m), CHAOS_SEED=N replays the random choices, CHAOS_DAEMONS=N.
 chaos: build
 	$(GO) run ./cmd/poolflow-chaos --binary bin/poolflow
+
+# make chaos on PostgreSQL: a throw-away server (scripts/pg-test-server, stopped at the end) and
+# the daemons on it (CHAOS_DAEMONS, default 3), each with a state folder of its own.
+chaos-pg: build
+	@dir=$$(mktemp -d /tmp/poolflow-chaos-pg.XXXXXX); \
+	dsn=$$(scripts/pg-test-server start $$dir) || exit 1; \
+	trap 'scripts/pg-test-server stop '$$dir EXIT; \
+	$(GO) run ./cmd/poolflow-chaos --binary bin/poolflow -store "$$dsn"

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -84,8 +85,8 @@ func (l *loop) admit(tx store.Tx, p *passState) error {
 	dec := l.queue.Pass(p.now)
 	for _, id := range dec.Expired {
 		le := l.entries[id]
-		if le == nil {
-			continue
+		if le == nil || le.run.shared {
+			continue // another owner's entry: its owner expires it
 		}
 		reason := fmt.Sprintf("expired: queue_timeout %s passed while waiting", le.ti.task.QueueTimeout)
 		l.notify(p, Notice{Kind: NoticeExpired, DAGID: le.run.DAGID, RunID: le.run.RunID, TaskID: le.TaskID,
@@ -102,10 +103,15 @@ func (l *loop) admit(tx store.Tx, p *passState) error {
 		}
 		debit := le.Entry
 		debit.Needs, _ = le.remaining() // a re-poking sensor already holds its kept claims
-		if err := tx.Admit(&debit, l.cfg.DaemonID, l.epoch, p.now, lease); err != nil {
+		if err := tx.Admit(&debit, l.cfg.DaemonID, l.epoch, p.now, lease); errors.Is(err, store.ErrEntryState) {
+			// Memory said waiting, the store does not: never admitted twice. Read it again.
+			l.log.Warn("entry no longer waiting; not admitted", keyEntry, id, "err", err)
+			l.loaded = false
+			continue
+		} else if err != nil {
 			return err
 		}
-		le.State, le.ReasonCode, le.Reason = "admitted", "", ""
+		le.State, le.ReasonCode, le.Reason, le.holder = "admitted", "", "", l.cfg.DaemonID
 		ti := le.ti
 		ti.State, ti.TryNumber = string(dag.StateRunning), le.TryNumber
 		// start_date is taken when the process starts, after this commit (§3.1); a reschedule
@@ -127,7 +133,7 @@ func (l *loop) admit(tx store.Tx, p *passState) error {
 	}
 	for _, rj := range dec.Rejected {
 		le := l.entries[rj.Entry]
-		if le == nil || rj.Reason.Kind != pools.ReasonOverCapacity || l.drainFits(rj.Reason.Pool, rj.Reason.Need) {
+		if le == nil || le.run.shared || rj.Reason.Kind != pools.ReasonOverCapacity || l.drainFits(rj.Reason.Pool, rj.Reason.Need) {
 			continue // an unknown pool may still be created; a draining pool may come to fit
 		}
 		if err := l.endWaiting(tx, p, le, store.EntryRejected, "rejected: "+rj.Reason.String()); err != nil {

@@ -26,8 +26,8 @@ func (l *loop) advanceAll(tx store.Tx, p *passState) error {
 	}
 	var ready []readyTask
 	for _, run := range l.runs {
-		if run.State != string(dag.RunRunning) || run.dag == nil || run.away {
-			continue
+		if run.State != string(dag.RunRunning) || run.dag == nil || run.away || run.shared {
+			continue // only its owner advances a run
 		}
 		l.clockDue(run, p.now)
 		if len(run.frontier) == 0 {

@@ -30,6 +30,8 @@ func (l *loop) apply(tx store.Tx, p *passState, ev event) error {
 		return l.trigger(tx, p, ev)
 	case *evCommand:
 		return l.command(tx, p, ev)
+	case *evStop:
+		return l.applyStop(tx, p, ev)
 	}
 	return nil
 }
@@ -98,11 +100,11 @@ func (l *loop) finish(tx store.Tx, p *passState, ev *evFinished) error {
 	switch {
 	case ev.ok:
 		ti.State, ti.Reason = string(dag.StateSuccess), ""
-		if err := l.retireJobRetries(tx, p, run.dag, run, "retry retired by a success"); err != nil {
+		if err := l.retireJobRetries(tx, p, run.dag, run, "retry retired by a success"); err != nil { // a job is never shared
 			return err
 		}
 		if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
-			State: "success", StartDate: ev.start, EndDate: ev.end}); err != nil {
+			State: "success", StartDate: ev.start, EndDate: ev.end, Daemon: l.cfg.DaemonID}); err != nil {
 			return err
 		}
 		l.touch(p, ti)
@@ -110,7 +112,7 @@ func (l *loop) finish(tx store.Tx, p *passState, ev *evFinished) error {
 	case ev.skip:
 		ti.State, ti.Reason = string(dag.StateSkipped), ev.reason
 		if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
-			State: "skipped", StartDate: ev.start, EndDate: ev.end, Reason: ev.reason}); err != nil {
+			State: "skipped", StartDate: ev.start, EndDate: ev.end, Reason: ev.reason, Daemon: l.cfg.DaemonID}); err != nil {
 			return err
 		}
 		l.touch(p, ti)
@@ -148,14 +150,18 @@ func (l *loop) finishUnknown(tx store.Tx, p *passState, ev *evFinished) error {
 		state = "failed"
 	}
 	return tx.RecordEnd(ev.entry, &store.Attempt{TryNumber: a.try, State: state, StartDate: ev.start, EndDate: ev.end,
-		Reason: reason})
+		Reason: reason, Daemon: l.cfg.DaemonID})
 }
 
 // failAttempt records try `try` as failed and applies the retry policy: up_for_retry until
 // end + delay while attempts are left, else failed (§3.3).
 func (l *loop) failAttempt(tx store.Tx, p *passState, run *liveRun, ti *liveTI, try int, reason string, at time.Time, noRetry bool) error {
+	ranBy := "" // an entry that expired, was cancelled or rejected never ran
+	if !ti.StartDate.IsZero() {
+		ranBy = l.cfg.DaemonID
+	}
 	if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: try, State: "failed",
-		StartDate: ti.StartDate, EndDate: ti.EndDate, Reason: reason}); err != nil {
+		StartDate: ti.StartDate, EndDate: ti.EndDate, Reason: reason, Daemon: ranBy}); err != nil {
 		return err
 	}
 	l.notify(p, Notice{Kind: NoticeAttemptEnded, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: try,
@@ -246,7 +252,8 @@ func (l *loop) endWaiting(tx store.Tx, p *passState, le *liveEntry, state store.
 
 // markFailed ends a task with no further retry (poolflow tasks fail, §3.3; replace). A queued
 // entry is retired at once. A running attempt is killed, and the task fails when its end comes
-// back: its claims are released only once its processes are gone.
+// back: its claims are released only once its processes are gone. An attempt another daemon
+// runs (a shared run's) gets a stop request that its runner acts on (shared.go).
 func (l *loop) markFailed(tx store.Tx, p *passState, run *liveRun, ti *liveTI, reason string) error {
 	if dag.State(ti.State).Terminal() {
 		return fmt.Errorf("%w: task %s is already %s", store.ErrConflict, ti.TaskID, ti.State)
@@ -254,6 +261,16 @@ func (l *loop) markFailed(tx store.Tx, p *passState, run *liveRun, ti *liveTI, r
 	if le := ti.entry; le != nil {
 		if le.State == string(store.EntryAdmitted) {
 			a := l.running[le.ID]
+			if a == nil && le.holder != "" && le.holder != l.cfg.DaemonID {
+				if le.ReasonCode == store.StopRequested {
+					return nil // asked already
+				}
+				if err := tx.RequestStop(le.ID, reason); err != nil {
+					return err
+				}
+				le.ReasonCode, le.Reason, le.failWith = store.StopRequested, reason, reason
+				return nil
+			}
 			if a == nil {
 				return fmt.Errorf("%w: task %s is starting; try again", store.ErrConflict, ti.TaskID)
 			}

@@ -13,8 +13,8 @@ import (
 // with the new requirements, keeping its due time and try number. Running attempts finish.
 func (l *loop) applyChanges(tx store.Tx, p *passState) error {
 	for _, run := range l.runs {
-		if run.dag == nil || run.away {
-			continue // the whole DAG is gone (retireRemoved ends the run), or the run is its dead owner's
+		if run.dag == nil || run.away || run.shared {
+			continue // the whole DAG is gone (retireRemoved ends the run), or the run is another owner's
 		}
 		for _, t := range run.dag.Tasks {
 			if _, ok := run.tis[t.ID]; ok {
@@ -42,7 +42,7 @@ func (l *loop) applyChanges(tx store.Tx, p *passState) error {
 	var requeue []readyTask
 	for _, le := range l.entries {
 		ti := le.ti
-		if le.State != "waiting" || le.away || ti == nil || ti.task == nil || le.Fingerprint == ti.task.Fingerprint() {
+		if le.State != "waiting" || le.away || le.run.shared || ti == nil || ti.task == nil || le.Fingerprint == ti.task.Fingerprint() {
 			continue
 		}
 		if len(le.kept) > 0 {
@@ -82,7 +82,7 @@ func (l *loop) retireJobRetries(tx store.Tx, p *passState, d *dag.DAG, newer *li
 		return nil
 	}
 	for _, run := range l.runs {
-		if run.DAGID != d.ID || run.PK >= newer.PK || run.away {
+		if run.DAGID != d.ID || run.PK >= newer.PK || run.away || run.shared {
 			continue
 		}
 		for _, ti := range run.tis {

@@ -16,9 +16,11 @@ import (
 // are left as they are (a terminal entry keeps the reason it ended with).
 //
 // Each owner's entries are walked as that owner's loop walks them: its own entries with their
-// blocks (paused, node_unavailable for a dead owner), every other owner's as entries that keep
-// their room, and _global counting only that owner's claims (max_running limits each daemon,
-// §9). The cost is one read of the queue and a walk per owner with waiting entries.
+// blocks (paused, node_unavailable for a dead owner); for a live serve daemon, the entries of
+// other live daemons' leader-owned runs as its own (it may admit them, shared.go) with its own
+// _global; every other owner's as entries that keep their room; and _global counting only that
+// owner's claims (max_running limits each daemon, §9). A shared entry's reason is its owner's
+// view. The cost is one read of the queue and a walk per owner with waiting entries.
 func Explain(ctx context.Context, st store.Store, now time.Time, es ...*store.Entry) error {
 	waiting := false
 	for _, e := range es {
@@ -111,23 +113,41 @@ func explainAll(ctx context.Context, st store.Store, now time.Time) (map[int64]e
 				}
 			}
 		}
-		for _, i := range mine { // its own _global capacity first
-			declare(&entries[i])
+		var global *store.Requirement // the owner's own _global, from its entries
+		for _, i := range mine {
+			for j, n := range entries[i].Needs {
+				if n.Pool == pools.GlobalPool {
+					global = &entries[i].Needs[j]
+				}
+			}
+			declare(&entries[i]) // its own _global capacity first
 		}
 		alive := view.isAlive(owner)
+		admits := alive && view.isDaemon(owner) // a live serve daemon admits shared entries too
 		for i := range entries {
 			e := &entries[i]
 			declare(e)
 			block := pools.NotBlocked
+			local := e.Owner == owner
 			switch {
 			case e.Owner != owner && view.isAlive(e.Owner):
 				block = pools.BlockNotMine
+				if admits && sharedEntry(e, view, held[e.ID]) {
+					block, local = pools.NotBlocked, true
+				}
 			case !view.isAlive(e.Owner):
 				block = pools.BlockNodeAway
 			case view.owners[e.Owner].Kind != store.OwnerTest && flags[e.DAGID].Paused:
 				block = pools.BlockPaused
 			}
-			snap.Entries = append(snap.Entries, explainEntry(e, held[e.ID], block))
+			if block == pools.NotBlocked && e.Owner != owner && flags[e.DAGID].Paused {
+				block = pools.BlockPaused
+			}
+			pe := explainEntry(e, held[e.ID], block)
+			if e.Owner != owner {
+				pe.Needs = localizeGlobal(pe.Needs, global, local)
+			}
+			snap.Entries = append(snap.Entries, pe)
 		}
 		dec := pools.Admit(snap, now)
 		for _, i := range mine {
@@ -144,6 +164,31 @@ func explainAll(ctx context.Context, st store.Store, now time.Time) (map[int64]e
 		}
 	}
 	return out, nil
+}
+
+// sharedEntry reports whether a waiting entry of another live owner may be admitted by any live
+// serve daemon (shared.go): a leader-owned run's entry of a serve daemon, not a sensor's
+// (sensors between pokes hold claims or a poke time), without a stop request. A job's entries
+// and entries queued under another task definition stay with their owner too; the read path
+// has no DAGs and counts them as shared.
+func sharedEntry(e *store.Entry, v *ownerView, kept []pools.Need) bool {
+	return isLeaderOwned(e.RunType) && v.isDaemon(e.Owner) && len(kept) == 0 && e.NotBefore.IsZero() &&
+		e.ReasonCode != store.StopRequested
+}
+
+// localizeGlobal drops another owner's _global from an entry's needs and, for one this owner
+// may admit, puts its own _global (global) in its place.
+func localizeGlobal(needs []pools.Need, global *store.Requirement, local bool) []pools.Need {
+	out := needs[:0:0]
+	for _, n := range needs {
+		if n.Pool != pools.GlobalPool {
+			out = append(out, n)
+		}
+	}
+	if local && global != nil {
+		out = append(out, pools.Need{Pool: global.Pool, Slots: global.Slots})
+	}
+	return out
 }
 
 // explainEntry is a stored waiting entry as admission sees it (queueEntry for the store's

@@ -37,6 +37,10 @@ type liveRun struct {
 	// away marks a dead owner's bound run (§9): in memory so that commands and deadlines apply
 	// to it, but never advanced or admitted here.
 	away bool
+	// shared marks another live daemon's leader-owned run (§9, shared.go): its entries are
+	// admitted here too, but only its owner advances it, expires or rejects its entries, ends
+	// it and applies its DAG's changes and concurrency policy.
+	shared bool
 }
 
 // liveTI is one task instance of a live run.
@@ -230,6 +234,12 @@ type liveEntry struct {
 	reason *pools.Reason
 	// away: bound to a dead owner, it waits node_unavailable and holds no room (§9).
 	away bool
+	// holder is the daemon whose claims an admitted entry holds ("" when waiting): an attempt
+	// another daemon runs is stopped through the store (Tx.RequestStop), not here.
+	holder string
+	// notHere: an entry of a shared run this daemon must not admit (a sensor, or a task whose
+	// definition here differs from the one it was queued under); it keeps its room for its owner.
+	notHere bool
 	// failWith is set when an operator marked the running attempt failed (or a newer fire
 	// replaced its run): the attempt is being killed, and its end fails the task with this
 	// reason and no retry. Its claims are released only when its processes are gone.

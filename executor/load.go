@@ -11,11 +11,12 @@ import (
 
 // load rebuilds the loop's memory from the store: pools, DAG flags, the open runs this daemon
 // owns (taking unowned ones), a serve daemon also the bound runs of dead owners whose end is
-// handled (§9: their entries wait node_unavailable, their commands are applied here), their task
-// instances and queue entries, other owners' open runs (for counting) and waiting entries, and
-// the commands it applies. It runs on the first pass, after a failed pass, whenever another
-// process committed and whenever the owners' liveness changed. Waiting entries of runs that
-// ended are retired first (§4.6).
+// handled (§9: their entries wait node_unavailable, their commands are applied here) and the
+// leader-owned runs of other live daemons (shared.go: their entries are admitted here too),
+// their task instances and queue entries, other owners' open runs (for counting) and waiting
+// entries, and the commands it applies. It runs on the first pass, after a failed pass and
+// whenever the owners' liveness changed; other outside commits are read by refresh, from the
+// change stamps. Waiting entries of runs that ended are retired first (§4.6).
 func (l *loop) load(tx store.Tx, now time.Time) error {
 	if l.regChanged || !l.loaded {
 		if err := l.syncDAGs(tx, now); err != nil {
@@ -28,12 +29,10 @@ func (l *loop) load(tx store.Tx, now time.Time) error {
 		return err
 	}
 	l.pools = map[string]store.Pool{}
-	var sig strings.Builder
 	for _, p := range ps {
 		l.pools[p.Name] = p
-		fmt.Fprintf(&sig, "%s:%d;", p.Name, p.Slots)
 	}
-	if sig.String() != l.poolSig {
+	if sig := poolSignature(ps); sig != l.poolSig {
 		// DAGs are validated against the pools (§2.3): a forced shrink can make one invalid.
 		if l.poolSig != "" {
 			// Decoding is cached (dag.Loader): only validation runs again here.
@@ -45,7 +44,7 @@ func (l *loop) load(tx store.Tx, now time.Time) error {
 				return err
 			}
 		}
-		l.poolSig = sig.String()
+		l.poolSig = sig
 	}
 	if l.dagStates, err = tx.DAGStates(); err != nil {
 		return err
@@ -62,39 +61,10 @@ func (l *loop) load(tx store.Tx, now time.Time) error {
 	l.runs = map[int64]*liveRun{}
 	l.entries = map[int64]*liveEntry{}
 	l.qvalid = false // the admission queue is built again from what is read here
-	l.foreign = l.foreign[:0]
-	l.others = l.others[:0]
+	l.foreign = map[int64]*liveEntry{}
+	l.others = map[int64]store.Run{}
 	for _, r := range runs {
-		if l.cfg.Test != nil {
-			if r.PK == l.testPK {
-				err = l.addRun(tx, r, false)
-			} else {
-				l.others = append(l.others, r)
-			}
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		switch runFateOf(r, l.cfg.DaemonID, true, l.view) {
-		case fateTake:
-			r.Owner = l.cfg.DaemonID
-			if err := tx.UpdateRun(&r); err != nil {
-				return err
-			}
-			err = l.addRun(tx, r, false)
-		case fateMine:
-			err = l.addRun(tx, r, false)
-		case fateAway:
-			if l.view.handled(r.Owner) {
-				err = l.addRun(tx, r, true)
-			} else {
-				l.others = append(l.others, r) // its end is being handled: its claims are still held
-			}
-		default:
-			l.others = append(l.others, r)
-		}
-		if err != nil {
+		if err := l.placeRun(tx, r); err != nil {
 			return err
 		}
 	}
@@ -106,37 +76,12 @@ func (l *loop) load(tx store.Tx, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	held := map[int64][]store.Requirement{}
-	for _, c := range claims {
-		held[c.Entry] = append(held[c.Entry], store.Requirement{Pool: c.Pool, Slots: c.Slots})
-	}
+	ix := indexClaims(claims)
 	for i := range es {
-		e := es[i]
-		lr, inMemory := l.runs[e.Run]
-		if !inMemory {
-			if e.State == string(store.EntryWaiting) {
-				l.foreign = append(l.foreign, &liveEntry{Entry: e, kept: held[e.ID], away: !l.view.isAlive(e.Owner)})
-			}
-			continue
-		}
-		le := &liveEntry{Entry: e, run: lr, ti: lr.tis[e.TaskID], away: lr.away}
-		if e.State == string(store.EntryWaiting) {
-			le.kept = held[e.ID] // a reschedule sensor's include_deferred claims
-		}
-		if !e.NotBefore.IsZero() {
-			le.pokes = 1
-		}
-		if le.ti != nil {
-			le.ti.entry = le
-		}
-		l.entries[e.ID] = le
+		l.placeEntry(es[i], ix)
 	}
-	cmds, err := tx.PendingCommands(commandOwners(l.view, l.cfg.DaemonID, l.serve()))
-	if err != nil {
+	if err := l.readCommands(tx); err != nil {
 		return err
-	}
-	for _, c := range cmds {
-		l.pending = append(l.pending, &evCommand{cmd: c, fromStore: true})
 	}
 	if l.cfg.Test != nil && l.testPK != 0 && l.runs[l.testPK] == nil {
 		// The test run ended elsewhere: a daemon failed it while this process could not renew.
@@ -149,15 +94,74 @@ func (l *loop) load(tx store.Tx, now time.Time) error {
 		l.testMu.Unlock()
 	}
 	l.loaded = true
+	l.seq = tx.Seq()
 	return nil
 }
 
-// addRun puts an open run in memory with its task instances; away marks a dead owner's bound
-// run, which this daemon neither advances nor admits.
-func (l *loop) addRun(tx store.Tx, r store.Run, away bool) error {
+// placeRun puts an open run where its fate says: in memory with its task instances (this
+// daemon's, taking an unowned one; a dead owner's bound run whose end is handled; another live
+// daemon's shared run), or among the other owners' runs, kept for counting.
+func (l *loop) placeRun(tx store.Tx, r store.Run) error {
+	switch f := l.fate(r); f {
+	case fateTake:
+		r.Owner = l.cfg.DaemonID
+		if err := tx.UpdateRun(&r); err != nil {
+			return err
+		}
+		return l.addRun(tx, r, fateMine)
+	case fateMine, fateAway, fateShared:
+		return l.addRun(tx, r, f)
+	}
+	l.others[r.PK] = r
+	return nil
+}
+
+// placeEntry puts a waiting or admitted entry in memory: with its run when the run is in memory
+// (acting on a stop request it carries), else among the other owners' waiting entries.
+func (l *loop) placeEntry(e store.Entry, ix claimIndex) {
+	lr, inMemory := l.runs[e.Run]
+	if !inMemory {
+		if e.State == string(store.EntryWaiting) {
+			l.foreign[e.ID] = &liveEntry{Entry: e, kept: ix.kept[e.ID], away: !l.view.isAlive(e.Owner)}
+		}
+		return
+	}
+	le := l.memEntry(e, lr, ix)
+	if le.ti != nil {
+		le.ti.entry = le
+	}
+	l.entries[e.ID] = le
+	l.noteStop(le)
+}
+
+// readCommands queues the operator commands stored for the runs this daemon applies them to.
+func (l *loop) readCommands(tx store.Tx) error {
+	cmds, err := tx.PendingCommands(commandOwners(l.view, l.cfg.DaemonID, l.serve()))
+	if err != nil {
+		return err
+	}
+	for _, c := range cmds {
+		l.pending = append(l.pending, &evCommand{cmd: c, fromStore: true})
+	}
+	return nil
+}
+
+// poolSignature is the pools' capacities the DAGs are validated under.
+func poolSignature(ps []store.Pool) string {
+	var sig strings.Builder
+	for _, p := range ps {
+		fmt.Fprintf(&sig, "%s:%d;", p.Name, p.Slots)
+	}
+	return sig.String()
+}
+
+// addRun puts an open run in memory with its task instances, under fate: fateAway marks a dead
+// owner's bound run, which this daemon neither advances nor admits; fateShared another live
+// daemon's leader-owned run, which it admits but does not advance.
+func (l *loop) addRun(tx store.Tx, r store.Run, f runFate) error {
 	d := l.reg.get(r.DAGID)
 	lr := newLiveRun(r, d) // with d nil, its DAG is gone: retireRemoved ends it
-	lr.away = away
+	lr.away, lr.shared = f == fateAway, f == fateShared
 	tis, err := tx.TaskInstances(r.PK)
 	if err != nil {
 		return err

@@ -76,15 +76,18 @@ type loop struct {
 	reboot       bool // @reboot runs still to create (or to drop with the §4.9 warning)
 	runs         map[int64]*liveRun
 	entries      map[int64]*liveEntry // waiting and admitted entries of the runs in memory
-	foreign      []*liveEntry         // other owners' waiting entries
-	others       []store.Run          // other owners' open runs, for counting (§9)
-	running      map[int64]*attempt
-	pending      []event
-	pools        map[string]store.Pool
-	dagStates    map[string]store.DAGState
-	scheds       map[*dag.DAG]*schedule
-	lastRenew    time.Time
-	minLease     time.Time // earliest lease expiry among claims seen in the last pass
+	foreign      map[int64]*liveEntry // other owners' waiting entries (of runs not in memory)
+	others       map[int64]store.Run  // other owners' open runs not in memory, for counting (§9)
+	// seq is the store's change number memory is up to date with: refresh reads what was
+	// stamped after it (refresh.go).
+	seq       int64
+	running   map[int64]*attempt
+	pending   []event
+	pools     map[string]store.Pool
+	dagStates map[string]store.DAGState
+	scheds    map[*dag.DAG]*schedule
+	lastRenew time.Time
+	minLease  time.Time // earliest lease expiry among claims seen in the last pass
 	// queue is the admission queue kept between passes (queue.go): valid until the next load,
 	// with the entries changed since the last pass in qdirty and the implicit pools it has.
 	queue     *pools.Queue

@@ -85,6 +85,15 @@ func newOwnerView(owners []store.Owner, self string, now time.Time, host string,
 // A nil view (no check yet) takes every owner for alive, so nothing of theirs is touched.
 func (v *ownerView) isAlive(id string) bool { return v == nil || v.alive[id] }
 
+// isDaemon reports whether owner id is a serve daemon (not a dags test process).
+func (v *ownerView) isDaemon(id string) bool {
+	if v == nil {
+		return false
+	}
+	o, ok := v.owners[id]
+	return ok && o.Kind == store.OwnerDaemon
+}
+
 // handled reports whether the end of owner id's current epoch has been handled by a live
 // daemon (its claims released, its leader-owned runs moved), or it has no row at all.
 func (v *ownerView) handled(id string) bool {
@@ -112,11 +121,15 @@ const (
 	fateTake                   // nobody owns it yet (dags trigger): this daemon takes it
 	fateForeign                // a live owner runs it: counted, its entries keep their room
 	fateAway                   // bound to a dead owner: its entries wait node_unavailable and hold no room
+	// fateShared: a leader-owned run of another live serve daemon. Its owner alone advances it;
+	// its ready entries are admitted by whichever live daemon has room (§9), this one too.
+	fateShared
 )
 
 // runFateOf decides what a daemon self does with run r. serve is false for a dags test
-// process, which takes nothing. Leader-owned runs of a dead owner are moved by the takeover
-// before this is asked, so a run of a dead owner here is bound to it.
+// process, which takes nothing and admits nothing but its own run. Leader-owned runs of a dead
+// owner are moved by the takeover before this is asked, so a run of a dead owner here is bound
+// to it. A leader-owned run of another live serve daemon is shared: admitted here too.
 func runFateOf(r store.Run, self string, serve bool, v *ownerView) runFate {
 	switch {
 	case r.Owner == self:
@@ -127,6 +140,9 @@ func runFateOf(r store.Run, self string, serve bool, v *ownerView) runFate {
 		}
 		return fateForeign
 	case v.isAlive(r.Owner):
+		if serve && isLeaderOwned(r.RunType) && v.isDaemon(r.Owner) {
+			return fateShared
+		}
 		return fateForeign
 	}
 	return fateAway

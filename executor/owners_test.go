@@ -39,26 +39,34 @@ func TestOwnerAlive(t *testing.T) {
 	}
 }
 
-// TestRunFate: what a daemon does with each open run, by owner and liveness.
+// TestRunFate: what a daemon does with each open run, by owner, liveness and run type: a
+// leader-owned run of another live serve daemon is shared with every serve daemon (§9), never
+// with a dags test process; manual and test runs stay with their owner.
 func TestRunFate(t *testing.T) {
 	t.Parallel()
 	owners := []store.Owner{
 		owner("me", store.OwnerDaemon, "h", 1, t0.Add(time.Minute)),
 		owner("live", store.OwnerDaemon, "h", 2, t0.Add(time.Minute)),
 		owner("dead", store.OwnerDaemon, "h", 3, t0.Add(-time.Minute)),
+		owner("test:h:4", store.OwnerTest, "h", 4, t0.Add(time.Minute)),
 	}
 	v := newOwnerView(owners, "me", t0, "h", func(store.Owner) bool { return true })
 	cases := []struct {
-		owner string
-		serve bool
-		want  runFate
+		owner, runType string
+		serve          bool
+		want           runFate
 	}{
-		{"me", true, fateMine}, {"", true, fateTake}, {"", false, fateForeign}, {"live", true, fateForeign},
-		{"dead", true, fateAway}, {"dead", false, fateAway}, {"unknown", true, fateAway},
+		{"me", "manual", true, fateMine}, {"", "manual", true, fateTake}, {"", "manual", false, fateForeign},
+		{"live", "manual", true, fateForeign}, {"dead", "manual", true, fateAway}, {"dead", "manual", false, fateAway},
+		{"unknown", "manual", true, fateAway},
+		{"me", "schedule", true, fateMine}, {"live", "schedule", true, fateShared}, {"live", "catchup", true, fateShared},
+		{"live", "schedule", false, fateForeign}, {"live", "test", true, fateForeign},
+		{"test:h:4", "test", true, fateForeign}, {"test:h:4", "schedule", true, fateForeign},
+		{"dead", "schedule", true, fateAway},
 	}
 	for _, tc := range cases {
-		if got := runFateOf(store.Run{Owner: tc.owner, RunType: "manual"}, "me", tc.serve, v); got != tc.want {
-			t.Errorf("owner %q serve %v: fate %d, want %d", tc.owner, tc.serve, got, tc.want)
+		if got := runFateOf(store.Run{Owner: tc.owner, RunType: tc.runType}, "me", tc.serve, v); got != tc.want {
+			t.Errorf("owner %q %s run, serve %v: fate %d, want %d", tc.owner, tc.runType, tc.serve, got, tc.want)
 		}
 	}
 }

@@ -3,6 +3,8 @@ package executor
 import (
 	"context"
 	"time"
+
+	"github.com/poolflow/poolflow/store"
 )
 
 // pass is one decision: apply events, advance runs, admit, and commit once.
@@ -26,6 +28,9 @@ func (l *loop) pass(ctx context.Context) error {
 			}
 		}
 	}()
+	// Events that came while Begin waited for the writers' lock (other daemons' passes) join
+	// this pass: under contention one commit covers more of them.
+	l.drainEvents()
 	dv, err := tx.DataVersion()
 	if err != nil {
 		return err
@@ -48,10 +53,8 @@ func (l *loop) pass(ctx context.Context) error {
 		return err
 	}
 	reloaded := l.regChanged
-	if !l.loaded || dv != l.dv || l.regChanged || ownersChanged {
-		if err := l.load(tx, now); err != nil {
-			return err
-		}
+	if err := l.catchUp(tx, now, dv, l.regChanged || ownersChanged); err != nil {
+		return err
 	}
 	reloaded, l.dagsReloaded = reloaded || l.dagsReloaded, false
 	l.dv = dv
@@ -102,12 +105,32 @@ func (l *loop) pass(ctx context.Context) error {
 		return err
 	}
 	committed = true
+	l.seq = tx.Seq() // this pass's own writes are in memory already
 	l.pending = l.pending[:0]
 	if p.renewed {
 		l.lastRenew = now
 		l.renewFail = false
 	}
 	l.afterCommit(p)
+	return nil
+}
+
+// catchUp makes memory current inside tx: load reads everything again on the first pass, after
+// a failed one, when DAGs or owners changed (full); otherwise, when another process committed,
+// refresh reads what it wrote (refresh.go), or load everything when the change is one only
+// load handles.
+func (l *loop) catchUp(tx store.Tx, now time.Time, dv int64, full bool) error {
+	full = full || !l.loaded
+	if !full && (dv != l.dv || tx.Seq() != l.seq) {
+		ok, err := l.refresh(tx, now)
+		if err != nil {
+			return err
+		}
+		full = !ok
+	}
+	if full {
+		return l.load(tx, now)
+	}
 	return nil
 }
 

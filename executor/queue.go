@@ -11,10 +11,11 @@ import (
 // costs what changed and what it admits, not the length of the queue (§4.4; pools.Queue makes
 // exactly the decisions of pools.Admit over the same snapshot). The queue mirrors memory:
 //
-//   - after every load (the first pass, an outside commit, a failed pass) it is built again
-//     from l.entries, l.foreign and l.pools;
-//   - between loads, every change to one of the loop's entries marks it dirty (dropEntry,
-//     queueDirty), and the next pass puts it again or removes it before deciding;
+//   - after every load (the first pass, a failed pass, a change of the owners' liveness) it is
+//     built again from l.entries, l.foreign and l.pools;
+//   - between loads, every change to one of the loop's entries or to another owner's waiting
+//     entry marks it dirty (dropEntry, queueDirty, refresh), and the next pass puts it again or
+//     removes it before deciding;
 //   - the claims are read inside each pass's transaction and synced as holders, so another
 //     daemon's admissions count at once.
 //
@@ -43,6 +44,8 @@ func (l *loop) syncEntries() {
 		for id := range l.qdirty {
 			if le := l.entries[id]; le != nil {
 				l.putEntry(le)
+			} else if fe := l.foreign[id]; fe != nil {
+				l.putForeign(fe)
 			} else {
 				l.queue.Remove(id)
 			}
@@ -82,21 +85,27 @@ func (l *loop) rebuildQueue() {
 		l.putEntry(le)
 	}
 	for _, fe := range l.foreign {
-		// A live owner's entry keeps its room for it; a dead owner's holds none in backfill
-		// pools and blocks strict ones as their head (§9).
-		block := pools.BlockNotMine
-		if fe.away {
-			block = pools.BlockNodeAway
-		}
-		l.declareImplicit(nil, fe.Needs)
-		l.queue.Put(queueEntry(fe, block))
+		l.putForeign(fe)
 	}
 }
 
+// putForeign puts another owner's waiting entry in the queue: a live owner's entry keeps its
+// room for it; a dead owner's holds none in backfill pools and blocks strict ones as their head
+// (§9).
+func (l *loop) putForeign(fe *liveEntry) {
+	block := pools.BlockNotMine
+	if fe.away {
+		block = pools.BlockNodeAway
+	}
+	l.declareImplicit(nil, fe.Needs)
+	l.queue.Put(queueEntry(fe, block))
+}
+
 // putEntry puts one of the loop's entries in the queue as admission sees it now, or removes
-// it when it does not wait (admitted, or its task is gone).
+// it when it does not wait (admitted, its task is gone, or a stop request on it waits for its
+// owner to fail the task).
 func (l *loop) putEntry(le *liveEntry) {
-	if le.State != string(store.EntryWaiting) || le.ti == nil || le.ti.task == nil {
+	if le.State != string(store.EntryWaiting) || le.ti == nil || le.ti.task == nil || le.ReasonCode == store.StopRequested {
 		l.queue.Remove(le.ID)
 		return
 	}
@@ -104,6 +113,8 @@ func (l *loop) putEntry(le *liveEntry) {
 	switch {
 	case le.away:
 		block = pools.BlockNodeAway
+	case le.notHere:
+		block = pools.BlockNotMine // a shared run's entry this daemon must not admit: its owner will
 	case le.run.RunType != "test" && l.dagStates[le.run.DAGID].Paused:
 		block = pools.BlockPaused
 	}

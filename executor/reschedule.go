@@ -96,7 +96,7 @@ func (l *loop) sensorTimedOut(tx store.Tx, p *passState, le *liveEntry, at time.
 	if s.SoftFail {
 		ti.State, ti.Reason, ti.NextAt = string(dag.StateSkipped), reason, time.Time{}
 		if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: le.TryNumber, State: "skipped",
-			StartDate: ti.StartDate, EndDate: at, Reason: reason}); err != nil {
+			StartDate: ti.StartDate, EndDate: at, Reason: reason, Daemon: l.cfg.DaemonID}); err != nil {
 			return err
 		}
 		l.touch(p, ti)

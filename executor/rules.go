@@ -107,7 +107,7 @@ func (l *loop) prepareRules(now time.Time) {
 			}
 		case *evFinished:
 			le := l.entries[ev.entry]
-			if le == nil || le.ti == nil || le.run.layout == nil || le.ti.idx < 0 {
+			if le == nil || le.ti == nil || le.run.layout == nil || le.ti.idx < 0 || le.run.shared {
 				continue
 			}
 			if t := le.ti.task; !ev.ok && t != nil && le.TryNumber <= t.Retries {
@@ -121,7 +121,7 @@ func (l *loop) prepareRules(now time.Time) {
 		}
 	}
 	for _, run := range l.runs {
-		if run.layout == nil {
+		if run.layout == nil || run.shared {
 			continue
 		}
 		for _, pos := range run.frontier {

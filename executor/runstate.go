@@ -22,14 +22,14 @@ func (l *loop) startQueuedRuns(tx store.Tx, p *passState) error {
 		switch {
 		case run.State == string(dag.RunRunning):
 			active[run.DAGID] = append(active[run.DAGID], run)
-		case run.State == string(dag.RunQueued) && !run.away:
+		case run.State == string(dag.RunQueued) && !run.away && !run.shared:
 			queued = append(queued, run)
 		}
 	}
-	for i := range l.others {
+	for _, r := range l.others {
 		// A dags test run ignores max_active_runs (§3.5), and does not count toward it.
-		if r := &l.others[i]; r.State == string(dag.RunRunning) && r.RunType != "test" {
-			active[r.DAGID] = append(active[r.DAGID], &liveRun{Run: *r, away: true})
+		if r.State == string(dag.RunRunning) && r.RunType != "test" {
+			active[r.DAGID] = append(active[r.DAGID], &liveRun{Run: r, away: true})
 		}
 	}
 	sort.Slice(queued, func(i, j int) bool { return queued[i].PK < queued[j].PK })
@@ -81,7 +81,7 @@ func (l *loop) startQueuedRuns(tx store.Tx, p *passState) error {
 func (l *loop) replacePrevious(tx store.Tx, p *passState, run *liveRun, prev []*liveRun) (bool, error) {
 	waiting := false
 	for _, old := range prev {
-		if mine, ok := l.runs[old.PK]; ok && !mine.away {
+		if mine, ok := l.runs[old.PK]; ok && !mine.away && !mine.shared {
 			if err := l.replaceRun(tx, p, mine); err != nil {
 				return false, err
 			}
@@ -131,7 +131,7 @@ func (l *loop) replaceRun(tx store.Tx, p *passState, run *liveRun) error {
 // endRuns ends every run in which no task can change state (§3.1).
 func (l *loop) endRuns(tx store.Tx, p *passState) error {
 	for pk, run := range l.runs {
-		if run.dag == nil || run.State != string(dag.RunRunning) {
+		if run.dag == nil || run.State != string(dag.RunRunning) || run.shared {
 			continue
 		}
 		if !allTerminal(run) {
@@ -161,8 +161,8 @@ func (l *loop) endRuns(tx store.Tx, p *passState) error {
 // claims released like any other, then the run fails.
 func (l *loop) retireRemoved(tx store.Tx, p *passState) error {
 	for pk, run := range l.runs {
-		if run.dag != nil || run.away {
-			continue // a dead owner's bound run is its owner's to retire
+		if run.dag != nil || run.away || run.shared {
+			continue // a dead owner's bound run, or a live one's shared run, is its owner's to retire
 		}
 		const reason = "dag removed"
 		running := false

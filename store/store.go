@@ -87,6 +87,14 @@ type Tx interface {
 	DataVersion() (int64, error)
 	// FailClaimAfter makes the n-th claim insert of this transaction fail (tests only).
 	FailClaimAfter(n int)
+	// Seq is the installation's change number: every write transaction that changes a row
+	// commits the next one and stamps the runs, task instances and queue entries it writes
+	// with it. Before Commit it is the number of the last transaction committed when this one
+	// started; after a Commit that changed rows, this transaction's own.
+	Seq() int64
+	// ChangesSince reads the runs, task instances and queue entries stamped after seq: with
+	// seq the Seq of an earlier transaction, exactly what every later commit wrote.
+	ChangesSince(seq int64) (Changes, error)
 
 	// Runs, task instances, attempts, DAGs, commands.
 	InsertRun(r *Run) error
@@ -117,6 +125,9 @@ type Tx interface {
 	// the row where missing; capacity 0 removes it): a reload of max_running (§4.2).
 	SetImplicitLimit(entries []int64, pool string, capacity int) error
 	SetForce(id int64) error
+	// RequestStop asks the daemon running an admitted entry's attempt to stop it: the entry
+	// gets reason code StopRequested and the reason; ErrEntryState unless it is admitted.
+	RequestStop(id int64, reason string) error
 	Admit(e *Entry, daemon string, epoch int64, now, leaseUntil time.Time) error
 	SetPGID(entry int64, pgid int, daemon string, epoch int64) (bool, error)
 	HoldsClaim(entry int64, daemon string, epoch int64) (bool, error)
@@ -184,7 +195,7 @@ const OpTimeout = 5 * time.Second
 func SchemaVersion() int { return schemaVersion }
 
 // schemaVersion is raised with a migration of every driver (their tests check they agree).
-const schemaVersion = 3
+const schemaVersion = 4
 
 // Micros converts a time to the stored form: microseconds since the Unix epoch, UTC.
 func Micros(t time.Time) int64 { return t.UnixMicro() }

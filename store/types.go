@@ -63,10 +63,25 @@ type Entry struct {
 	AdmittedAt  time.Time
 	EndedAt     time.Time
 	Needs       []Requirement
-	// Owner is the daemon of the entry's run, for admission across daemons.
-	Owner string
-	DAGID string
-	RunID string
+	// Owner is the daemon of the entry's run, for admission across daemons; RunType is the
+	// run's type (a leader-owned run's entries may be admitted by any live daemon, §9).
+	Owner   string
+	DAGID   string
+	RunID   string
+	RunType string
+}
+
+// StopRequested is the reason code of an admitted entry whose run's owner asked the daemon
+// running its attempt to stop it (Tx.RequestStop): the attempt is killed and the task fails
+// with the entry's reason and no retry.
+const StopRequested = "stop_requested"
+
+// Changes are the rows write transactions stamped after a change number (Tx.ChangesSince):
+// the newest state of each run, task instance and queue entry written since.
+type Changes struct {
+	Runs          []Run
+	TaskInstances []TaskInstance
+	Entries       []Entry // with their requirement rows
 }
 
 // Claim is the slots one admitted entry holds in one pool.
@@ -118,6 +133,9 @@ type Attempt struct {
 	StartDate time.Time
 	EndDate   time.Time
 	Reason    string
+	// Daemon is the daemon that ran it ("" when none did: it expired, was cancelled or
+	// rejected while waiting); the attempt's log is in that daemon's state folder.
+	Daemon string
 }
 
 // OwnerKind says what kind of process an owner is (§9).

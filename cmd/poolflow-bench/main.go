@@ -8,7 +8,9 @@
 //
 // It also measures the machine's floor per chain step — one fsync of a small write and one
 // fork+exec+wait of /bin/true from Go — and prints each chain's overhead per step beyond them,
-// the peak RSS of every poolflow run, and the admission-pass benchmarks of package pools.
+// the peak RSS of every poolflow run, a scheduled fan-out run by one and by three `poolflow
+// serve` daemons on one store — SQLite, and PostgreSQL on a throw-away server when its binaries
+// are installed (cluster.go) — and the admission-pass benchmarks of package pools.
 // -large adds the 100,000-task fan-out (`make bench-large`).
 package main
 
@@ -28,14 +30,15 @@ func main() {
 	parallel := flag.Int("parallel", 8, "max_running and xargs -P")
 	only := flag.String("only", "", "comma-separated workload names to run (default: all), e.g. fanout-1k,chain-1k")
 	admission := flag.Bool("admission", true, "run the admission-pass benchmarks of package pools")
+	cluster := flag.Bool("cluster", true, "run the daemons-on-one-store table (SQLite, and PostgreSQL when its binaries are installed)")
 	flag.Parse()
-	if err := run(*large, *rounds, *parallel, *only, *admission); err != nil {
+	if err := run(*large, *rounds, *parallel, *only, *admission, *cluster); err != nil {
 		fmt.Fprintln(os.Stderr, "poolflow-bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(large bool, rounds, parallel int, only string, admission bool) error {
+func run(large bool, rounds, parallel int, only string, admission, cluster bool) error {
 	dir, err := os.MkdirTemp("", "poolflow-bench")
 	if err != nil {
 		return err
@@ -64,6 +67,11 @@ func run(large bool, rounds, parallel int, only string, admission bool) error {
 		rows = append(rows, r)
 	}
 	printTable(os.Stdout, rows, floor, rounds, parallel)
+	if cluster {
+		if err := b.runCluster(os.Stdout, only); err != nil {
+			return err
+		}
+	}
 	if admission {
 		return printAdmission(os.Stdout)
 	}

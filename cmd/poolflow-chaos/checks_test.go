@@ -96,7 +96,7 @@ func TestTwiceAndRunsAtOnce(t *testing.T) {
 
 func TestParseRecord(t *testing.T) {
 	r := newRecorder("")
-	r.parse("start\t1700000000.123456\t42\t1\tmix\th1_mix\tab\t1\ta=1,b=1\tgroup")
+	r.parse("start\t1700000000.123456\t42\t1\tmix\th1_mix\tab\t1\ta=1,b=1\tgroup\tchaos-d1")
 	r.parse("child\t1700000000,200000\t43\t42\tmix\th1_mix\tab\t1")
 	r.parse("end\t1700000001.000001\t42\t1\tmix\th1_mix\tab\t1\t0")
 	r.parse("start\tbad")
@@ -106,7 +106,7 @@ func TestParseRecord(t *testing.T) {
 	}
 	a := atts[0]
 	if a.leader.line != 1700000000123456000 || a.end != 1700000001000001000 || len(a.children) != 1 ||
-		a.children[0].line != 1700000000200000000 || a.needs["b"] != 1 || a.key.try != 1 {
+		a.children[0].line != 1700000000200000000 || a.needs["b"] != 1 || a.key.try != 1 || a.daemon != "chaos-d1" {
 		t.Fatalf("parsed %+v leader %+v", a, a.leader)
 	}
 }

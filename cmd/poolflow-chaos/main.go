@@ -31,6 +31,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -57,7 +58,7 @@ func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("poolflow-chaos", flag.ContinueOnError)
 	fs.StringVar(&o.binary, "binary", "", "poolflow binary to test (default: go build ./cmd/poolflow into the run folder)")
-	fs.StringVar(&o.store, "store", "", "store DSN passed as --store to every poolflow process (issue 13; not yet accepted by the binary: leave empty for SQLite under the state folder)")
+	fs.StringVar(&o.store, "store", "", "store passed as --store to every poolflow process, e.g. a PostgreSQL DSN (empty: SQLite under the state folder; make chaos-pg starts a server)")
 	fs.StringVar(&o.dir, "dir", "", "run folder: project, state, logs, record (default: a new temporary folder, kept)")
 	fs.IntVar(&o.daemons, "daemons", envInt("CHAOS_DAEMONS", 3), "number of poolflow serve daemons ($CHAOS_DAEMONS)")
 	fs.IntVar(&o.tests, "tests", 2, "number of dags test slots (concurrent dags test processes)")
@@ -181,7 +182,7 @@ func setup(opt options) (*harness, error) {
 		fmt.Printf("    or: CHAOS_SEED=%d CHAOS_TIME=%s CHAOS_DAEMONS=%d make chaos\n", opt.seed, opt.chaos, opt.daemons)
 	}
 	if opt.store != "" {
-		fmt.Println("note: --store is passed through to every poolflow process; today's binary does not accept it yet (issue 13)")
+		fmt.Printf("store: %s (every daemon with a state folder of its own, as on its own host)\n", redact(opt.store))
 	}
 	if opt.binary != "" {
 		// Processes run in the run folder: a relative path would not name the binary there.
@@ -255,4 +256,14 @@ func setup(opt options) (*harness, error) {
 		}
 	}
 	return h, nil
+}
+
+// redact is a store DSN without its password, for the report.
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	u.User = url.User(u.User.Username())
+	return u.String()
 }

@@ -58,9 +58,9 @@ type daemon struct {
 }
 
 // runner starts, kills and stops poolflow processes. Every process gets the same --config,
-// --dags and --state (one SQLite file), plus --store when one is given: the seam for the
-// PostgreSQL store of issue 13, which today's binary does not accept yet. With --store each
-// daemon gets a state folder of its own (its logs), as a daemon on another host would.
+// --dags and --state (one SQLite file), plus --store when one is given (a PostgreSQL DSN, say).
+// With --store each daemon gets a state folder of its own (its logs), as a daemon on another
+// host would.
 type runner struct {
 	bin, store string
 	p          *project

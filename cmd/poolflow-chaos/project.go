@@ -211,7 +211,8 @@ func needsYAML(m map[string]int) string {
 }
 
 // taskScript is every task's command. The leader records its start (CLOCK_REALTIME from bash's
-// EPOCHREALTIME, read without a fork), its pid and the attempt's POOLFLOW_ tags; the sleeping
+// EPOCHREALTIME, read without a fork), its pid, the attempt's POOLFLOW_ tags and the daemon
+// running it; the sleeping
 // child records itself (in setsid mode it leaves the task's process group, as a daemonizing
 // tool would); the leader records its normal end. Each line is one write(2) on an O_APPEND
 // file, so lines of concurrent tasks never interleave. The recorder takes a process's life from
@@ -222,7 +223,7 @@ rec=$1 reqs=$2 secs=$3 mode=$4
 # In the quiet period long tasks are short, so that the backlog the chaos built drains.
 if [ -e "${rec%/*}/quiet" ] && [ "${secs%.*}" -gt 5 ]; then secs=0.2; fi
 key="$POOLFLOW_DAG_ID	$POOLFLOW_RUN_ID	$POOLFLOW_TASK_ID	$POOLFLOW_TRY_NUMBER"
-printf 'start\t%s\t%d\t%d\t%s\t%s\t%s\n' "$EPOCHREALTIME" $$ $PPID "$key" "$reqs" "$mode" >>"$rec"
+printf 'start\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n' "$EPOCHREALTIME" $$ $PPID "$key" "$reqs" "$mode" "$POOLFLOW_DAEMON_ID" >>"$rec"
 echo "chaos task $key needs $reqs for ${secs}s ($mode)"
 child='printf "child\t%s\t%d\t%d\t%s\n" "$EPOCHREALTIME" $$ $PPID "$0" >>"$1"; exec sleep "$2"'
 if [ "$mode" = setsid ]; then

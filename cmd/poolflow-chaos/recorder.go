@@ -41,7 +41,8 @@ type attempt struct {
 	children []*proc
 	needs    map[string]int
 	mode     string
-	end      int64 // the leader's end line, 0 if it wrote none (killed)
+	daemon   string // the owner that ran it (POOLFLOW_DAEMON_ID: a daemon, or a dags test process)
+	end      int64  // the leader's end line, 0 if it wrote none (killed)
 	status   int
 }
 
@@ -195,7 +196,7 @@ func (r *recorder) parse(line string) {
 		r.bad = append(r.bad, fmt.Sprintf("%s: %q", why, line))
 		r.mu.Unlock()
 	}
-	want := map[string]int{"start": 10, "child": 8, "end": 9}
+	want := map[string]int{"start": 11, "child": 8, "end": 9}
 	if n, ok := want[f[0]]; !ok || len(f) != n {
 		fail("malformed line")
 		return
@@ -221,7 +222,7 @@ func (r *recorder) parse(line string) {
 			return
 		}
 		p.leader = true
-		a := &attempt{key: key, leader: p, needs: needs, mode: f[9]}
+		a := &attempt{key: key, leader: p, needs: needs, mode: f[9], daemon: f[10]}
 		r.attempts = append(r.attempts, a)
 		r.leaders[leaderID(key, pid)] = a
 		r.pending = append(r.pending, p)

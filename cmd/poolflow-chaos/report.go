@@ -72,6 +72,33 @@ func (h *harness) report(res *result) {
 		types[r.RunType]++
 	}
 	pf("  runs %d, by state %s, by type %s\n", len(res.obs.runs), countsOf(states), countsOf(types))
+	// Work across daemons (§9): scheduled runs' attempts are admitted by any live daemon.
+	leader := map[string]bool{}
+	for _, r := range res.obs.runs {
+		if r.RunType == "scheduled" || r.RunType == "schedule" || r.RunType == "catchup" {
+			leader[r.DAGID+"\x00"+r.RunID] = true
+		}
+	}
+	byDaemon, spread := map[string]int{}, map[string]map[string]bool{}
+	for _, a := range res.attempts {
+		k := a.key.dag + "\x00" + a.key.run
+		if !leader[k] {
+			continue
+		}
+		byDaemon[a.daemon]++
+		if spread[k] == nil {
+			spread[k] = map[string]bool{}
+		}
+		spread[k][a.daemon] = true
+	}
+	several := 0
+	for _, ds := range spread {
+		if len(ds) > 1 {
+			several++
+		}
+	}
+	pf("  attempt processes of scheduled runs by daemon %s; scheduled runs run by several daemons %d of %d\n",
+		countsOf(byDaemon), several, len(spread))
 	var watched, late []int64
 	for _, w := range res.windows {
 		if w.watched {

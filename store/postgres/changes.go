@@ -53,17 +53,17 @@ func newChanges(cfg *pgx.ConnConfig, db *sql.DB, channel string, bound time.Dura
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
-func (c *changes) Read(ctx context.Context, tx *sql.Tx) (int64, int, error) {
+func (c *changes) Read(ctx context.Context, tx *sql.Tx) (int64, int64, int, error) {
 	var seq int64
 	var schema int
 	if err := tx.QueryRowContext(ctx, `SELECT seq, (SELECT COALESCE(MAX(version), 0) FROM schema_migrations)
 		FROM poolflow_changes`).Scan(&seq, &schema); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seen = max(c.seen, seq)
-	return seq - c.own, schema, nil
+	return seq - c.own, seq, schema, nil
 }
 
 func (c *changes) Wrote(ctx context.Context, tx *sql.Tx) (int64, error) {

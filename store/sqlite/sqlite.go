@@ -167,36 +167,45 @@ func classify(err error) error {
 }
 
 // changes reads PRAGMA data_version, which changes when another connection commits. seen and
-// schema are the data_version and schema version of the last Read: write transactions run one
-// at a time on the single writer connection.
+// schema are the data_version and schema version of the last Read: Reads run inside write
+// transactions, one at a time on the single writer connection.
 type changes struct {
 	w      *sql.DB
 	seen   int64
 	schema int
 }
 
-func (c *changes) Read(ctx context.Context, tx *sql.Tx) (int64, int, error) {
-	var v int64
+func (c *changes) Read(ctx context.Context, tx *sql.Tx) (int64, int64, int, error) {
+	var v, seq int64
 	if err := tx.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	// A migration is a commit of another connection, which changes data_version: while it
-	// stays, the schema read last still holds (one statement less in every pass).
+	// stays, the schema read last still holds. The change sequence moves with this
+	// connection's own commits too, so it is read every time.
 	if c.schema > 0 && v == c.seen {
-		return v, c.schema, nil
+		err := tx.QueryRowContext(ctx, `SELECT seq FROM poolflow_changes`).Scan(&seq)
+		return v, seq, c.schema, err
 	}
 	var schema int
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&schema); err != nil {
-		return 0, 0, err
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0), (SELECT seq FROM poolflow_changes)
+		FROM schema_migrations`).Scan(&schema, &seq); err != nil {
+		return 0, 0, 0, err
 	}
 	c.seen, c.schema = v, schema
-	return v, schema, nil
+	return v, seq, schema, nil
 }
 
-func (c *changes) Wrote(context.Context, *sql.Tx) (int64, error) { return 0, nil }
-func (c *changes) Committed(int64)                               {}
-func (c *changes) Changed() <-chan struct{}                      { return nil }
-func (c *changes) Close() error                                  { return nil }
+// Wrote bumps the change sequence (the version stays data_version).
+func (c *changes) Wrote(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var seq int64
+	err := tx.QueryRowContext(ctx, `UPDATE poolflow_changes SET seq = seq + 1 RETURNING seq`).Scan(&seq)
+	return seq, err
+}
+
+func (c *changes) Committed(int64)          {}
+func (c *changes) Changed() <-chan struct{} { return nil }
+func (c *changes) Close() error             { return nil }
 
 // Version reads data_version on the writer connection. A migration by a newer binary is a
 // commit of another connection: the pass it causes finds the schema in Begin.

@@ -35,6 +35,7 @@ func Run(t *testing.T, h Harness) {
 		{"WakeUp", testWakeUp},
 		{"LockTimeoutIsUnavailable", testLockTimeoutIsUnavailable},
 		{"ConcurrentAdmission", testConcurrentAdmission},
+		{"ChangeStamps", testChangeStamps},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,7 +27,7 @@ var tables = []table{
 	{"dag_runs", strings.Fields("id dag_id run_id run_type logical_date state conf note no_queue owner queued_at start_date end_date reason"),
 		"itttitttbtiiit", "id"},
 	{"task_instances", strings.Fields("run task_id state try_number start_date end_date next_at reason"), "ittiiiit", "run, task_id"},
-	{"attempts", strings.Fields("run task_id try_number state start_date end_date reason"), "ititiit", "run, task_id, try_number"},
+	{"attempts", strings.Fields("run task_id try_number state start_date end_date reason daemon"), "ititiitt", "run, task_id, try_number"},
 	{"queue_entries", strings.Fields("id run task_id try_number label priority due deadline state force reason_code reason rule replay not_before fingerprint created_at admitted_at ended_at"),
 		"iititiiitbtttbitiii", "id"},
 	{"entry_requirements", strings.Fields("entry pool slots implicit capacity"), "itibi", "entry, pool"},

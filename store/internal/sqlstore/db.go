@@ -39,12 +39,14 @@ type Dialect struct {
 
 // Changes is how a driver tells outside commits from a handle's own (store.Store.DataVersion).
 type Changes interface {
-	// Read runs in a write transaction after Lock: the change version as of now, exact, and
-	// the schema version.
-	Read(ctx context.Context, tx *sql.Tx) (version int64, schema int, err error)
-	// Wrote runs just before the commit of a transaction that changed rows; its mark is
-	// handed to Committed once the commit succeeded.
-	Wrote(ctx context.Context, tx *sql.Tx) (mark int64, err error)
+	// Read runs in a write transaction after Lock: the change version as of now, exact, the
+	// change sequence (poolflow_changes.seq: the number of the last committed write
+	// transaction) and the schema version.
+	Read(ctx context.Context, tx *sql.Tx) (version, seq int64, schema int, err error)
+	// Wrote runs just before the commit of a transaction that changed rows: it bumps the
+	// change sequence and returns the new number, which is handed to Committed once the commit
+	// succeeded.
+	Wrote(ctx context.Context, tx *sql.Tx) (seq int64, err error)
 	Committed(mark int64)
 	// Version is the change version outside any transaction; schema is the schema version
 	// when the driver read it (0 = not read).

@@ -80,13 +80,13 @@ func (t *Tx) moveEntry(id int64, to store.EntryState, set string, args ...any) e
 	if len(from) == 0 {
 		return fmt.Errorf("%w: unknown state %q", store.ErrEntryState, to)
 	}
-	q := `UPDATE queue_entries SET state = ?`
+	q := `UPDATE queue_entries SET state = ?, seq = ?`
 	if set != "" {
 		q += `, ` + set
 	}
 	q += ` WHERE id = ? AND state IN (?` + strings.Repeat(", ?", len(from)-1) + `)`
-	all := make([]any, 0, len(args)+2+len(from))
-	all = append(all, to)
+	all := make([]any, 0, len(args)+3+len(from))
+	all = append(all, to, t.stamp())
 	all = append(all, args...)
 	all = append(all, id)
 	for _, f := range from {

@@ -35,6 +35,15 @@ func (t *Tx) SetImplicitLimit(entries []int64, pool string, capacity int) error 
 		if _, err := t.execOnce(q, args...); err != nil {
 			return fmt.Errorf("set implicit limit: %w", err)
 		}
+		// The entries changed: stamped, other daemons read their new requirements.
+		stamp := append(make([]any, 0, n+1), t.stamp())
+		for _, id := range ids {
+			stamp = append(stamp, id)
+		}
+		if _, err := t.execOnce(`UPDATE queue_entries SET seq = ? WHERE id IN (`+
+			strings.TrimSuffix(strings.Repeat("?,", n), ",")+`)`, stamp...); err != nil {
+			return fmt.Errorf("set implicit limit: %w", err)
+		}
 	}
 	return nil
 }

@@ -13,9 +13,9 @@ import (
 // insertion order, so callers insert in (due time, run_id, task order) order (§4.4).
 func (t *Tx) InsertEntry(e *store.Entry) error {
 	id, _, err := t.insertID(`INSERT INTO queue_entries (run, task_id, try_number, label, priority, due, deadline, state,
-		force, rule, replay, fingerprint, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		force, rule, replay, fingerprint, created_at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		e.Run, e.TaskID, e.TryNumber, e.Label, e.Priority, store.Micros(e.Due), nullMicros(e.Deadline), e.State,
-		e.Force, nullString(e.Rule), e.Replay, e.Fingerprint, store.Micros(e.CreatedAt))
+		e.Force, nullString(e.Rule), e.Replay, e.Fingerprint, store.Micros(e.CreatedAt), t.stamp())
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func rowsOf(n int, tuple string) string {
 
 const entryCols = `e.id, e.run, e.task_id, e.try_number, e.label, e.priority, e.due, e.deadline, e.state, e.force,
 	COALESCE(e.reason_code, ''), COALESCE(e.reason, ''), COALESCE(e.rule, ''), e.replay, e.not_before, e.fingerprint,
-	e.created_at, e.admitted_at, e.ended_at, COALESCE(r.owner, ''), r.dag_id, r.run_id`
+	e.created_at, e.admitted_at, e.ended_at, COALESCE(r.owner, ''), r.dag_id, r.run_id, r.run_type`
 
 func scanEntry(sc interface{ Scan(...any) error }) (store.Entry, error) {
 	var e store.Entry
@@ -52,7 +52,7 @@ func scanEntry(sc interface{ Scan(...any) error }) (store.Entry, error) {
 	var deadline, admitted, ended, notBefore sql.NullInt64
 	err := sc.Scan(&e.ID, &e.Run, &e.TaskID, &e.TryNumber, &e.Label, &e.Priority, &due, &deadline, &e.State, &e.Force,
 		&e.ReasonCode, &e.Reason, &e.Rule, &e.Replay, &notBefore, &e.Fingerprint, &created, &admitted, &ended, &e.Owner,
-		&e.DAGID, &e.RunID)
+		&e.DAGID, &e.RunID, &e.RunType)
 	e.Due, e.CreatedAt, e.NotBefore = store.FromMicros(due), store.FromMicros(created), timeOf(notBefore)
 	e.Deadline, e.AdmittedAt, e.EndedAt = timeOf(deadline), timeOf(admitted), timeOf(ended)
 	return e, err
@@ -77,7 +77,7 @@ func (t *Tx) EndEntry(id int64, state store.EntryState, code, reason string, now
 
 // SetForce marks an entry for a force start (§4.4).
 func (t *Tx) SetForce(id int64) error {
-	_, err := t.exec(`UPDATE queue_entries SET force = TRUE WHERE id = ?`, id)
+	_, err := t.exec(`UPDATE queue_entries SET force = TRUE, seq = ? WHERE id = ?`, t.stamp(), id)
 	return err
 }
 
@@ -133,10 +133,13 @@ func (t *Tx) HoldsClaim(entry int64, daemon string, epoch int64) (bool, error) {
 	return n > 0, unavailable(err)
 }
 
-// Claims lists every held claim with its entry's label.
+// Claims lists every held claim with its entry's label. The label is a lookup per claim by the
+// entry's key: joined, PostgreSQL without statistics on a table that just grew hashes every
+// entry ever queued on each pass.
 func (t *Tx) Claims() ([]store.Claim, error) {
-	rows, err := t.query(`SELECT c.entry, c.pool, c.slots, c.daemon, c.epoch, COALESCE(c.pgid, 0), c.lease_until, e.label
-		FROM claims c JOIN queue_entries e ON e.id = c.entry ORDER BY c.entry, c.pool`)
+	rows, err := t.query(`SELECT c.entry, c.pool, c.slots, c.daemon, c.epoch, COALESCE(c.pgid, 0), c.lease_until,
+		(SELECT e.label FROM queue_entries e WHERE e.id = c.entry)
+		FROM claims c ORDER BY c.entry, c.pool`)
 	if err != nil {
 		return nil, err
 	}
@@ -177,8 +180,8 @@ func (t *Tx) RequeueEntry(id int64) error {
 	if _, err := t.exec(`DELETE FROM claims WHERE entry = ?`, id); err != nil {
 		return err
 	}
-	_, err := t.exec(`UPDATE task_instances SET state = 'scheduled'
-		WHERE (run, task_id) = (SELECT run, task_id FROM queue_entries WHERE id = ?) AND state = 'running'`, id)
+	_, err := t.exec(`UPDATE task_instances SET state = 'scheduled', seq = ?
+		WHERE (run, task_id) = (SELECT run, task_id FROM queue_entries WHERE id = ?) AND state = 'running'`, t.stamp(), id)
 	return err
 }
 
@@ -233,7 +236,7 @@ func (t *Tx) RetireOrphans(now time.Time) (int, error) {
 		return 0, err
 	}
 	res, err := t.exec(`UPDATE queue_entries SET state = 'retired', reason_code = 'retired', reason = 'the run has ended',
-		ended_at = ? WHERE `+orphan, store.Micros(now))
+		ended_at = ?, seq = ? WHERE `+orphan, store.Micros(now), t.stamp())
 	if err != nil {
 		return 0, err
 	}
@@ -283,8 +286,8 @@ func (t *Tx) RecordEnd(id int64, a *store.Attempt) error {
 	if err := t.InsertAttempt(a); err != nil {
 		return err
 	}
-	_, err := t.exec(`UPDATE task_instances SET state = ?, try_number = ?, start_date = ?, end_date = ?, next_at = NULL, reason = ?
-		WHERE run = ? AND task_id = ? AND state = 'running'`, a.State, a.TryNumber, nullMicros(a.StartDate),
-		nullMicros(a.EndDate), nullString(a.Reason), a.Run, a.TaskID)
+	_, err := t.exec(`UPDATE task_instances SET state = ?, try_number = ?, start_date = ?, end_date = ?, next_at = NULL, reason = ?,
+		seq = ? WHERE run = ? AND task_id = ? AND state = 'running'`, a.State, a.TryNumber, nullMicros(a.StartDate),
+		nullMicros(a.EndDate), nullString(a.Reason), t.stamp(), a.Run, a.TaskID)
 	return err
 }

@@ -23,7 +23,8 @@ func (s *DB) ListPools(ctx context.Context) ([]store.Pool, error) {
 // ListClaims lists every held claim.
 func (s *DB) ListClaims(ctx context.Context) ([]store.Claim, error) {
 	rows, err := s.query(ctx, `SELECT c.entry, c.pool, c.slots, c.daemon, c.epoch, COALESCE(c.pgid, 0),
-		c.lease_until, e.label FROM claims c JOIN queue_entries e ON e.id = c.entry ORDER BY c.entry, c.pool`)
+		c.lease_until, (SELECT e.label FROM queue_entries e WHERE e.id = c.entry)
+		FROM claims c ORDER BY c.entry, c.pool`)
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -119,8 +120,8 @@ func (s *DB) ListAttempts(ctx context.Context, run int64, taskID string) ([]stor
 
 // attempts reads the ended attempts a condition on the attempts table selects.
 func (s *DB) attempts(ctx context.Context, where string, args ...any) ([]store.Attempt, error) {
-	rows, err := s.query(ctx, `SELECT run, task_id, try_number, state, start_date, end_date, COALESCE(reason, '')
-		FROM attempts WHERE `+where, args...)
+	rows, err := s.query(ctx, `SELECT run, task_id, try_number, state, start_date, end_date, COALESCE(reason, ''),
+		COALESCE(daemon, '') FROM attempts WHERE `+where, args...)
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -129,7 +130,7 @@ func (s *DB) attempts(ctx context.Context, where string, args ...any) ([]store.A
 	for rows.Next() {
 		var a store.Attempt
 		var start, end sql.NullInt64
-		if err := rows.Scan(&a.Run, &a.TaskID, &a.TryNumber, &a.State, &start, &end, &a.Reason); err != nil {
+		if err := rows.Scan(&a.Run, &a.TaskID, &a.TryNumber, &a.State, &start, &end, &a.Reason, &a.Daemon); err != nil {
 			return nil, unavailable(err)
 		}
 		a.StartDate, a.EndDate = timeOf(start), timeOf(end)

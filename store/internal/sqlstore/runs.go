@@ -30,10 +30,10 @@ func (t *Tx) InsertRun(r *store.Run) error {
 	// ON CONFLICT DO NOTHING rather than a unique violation: on PostgreSQL a failed statement
 	// would end the whole pass's transaction.
 	id, ok, err := t.insertID(`INSERT INTO dag_runs (dag_id, run_id, run_type, logical_date, state, conf, note, no_queue, owner,
-		queued_at, start_date, end_date, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		queued_at, start_date, end_date, reason, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING RETURNING id`,
 		r.DAGID, r.RunID, r.RunType, store.Micros(r.LogicalDate), r.State, orJSON(r.Conf), r.Note, r.NoQueue, nullString(r.Owner),
-		store.Micros(r.QueuedAt), nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(r.Reason))
+		store.Micros(r.QueuedAt), nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(r.Reason), t.stamp())
 	switch {
 	case err != nil:
 		return err
@@ -53,8 +53,8 @@ func orJSON(s string) string {
 
 // UpdateRun writes a run's state, dates and reason.
 func (t *Tx) UpdateRun(r *store.Run) error {
-	_, err := t.exec(`UPDATE dag_runs SET state = ?, start_date = ?, end_date = ?, reason = ?, owner = ? WHERE id = ?`,
-		r.State, nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(r.Reason), nullString(r.Owner), r.PK)
+	_, err := t.exec(`UPDATE dag_runs SET state = ?, start_date = ?, end_date = ?, reason = ?, owner = ?, seq = ? WHERE id = ?`,
+		r.State, nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(r.Reason), nullString(r.Owner), t.stamp(), r.PK)
 	return err
 }
 
@@ -92,17 +92,17 @@ func (t *Tx) RunByPK(pk int64) (store.Run, error) {
 
 // InsertTI creates a task instance.
 func (t *Tx) InsertTI(ti *store.TaskInstance) error {
-	_, err := t.exec(`INSERT INTO task_instances (run, task_id, state, try_number, start_date, end_date, next_at, reason)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, ti.Run, ti.TaskID, ti.State, ti.TryNumber,
-		nullMicros(ti.StartDate), nullMicros(ti.EndDate), nullMicros(ti.NextAt), nullString(ti.Reason))
+	_, err := t.exec(`INSERT INTO task_instances (run, task_id, state, try_number, start_date, end_date, next_at, reason, seq)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, ti.Run, ti.TaskID, ti.State, ti.TryNumber,
+		nullMicros(ti.StartDate), nullMicros(ti.EndDate), nullMicros(ti.NextAt), nullString(ti.Reason), t.stamp())
 	return err
 }
 
 // UpdateTI writes a task instance.
 func (t *Tx) UpdateTI(ti *store.TaskInstance) error {
-	_, err := t.exec(`UPDATE task_instances SET state = ?, try_number = ?, start_date = ?, end_date = ?, next_at = ?, reason = ?
-		WHERE run = ? AND task_id = ?`, ti.State, ti.TryNumber, nullMicros(ti.StartDate), nullMicros(ti.EndDate),
-		nullMicros(ti.NextAt), nullString(ti.Reason), ti.Run, ti.TaskID)
+	_, err := t.exec(`UPDATE task_instances SET state = ?, try_number = ?, start_date = ?, end_date = ?, next_at = ?, reason = ?,
+		seq = ? WHERE run = ? AND task_id = ?`, ti.State, ti.TryNumber, nullMicros(ti.StartDate), nullMicros(ti.EndDate),
+		nullMicros(ti.NextAt), nullString(ti.Reason), t.stamp(), ti.Run, ti.TaskID)
 	return err
 }
 
@@ -115,15 +115,16 @@ const putTIsChunk = 64
 func (t *Tx) PutTIs(tis []*store.TaskInstance) error {
 	for len(tis) > 0 {
 		n := min(len(tis), putTIsChunk)
-		args := make([]any, 0, 8*n)
+		args := make([]any, 0, 9*n)
+		stamp := t.stamp()
 		for _, ti := range tis[:n] {
 			args = append(args, ti.Run, ti.TaskID, ti.State, ti.TryNumber, nullMicros(ti.StartDate), nullMicros(ti.EndDate),
-				nullMicros(ti.NextAt), nullString(ti.Reason))
+				nullMicros(ti.NextAt), nullString(ti.Reason), stamp)
 		}
-		if _, err := t.exec(`INSERT INTO task_instances (run, task_id, state, try_number, start_date, end_date, next_at, reason)
-			VALUES `+rowsOf(n, "(?, ?, ?, ?, ?, ?, ?, ?)")+` ON CONFLICT (run, task_id) DO UPDATE SET state = excluded.state,
+		if _, err := t.exec(`INSERT INTO task_instances (run, task_id, state, try_number, start_date, end_date, next_at, reason, seq)
+			VALUES `+rowsOf(n, "(?, ?, ?, ?, ?, ?, ?, ?, ?)")+` ON CONFLICT (run, task_id) DO UPDATE SET state = excluded.state,
 			try_number = excluded.try_number, start_date = excluded.start_date, end_date = excluded.end_date,
-			next_at = excluded.next_at, reason = excluded.reason`, args...); err != nil {
+			next_at = excluded.next_at, reason = excluded.reason, seq = excluded.seq`, args...); err != nil {
 			return err
 		}
 		tis = tis[n:]
@@ -158,10 +159,11 @@ func scanTIs(rows *sql.Rows) ([]store.TaskInstance, error) {
 
 // InsertAttempt records an ended attempt (replacing a row of the same try after a replay).
 func (t *Tx) InsertAttempt(a *store.Attempt) error {
-	_, err := t.exec(`INSERT INTO attempts (run, task_id, try_number, state, start_date, end_date, reason)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, task_id, try_number) DO UPDATE SET state = excluded.state,
-		start_date = excluded.start_date, end_date = excluded.end_date, reason = excluded.reason`, a.Run, a.TaskID, a.TryNumber, a.State, nullMicros(a.StartDate),
-		nullMicros(a.EndDate), nullString(a.Reason))
+	_, err := t.exec(`INSERT INTO attempts (run, task_id, try_number, state, start_date, end_date, reason, daemon)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, task_id, try_number) DO UPDATE SET state = excluded.state,
+		start_date = excluded.start_date, end_date = excluded.end_date, reason = excluded.reason, daemon = excluded.daemon`,
+		a.Run, a.TaskID, a.TryNumber, a.State, nullMicros(a.StartDate), nullMicros(a.EndDate), nullString(a.Reason),
+		nullString(a.Daemon))
 	return err
 }
 

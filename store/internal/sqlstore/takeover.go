@@ -12,8 +12,9 @@ import (
 
 // ClaimsOf lists the claims owner holds under an epoch up to maxEpoch.
 func (t *Tx) ClaimsOf(owner string, maxEpoch int64) ([]store.Claim, error) {
-	rows, err := t.query(`SELECT c.entry, c.pool, c.slots, c.daemon, c.epoch, COALESCE(c.pgid, 0), c.lease_until, e.label
-		FROM claims c JOIN queue_entries e ON e.id = c.entry WHERE c.daemon = ? AND c.epoch <= ? ORDER BY c.entry, c.pool`,
+	rows, err := t.query(`SELECT c.entry, c.pool, c.slots, c.daemon, c.epoch, COALESCE(c.pgid, 0), c.lease_until,
+		(SELECT e.label FROM queue_entries e WHERE e.id = c.entry)
+		FROM claims c WHERE c.daemon = ? AND c.epoch <= ? ORDER BY c.entry, c.pool`,
 		owner, maxEpoch)
 	if err != nil {
 		return nil, err
@@ -46,9 +47,9 @@ func (t *Tx) ReleaseOwnerClaims(owner string, maxEpoch int64) ([]int64, error) {
 // AdoptRuns moves owner from's open runs of the given types to owner to (a live daemon taking
 // over a dead one's leader-owned work) and returns how many moved.
 func (t *Tx) AdoptRuns(from, to string, runTypes ...string) (int, error) {
-	q := `UPDATE dag_runs SET owner = ? WHERE owner = ? AND state IN ('queued', 'running') AND run_type IN (` +
+	q := `UPDATE dag_runs SET owner = ?, seq = ? WHERE owner = ? AND state IN ('queued', 'running') AND run_type IN (` +
 		rowsOf(len(runTypes), "?") + `)`
-	args := []any{to, from}
+	args := []any{to, t.stamp(), from}
 	for _, rt := range runTypes {
 		args = append(args, rt)
 	}
@@ -103,13 +104,13 @@ func (t *Tx) FailRun(r *store.Run, reason string, now time.Time) error {
 	if _, err := t.exec(`DELETE FROM claims WHERE entry IN (SELECT id FROM queue_entries WHERE `+waiting+`)`, r.PK); err != nil {
 		return err
 	}
-	if _, err := t.exec(`UPDATE queue_entries SET state = 'retired', reason_code = 'retired', reason = ?, ended_at = ?
-		WHERE `+waiting, reason, store.Micros(now), r.PK); err != nil {
+	if _, err := t.exec(`UPDATE queue_entries SET state = 'retired', reason_code = 'retired', reason = ?, ended_at = ?, seq = ?
+		WHERE `+waiting, reason, store.Micros(now), t.stamp(), r.PK); err != nil {
 		return err
 	}
-	if _, err := t.exec(`UPDATE task_instances SET state = 'failed', reason = ?, next_at = NULL,
+	if _, err := t.exec(`UPDATE task_instances SET state = 'failed', reason = ?, next_at = NULL, seq = ?,
 		end_date = CASE WHEN start_date IS NULL THEN NULL ELSE COALESCE(end_date, ?) END
-		WHERE run = ? AND state NOT IN ('success', 'failed', 'skipped', 'upstream_failed')`, reason, store.Micros(now), r.PK); err != nil {
+		WHERE run = ? AND state NOT IN ('success', 'failed', 'skipped', 'upstream_failed')`, reason, t.stamp(), store.Micros(now), r.PK); err != nil {
 		return err
 	}
 	r.State, r.EndDate, r.Reason = "failed", now, reason

@@ -21,6 +21,7 @@ type Tx struct {
 	// failAfter, when > 0, makes the n-th claim insert fail: failure injection for tests.
 	failAfter *int
 	version   int64 // the change version read at the start
+	seq       int64 // the change sequence read at the start; after a commit that wrote, its own
 	wrote     bool  // a statement changed a row: the commit is an outside change to others
 }
 
@@ -55,14 +56,14 @@ func (s *DB) begin(ctx context.Context) (*Tx, error) {
 	if err := s.d.Lock(ctx, tx); err != nil {
 		return fail(unavailable(s.d.Classify(err)))
 	}
-	v, schema, err := s.ch.Read(ctx, tx)
+	v, seq, schema, err := s.ch.Read(ctx, tx)
 	if err != nil {
 		return fail(unavailable(s.d.Classify(err)))
 	}
 	if err := s.checkSchema(schema); err != nil {
 		return fail(err)
 	}
-	t.version = v
+	t.version, t.seq = v, seq
 	return t, nil
 }
 
@@ -76,12 +77,18 @@ func (t *Tx) Commit() error {
 			_ = t.tx.Rollback()
 			return unavailable(t.s.d.Classify(err))
 		}
+		if mark != t.seq+1 {
+			// The rows were stamped t.seq+1: only a writer outside the lock could cause this.
+			_ = t.tx.Rollback()
+			return fmt.Errorf("%w: change sequence moved from %d to %d under the writers' lock", store.ErrUnavailable, t.seq, mark)
+		}
 	}
 	if err := t.tx.Commit(); err != nil {
 		return unavailable(t.s.d.Classify(err))
 	}
 	if t.wrote {
 		t.s.ch.Committed(mark)
+		t.seq = mark
 	}
 	t.s.prepare(t.missing)
 	return nil
@@ -108,6 +115,14 @@ func (s *DB) WithTx(ctx context.Context, fn func(store.Tx) error) error {
 
 // DataVersion is the change version read at the transaction's start.
 func (t *Tx) DataVersion() (int64, error) { return t.version, nil }
+
+// Seq is the change number: before Commit that of the last write transaction committed when
+// this one started; after a Commit that changed rows, this transaction's own.
+func (t *Tx) Seq() int64 { return t.seq }
+
+// stamp is the change number the rows this transaction writes carry (ChangesSince): the one
+// its commit takes, since the writers' lock is held from the start to the commit.
+func (t *Tx) stamp() int64 { return t.seq + 1 }
 
 // exec runs a statement that changes rows. A refused statement is classified (ErrConflict,
 // ErrConstraint, ErrUnavailable) with the statement's first words for context.
