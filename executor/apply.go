@@ -16,9 +16,10 @@ func (l *loop) apply(tx store.Tx, p *passState, ev event) error {
 		if le == nil || le.ti == nil {
 			return nil
 		}
-		if _, err := tx.SetPGID(ev.entry, ev.pgid, l.cfg.DaemonID, l.epoch); err != nil {
-			return err
+		if p.pgids == nil {
+			p.pgids = map[int64]int{}
 		}
+		p.pgids[ev.entry] = ev.pgid // written with the pass's other starts (flushStarts)
 		if le.pokes == 0 {
 			le.ti.StartDate = ev.start
 		}

@@ -75,6 +75,9 @@ func (l *loop) pass(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := tx.SetPGIDs(p.pgids, l.cfg.DaemonID, l.epoch); err != nil {
+		return err
+	}
 	if reloaded {
 		if err := l.applyChanges(tx, p); err != nil {
 			return err
@@ -168,7 +171,8 @@ type passState struct {
 	renewed  bool
 	triggers []*pendingTrigger
 	notices  []Notice
-	dirtyTIs []*liveTI // written once, before the commit
+	dirtyTIs []*liveTI     // written once, before the commit
+	pgids    map[int64]int // the process groups of attempts that started, by entry
 	reaps    []reapJob
 	rebooted bool // the @reboot fires were created in this pass
 }

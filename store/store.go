@@ -129,7 +129,9 @@ type Tx interface {
 	// gets reason code StopRequested and the reason; ErrEntryState unless it is admitted.
 	RequestStop(id int64, reason string) error
 	Admit(e *Entry, daemon string, epoch int64, now, leaseUntil time.Time) error
-	SetPGID(entry int64, pgid int, daemon string, epoch int64) (bool, error)
+	// SetPGIDs records the process groups of admitted entries' attempts (entry → pgid) on the
+	// claims daemon holds under epoch, in one statement.
+	SetPGIDs(pgids map[int64]int, daemon string, epoch int64) error
 	HoldsClaim(entry int64, daemon string, epoch int64) (bool, error)
 	Claims() ([]Claim, error)
 	QueuedCount(pool string) (int, error)

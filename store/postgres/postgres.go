@@ -81,7 +81,7 @@ func Open(ctx context.Context, dsn string, opts store.Options) (store.Store, err
 	key := lockKey(schema)
 	ch := newChanges(cfg, db, channelName(schema), opts.Timeout())
 	s, err := sqlstore.New(ctx, sqlstore.Config{
-		Dialect: &sqlstore.Dialect{Name: "postgres", Numbered: true, Migrations: Migrations(),
+		Dialect: &sqlstore.Dialect{Name: "postgres", Numbered: true, WritingWith: true, Migrations: Migrations(),
 			Lock: func(ctx context.Context, tx *sql.Tx) error {
 				_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, key)
 				return err

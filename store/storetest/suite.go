@@ -114,6 +114,27 @@ func testAdmitDebitsEveryPool(t *testing.T, h Harness) {
 	if claims, _ := st.ListClaims(bg()); len(claims) != 3 {
 		t.Fatalf("claims = %+v", claims)
 	}
+	// The attempt's process group goes on every claim of the holder's epoch, and only there.
+	pgids := func() []int {
+		t.Helper()
+		claims, err := st.ListClaims(bg())
+		must(t, err)
+		var out []int
+		for _, c := range claims {
+			out = append(out, c.PGID)
+		}
+		return out
+	}
+	must(t, st.WithTx(bg(), func(tx store.Tx) error { return tx.SetPGIDs(map[int64]int{e.ID: 4242}, "d1", 1) }))
+	if got := pgids(); got[0] != 0 || got[1] != 0 || got[2] != 0 {
+		t.Fatalf("pgids after a write under another epoch = %v, want none", got)
+	}
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		return tx.SetPGIDs(map[int64]int{e.ID: 4242, e.ID + 1000: 7}, "d1", 2)
+	}))
+	if got := pgids(); got[0] != 4242 || got[1] != 4242 || got[2] != 4242 {
+		t.Fatalf("pgids = %v, want 4242 on every claim", got)
+	}
 	must(t, st.WithTx(bg(), func(tx store.Tx) error {
 		held, err := tx.ReleaseHeld(e.ID, "d1", 1, now)
 		if held {

@@ -76,15 +76,29 @@ func entryFilter(states []string, id int64) (string, []any) {
 // moveEntry sets entry id's state to `to` and the extra assignments in set (with args), only if
 // its current state may move there; otherwise it is ErrEntryState naming both states.
 func (t *Tx) moveEntry(id int64, to store.EntryState, set string, args ...any) error {
-	from := store.MovesFrom(to)
-	if len(from) == 0 {
-		return fmt.Errorf("%w: unknown state %q", store.ErrEntryState, to)
+	if len(store.MovesFrom(to)) == 0 {
+		return t.entryStateError(id, to)
 	}
+	q, all := t.moveStatement(id, to, set, args...)
+	res, err := t.exec(q, all...)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	return t.entryStateError(id, to)
+}
+
+// moveStatement is moveEntry's UPDATE and its arguments; its WHERE clause comes last, so a
+// caller may add conditions or RETURNING.
+func (t *Tx) moveStatement(id int64, to store.EntryState, set string, args ...any) (string, []any) {
+	from := store.MovesFrom(to)
 	q := `UPDATE queue_entries SET state = ?, seq = ?`
 	if set != "" {
 		q += `, ` + set
 	}
-	q += ` WHERE id = ? AND state IN (?` + strings.Repeat(", ?", len(from)-1) + `)`
+	q += ` WHERE id = ? AND state IN (?` + strings.Repeat(", ?", max(len(from), 1)-1) + `)`
 	all := make([]any, 0, len(args)+3+len(from))
 	all = append(all, to, t.stamp())
 	all = append(all, args...)
@@ -92,12 +106,16 @@ func (t *Tx) moveEntry(id int64, to store.EntryState, set string, args ...any) e
 	for _, f := range from {
 		all = append(all, f)
 	}
-	res, err := t.exec(q, all...)
-	if err != nil {
-		return err
+	if len(from) == 0 {
+		all = append(all, "") // an unknown state moves from none: the statement changes nothing
 	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		return nil
+	return q, all
+}
+
+// entryStateError says why entry id could not move to `to`: it does not exist, or its state.
+func (t *Tx) entryStateError(id int64, to store.EntryState) error {
+	if len(store.MovesFrom(to)) == 0 {
+		return fmt.Errorf("%w: unknown state %q", store.ErrEntryState, to)
 	}
 	var cur string
 	switch err := t.queryRow(`SELECT state FROM queue_entries WHERE id = ?`, id).Scan(&cur); {

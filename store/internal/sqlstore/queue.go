@@ -1,21 +1,36 @@
 package sqlstore
 
 import (
-	"github.com/poolflow/poolflow/store"
-
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/poolflow/poolflow/store"
 )
 
 // InsertEntry queues an entry with its requirement rows; the queue ID is assigned by SQLite in
 // insertion order, so callers insert in (due time, run_id, task order) order (§4.4).
 func (t *Tx) InsertEntry(e *store.Entry) error {
-	id, _, err := t.insertID(`INSERT INTO queue_entries (run, task_id, try_number, label, priority, due, deadline, state,
-		force, rule, replay, fingerprint, created_at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		e.Run, e.TaskID, e.TryNumber, e.Label, e.Priority, store.Micros(e.Due), nullMicros(e.Deadline), e.State,
-		e.Force, nullString(e.Rule), e.Replay, e.Fingerprint, store.Micros(e.CreatedAt), t.stamp())
+	args := []any{e.Run, e.TaskID, e.TryNumber, e.Label, e.Priority, store.Micros(e.Due), nullMicros(e.Deadline), e.State,
+		e.Force, nullString(e.Rule), e.Replay, e.Fingerprint, store.Micros(e.CreatedAt), t.stamp()}
+	const insert = `INSERT INTO queue_entries (run, task_id, try_number, label, priority, due, deadline, state,
+		force, rule, replay, fingerprint, created_at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	if t.s.d.WritingWith && len(e.Needs) > 0 {
+		// The entry and its requirement rows in one statement (the foreign key is checked at
+		// its end).
+		for _, n := range e.Needs {
+			args = append(args, n.Pool, n.Slots, n.Implicit, capacityOf(n))
+		}
+		id, _, err := t.insertID(`WITH e AS (`+insert+`), r AS (INSERT INTO entry_requirements (entry, pool, slots, implicit, capacity)
+			SELECT e.id, v.pool, v.slots, v.implicit, v.capacity FROM e, (VALUES `+
+			rowsOf(len(e.Needs), "(?::text, ?::bigint, ?::boolean, ?::bigint)")+`) AS v (pool, slots, implicit, capacity))
+			SELECT id FROM e`, args...)
+		e.ID = id
+		return err
+	}
+	id, _, err := t.insertID(insert, args...)
 	if err != nil {
 		return err
 	}
@@ -24,17 +39,21 @@ func (t *Tx) InsertEntry(e *store.Entry) error {
 		return nil
 	}
 	// One statement for all the entry's rows: a pass may queue thousands of entries.
-	args := make([]any, 0, 5*len(e.Needs))
+	args = make([]any, 0, 5*len(e.Needs))
 	for _, n := range e.Needs {
-		var capacity any
-		if n.Implicit {
-			capacity = n.Capacity
-		}
-		args = append(args, e.ID, n.Pool, n.Slots, n.Implicit, capacity)
+		args = append(args, e.ID, n.Pool, n.Slots, n.Implicit, capacityOf(n))
 	}
 	_, err = t.exec(`INSERT INTO entry_requirements (entry, pool, slots, implicit, capacity) VALUES `+
 		rowsOf(len(e.Needs), "(?, ?, ?, ?, ?)"), args...)
 	return err
+}
+
+// capacityOf is a requirement's capacity column: the limit of an implicit pool, NULL otherwise.
+func capacityOf(n store.Requirement) any {
+	if n.Implicit {
+		return n.Capacity
+	}
+	return nil
 }
 
 // rowsOf repeats a VALUES tuple n times.
@@ -84,7 +103,26 @@ func (t *Tx) SetForce(id int64) error {
 // Admit debits every requirement of an entry in claims rows and marks it admitted. Together
 // with the other admissions of a pass it commits or rolls back as one (§4.3).
 func (t *Tx) Admit(e *store.Entry, daemon string, epoch int64, now, leaseUntil time.Time) error {
-	if err := t.moveEntry(e.ID, store.EntryAdmitted, `admitted_at = ?, reason_code = NULL, reason = NULL`, store.Micros(now)); err != nil {
+	const set = `admitted_at = ?, reason_code = NULL, reason = NULL`
+	if t.s.d.WritingWith && t.failAfter == nil && len(e.Needs) > 0 {
+		// The move and the claims in one statement: no claim is written unless the move is.
+		q, args := t.moveStatement(e.ID, store.EntryAdmitted, set, store.Micros(now))
+		args = append(args, daemon, epoch, store.Micros(leaseUntil))
+		for _, n := range e.Needs {
+			args = append(args, n.Pool, n.Slots)
+		}
+		res, err := t.exec(`WITH m AS (`+q+` RETURNING id) INSERT INTO claims (entry, pool, slots, daemon, epoch, lease_until)
+			SELECT m.id, v.pool, v.slots, ?::text, ?::bigint, ?::bigint FROM m, (VALUES `+
+			rowsOf(len(e.Needs), "(?::text, ?::bigint)")+`) AS v (pool, slots)`, args...)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return t.entryStateError(e.ID, store.EntryAdmitted)
+		}
+		return nil
+	}
+	if err := t.moveEntry(e.ID, store.EntryAdmitted, set, store.Micros(now)); err != nil {
 		return err
 	}
 	if t.failAfter != nil {
@@ -114,17 +152,30 @@ func (t *Tx) Admit(e *store.Entry, daemon string, epoch int64, now, leaseUntil t
 // FailClaimAfter makes the n-th claim insert of this transaction fail (tests only).
 func (t *Tx) FailClaimAfter(n int) { t.failAfter = &n }
 
-// SetPGID records the process group of an admitted entry's attempt on its claims.
-func (t *Tx) SetPGID(entry int64, pgid int, daemon string, epoch int64) (bool, error) {
-	res, err := t.exec(`UPDATE claims SET pgid = ? WHERE entry = ? AND daemon = ? AND epoch = ?`, pgid, entry, daemon, epoch)
-	if err != nil {
-		return false, err
+// SetPGIDs records the process groups of admitted entries' attempts on their claims: one
+// statement for the starts of a pass.
+func (t *Tx) SetPGIDs(pgids map[int64]int, daemon string, epoch int64) error {
+	if len(pgids) == 0 {
+		return nil
 	}
-	n, _ := res.RowsAffected()
-	return n > 0, nil
+	entries := make([]int64, 0, len(pgids))
+	for id := range pgids {
+		entries = append(entries, id)
+	}
+	slices.Sort(entries) // one statement text per count, the same arguments for the same starts
+	args := make([]any, 0, 3*len(entries)+2)
+	for _, id := range entries {
+		args = append(args, id, pgids[id])
+	}
+	args = append(args, daemon, epoch)
+	for _, id := range entries {
+		args = append(args, id)
+	}
+	_, err := t.exec(`UPDATE claims SET pgid = CASE entry`+strings.Repeat(` WHEN ? THEN CAST(? AS BIGINT)`, len(entries))+
+		` END WHERE daemon = ? AND epoch = ? AND entry IN (?`+strings.Repeat(`, ?`, len(entries)-1)+`)`, args...)
+	return err
 }
 
-// HoldsClaim reports whether daemon still holds entry's claims under epoch (the fencing check
 // before a completion is written, §4.8).
 func (t *Tx) HoldsClaim(entry int64, daemon string, epoch int64) (bool, error) {
 	var n int
@@ -204,6 +255,26 @@ func (t *Tx) ReleaseEntry(id int64) (store.EntryState, error) {
 // only if daemon still holds them under epoch (the fencing check of §4.8). It reports false,
 // changing nothing, when the claims are gone or belong to another epoch.
 func (t *Tx) ReleaseHeld(id int64, daemon string, epoch int64, now time.Time) (bool, error) {
+	if t.s.d.WritingWith {
+		// The fenced delete and the move in one statement; the move only when the delete found
+		// the claims.
+		q, args := t.moveStatement(id, store.EntryDone, `ended_at = ?`, store.Micros(now))
+		var deleted, moved int
+		q = `WITH d AS (DELETE FROM claims WHERE entry = ? AND daemon = ? AND epoch = ? RETURNING entry),
+			m AS (` + q + ` AND EXISTS (SELECT 1 FROM d) RETURNING id)
+			SELECT (SELECT COUNT(*) FROM d), (SELECT COUNT(*) FROM m)`
+		if err := t.queryRow(q, append([]any{id, daemon, epoch}, args...)...).Scan(&deleted, &moved); err != nil {
+			return false, t.fail(q, err)
+		}
+		t.wrote = t.wrote || deleted > 0
+		switch {
+		case deleted == 0:
+			return false, nil
+		case moved == 0:
+			return false, t.entryStateError(id, store.EntryDone)
+		}
+		return true, nil
+	}
 	// The fenced delete is the check: an entry's claims are all written by one holder under one
 	// epoch, so none are deleted when another holds them. A refused state move below rolls the
 	// transaction (and the delete) back.
