@@ -50,9 +50,34 @@ func (l *loop) advanceAll(tx store.Tx, p *passState) error {
 		}
 		return a.ti.idx < b.ti.idx
 	})
+	return l.enqueueAll(tx, p, ready)
+}
+
+// enqueueAll queues the ready tasks in order, all in a few statements (Tx.InsertEntries); an
+// entry a pool refuses (max_queued, §4.6) is queued and rejected at once.
+func (l *loop) enqueueAll(tx store.Tx, p *passState, ready []readyTask) error {
+	if len(ready) == 0 {
+		return nil
+	}
 	queued := l.queuedPerPool()
-	for _, r := range ready {
-		if err := l.enqueue(tx, p, r, queued); err != nil {
+	entries := make([]store.Entry, len(ready))
+	refusals := make([]string, len(ready))
+	batch := make([]*store.Entry, len(ready))
+	for i, r := range ready {
+		entries[i] = l.newEntry(p, r)
+		refusals[i] = l.refusal(entries[i].Needs, queued)
+		if refusals[i] == "" {
+			for _, n := range entries[i].Needs {
+				queued[n.Pool]++
+			}
+		}
+		batch[i] = &entries[i]
+	}
+	if err := tx.InsertEntries(batch); err != nil {
+		return err
+	}
+	for i, r := range ready {
+		if err := l.queued(tx, p, r, entries[i], refusals[i]); err != nil {
 			return err
 		}
 	}
@@ -154,7 +179,7 @@ func (l *loop) queuedPerPool() map[string]int {
 // enqueue creates the queue entry of a ready task with its requirements and limits, or rejects
 // it when a pool refuses it (backlog full, draining, more slots than the pool has): a rejected
 // entry is a failed attempt (§4.6).
-func (l *loop) enqueue(tx store.Tx, p *passState, r readyTask, queued map[string]int) error {
+func (l *loop) newEntry(p *passState, r readyTask) store.Entry {
 	run, ti := r.run, r.ti
 	needs, rule := l.requirements(run, ti, r.try)
 	e := store.Entry{Run: run.PK, TaskID: ti.TaskID, TryNumber: r.try, Label: label(run.DAGID, ti.TaskID, r.try),
@@ -169,10 +194,13 @@ func (l *loop) enqueue(tx store.Tx, p *passState, r readyTask, queued map[string
 		}
 		e.Deadline = from.Add(qt)
 	}
-	refusal := l.refusal(needs, queued)
-	if err := tx.InsertEntry(&e); err != nil {
-		return err
-	}
+	return e
+}
+
+// queued takes a newly inserted entry into memory and the queue, or, when a pool refused it,
+// rejects it and fails the attempt.
+func (l *loop) queued(tx store.Tx, p *passState, r readyTask, e store.Entry, refusal string) error {
+	run, ti := r.run, r.ti
 	if refusal != "" {
 		reason := "rejected: " + refusal
 		if err := tx.EndEntry(e.ID, store.EntryRejected, "rejected", reason, p.now); err != nil {
@@ -187,9 +215,6 @@ func (l *loop) enqueue(tx store.Tx, p *passState, r readyTask, queued map[string
 		l.notify(p, Notice{Kind: NoticeRejected, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: r.try,
 			Reason: refusal, Pool: firstPool(&liveEntry{Entry: e})})
 		return l.failAttempt(tx, p, run, ti, r.try, reason, p.now, false)
-	}
-	for _, n := range needs {
-		queued[n.Pool]++
 	}
 	le := &liveEntry{Entry: e, run: run, ti: ti}
 	l.entries[e.ID] = le

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"sort"
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
@@ -40,6 +41,7 @@ func (l *loop) applyChanges(tx store.Tx, p *passState) error {
 		}
 	}
 	var requeue []readyTask
+	var order []int64 // the retired entries' queue IDs: queued again in the same order
 	for _, le := range l.entries {
 		ti := le.ti
 		if le.State != "waiting" || le.away || le.run.shared || ti == nil || ti.task == nil || le.Fingerprint == ti.task.Fingerprint() {
@@ -53,14 +55,23 @@ func (l *loop) applyChanges(tx store.Tx, p *passState) error {
 			return err
 		}
 		requeue = append(requeue, readyTask{run: le.run, ti: ti, try: le.TryNumber})
+		order = append(order, le.ID)
 	}
-	queued := l.queuedPerPool()
-	for _, r := range requeue {
-		if err := l.enqueue(tx, p, r, queued); err != nil {
-			return err
-		}
-	}
-	return nil
+	sort.Sort(byKeys{order, requeue})
+	return l.enqueueAll(tx, p, requeue)
+}
+
+// byKeys sorts ready tasks by the queue IDs of the entries they replace.
+type byKeys struct {
+	ids   []int64
+	tasks []readyTask
+}
+
+func (b byKeys) Len() int           { return len(b.ids) }
+func (b byKeys) Less(i, j int) bool { return b.ids[i] < b.ids[j] }
+func (b byKeys) Swap(i, j int) {
+	b.ids[i], b.ids[j] = b.ids[j], b.ids[i]
+	b.tasks[i], b.tasks[j] = b.tasks[j], b.tasks[i]
 }
 
 // retire ends a waiting entry without it counting as an attempt.

@@ -119,6 +119,9 @@ type Tx interface {
 
 	// Queue entries and claims.
 	InsertEntry(e *Entry) error
+	// InsertEntries queues entries in the order given (their queue IDs follow it) with their
+	// requirement rows, in a few statements; no two may share (run, task, try).
+	InsertEntries(es []*Entry) error
 	Entries(states ...string) ([]Entry, error)
 	EndEntry(id int64, state EntryState, code, reason string, now time.Time) error
 	// SetImplicitLimit sets an implicit pool's capacity on entries' requirement rows (adding

@@ -23,6 +23,7 @@ func Run(t *testing.T, h Harness) {
 		{"DuplicateKeyIsConflict", testDuplicateKeyIsConflict},
 		{"ScheduledRunsUnique", testScheduledRunsUnique},
 		{"IDsInInsertionOrder", testIDsInInsertionOrder},
+		{"InsertEntries", testInsertEntries},
 		{"AttemptReplaced", testAttemptReplaced},
 		{"OwnerRows", testOwnerRows},
 		{"Takeover", testTakeover},

@@ -48,6 +48,75 @@ func (t *Tx) InsertEntry(e *store.Entry) error {
 	return err
 }
 
+// insertEntriesChunk bounds the entries of one InsertEntries statement (14 arguments each).
+const insertEntriesChunk = 64
+
+// InsertEntries queues entries in order: per chunk, one INSERT of the entries, whose ids are
+// matched back by (run, task, try) since RETURNING promises no order, and one of their
+// requirement rows. A pass that starts a 3,000-task fan-out queues it in about a hundred
+// statements instead of 3,000 or 6,000.
+func (t *Tx) InsertEntries(es []*store.Entry) error {
+	type key struct {
+		run int64
+		task string
+		try int
+	}
+	for len(es) > 0 {
+		chunk := es[:min(len(es), insertEntriesChunk)]
+		es = es[len(chunk):]
+		args := make([]any, 0, 14*len(chunk))
+		for _, e := range chunk {
+			args = append(args, e.Run, e.TaskID, e.TryNumber, e.Label, e.Priority, store.Micros(e.Due), nullMicros(e.Deadline),
+				e.State, e.Force, nullString(e.Rule), e.Replay, e.Fingerprint, store.Micros(e.CreatedAt), t.stamp())
+		}
+		q := `INSERT INTO queue_entries (run, task_id, try_number, label, priority, due, deadline, state, force, rule,
+			replay, fingerprint, created_at, seq) VALUES ` + rowsOf(len(chunk), "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)") +
+			` RETURNING id, run, task_id, try_number`
+		rows, err := t.query(q, args...)
+		if err != nil {
+			return err
+		}
+		ids := make(map[key]int64, len(chunk))
+		for rows.Next() {
+			var k key
+			var id int64
+			if err := rows.Scan(&id, &k.run, &k.task, &k.try); err != nil {
+				rows.Close()
+				return unavailable(err)
+			}
+			ids[k] = id
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return t.fail(q, err)
+		}
+		t.wrote = true
+		args = args[:0]
+		n := 0
+		for _, e := range chunk {
+			id, ok := ids[key{e.Run, e.TaskID, e.TryNumber}]
+			if !ok {
+				return fmt.Errorf("%w: entry %s try %d of run %d was not inserted", store.ErrUnavailable, e.TaskID, e.TryNumber, e.Run)
+			}
+			e.ID = id
+			for _, r := range e.Needs {
+				args = append(args, e.ID, r.Pool, r.Slots, r.Implicit, capacityOf(r))
+				n++
+			}
+		}
+		for n > 0 {
+			// At most 200 rows (1,000 arguments) per statement.
+			m := min(n, 200)
+			if _, err := t.exec(`INSERT INTO entry_requirements (entry, pool, slots, implicit, capacity) VALUES `+
+				rowsOf(m, "(?, ?, ?, ?, ?)"), args[:5*m]...); err != nil {
+				return err
+			}
+			args, n = args[5*m:], n-m
+		}
+	}
+	return nil
+}
+
 // capacityOf is a requirement's capacity column: the limit of an implicit pool, NULL otherwise.
 func capacityOf(n store.Requirement) any {
 	if n.Implicit {
