@@ -57,9 +57,9 @@ const insertEntriesChunk = 64
 // statements instead of 3,000 or 6,000.
 func (t *Tx) InsertEntries(es []*store.Entry) error {
 	type key struct {
-		run int64
+		run  int64
 		task string
-		try int
+		try  int
 	}
 	for len(es) > 0 {
 		chunk := es[:min(len(es), insertEntriesChunk)]
