@@ -104,18 +104,14 @@ func (l *loop) finish(tx store.Tx, p *passState, ev *evFinished) error {
 		if err := l.retireJobRetries(tx, p, run.dag, run, "retry retired by a success"); err != nil { // a job is never shared
 			return err
 		}
-		if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
-			State: "success", StartDate: ev.start, EndDate: ev.end, Daemon: l.cfg.DaemonID}); err != nil {
-			return err
-		}
+		p.attempts = append(p.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
+			State: "success", StartDate: ev.start, EndDate: ev.end, Daemon: l.cfg.DaemonID})
 		l.touch(p, ti)
 		return nil
 	case ev.skip:
 		ti.State, ti.Reason = string(dag.StateSkipped), ev.reason
-		if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
-			State: "skipped", StartDate: ev.start, EndDate: ev.end, Reason: ev.reason, Daemon: l.cfg.DaemonID}); err != nil {
-			return err
-		}
+		p.attempts = append(p.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
+			State: "skipped", StartDate: ev.start, EndDate: ev.end, Reason: ev.reason, Daemon: l.cfg.DaemonID})
 		l.touch(p, ti)
 		return nil
 	}
@@ -161,10 +157,8 @@ func (l *loop) failAttempt(tx store.Tx, p *passState, run *liveRun, ti *liveTI, 
 	if !ti.StartDate.IsZero() {
 		ranBy = l.cfg.DaemonID
 	}
-	if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: try, State: "failed",
-		StartDate: ti.StartDate, EndDate: ti.EndDate, Reason: reason, Daemon: ranBy}); err != nil {
-		return err
-	}
+	p.attempts = append(p.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: try, State: "failed",
+		StartDate: ti.StartDate, EndDate: ti.EndDate, Reason: reason, Daemon: ranBy})
 	l.notify(p, Notice{Kind: NoticeAttemptEnded, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: try,
 		State: "failed", Reason: reason, Duration: ti.EndDate.Sub(ti.StartDate)})
 	ti.TryNumber = try

@@ -166,10 +166,13 @@ func (l *loop) shutdown() {
 				return err
 			}
 		}
+		if err := tx.SetPGIDs(p.pgids, l.cfg.DaemonID, l.epoch); err != nil {
+			return err
+		}
 		if err := l.endRuns(tx, p); err != nil {
 			return err
 		}
-		if err := flushTIs(tx, p); err != nil {
+		if err := flushPass(tx, p); err != nil {
 			return err
 		}
 		if err := l.interruptTest(tx, p); err != nil {

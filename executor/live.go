@@ -70,7 +70,7 @@ func (l *loop) touch(p *passState, ti *liveTI) {
 }
 
 // noted lets the run account for a state the store already holds (written by a statement of
-// its own rather than by flushTIs).
+// its own rather than by flushPass).
 func (ti *liveTI) noted() {
 	if ti.run != nil {
 		ti.run.note(ti)
@@ -210,8 +210,13 @@ func (h *posHeap) pop() int32 {
 	return x
 }
 
-// flushTIs writes every task instance the pass changed, once each.
-func flushTIs(tx store.Tx, p *passState) error {
+// flushPass writes what a pass kept to write once: the attempts that ended, then the task
+// instances it changed.
+func flushPass(tx store.Tx, p *passState) error {
+	if err := tx.PutAttempts(p.attempts); err != nil {
+		return err
+	}
+	p.attempts = p.attempts[:0]
 	rows := make([]*store.TaskInstance, len(p.dirtyTIs))
 	for i, ti := range p.dirtyTIs {
 		ti.dirty = false

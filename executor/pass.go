@@ -101,7 +101,7 @@ func (l *loop) pass(ctx context.Context) error {
 	if err := l.endRuns(tx, p); err != nil {
 		return err
 	}
-	if err := flushTIs(tx, p); err != nil {
+	if err := flushPass(tx, p); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -171,8 +171,9 @@ type passState struct {
 	renewed  bool
 	triggers []*pendingTrigger
 	notices  []Notice
-	dirtyTIs []*liveTI     // written once, before the commit
-	pgids    map[int64]int // the process groups of attempts that started, by entry
+	dirtyTIs []*liveTI        // written once, before the commit
+	attempts []*store.Attempt // the attempts that ended, written with them
+	pgids    map[int64]int    // the process groups of attempts that started, by entry
 	reaps    []reapJob
 	rebooted bool // the @reboot fires were created in this pass
 }

@@ -107,6 +107,9 @@ type Tx interface {
 	PutTIs(tis []*TaskInstance) error
 	TaskInstances(run int64) ([]TaskInstance, error)
 	InsertAttempt(a *Attempt) error
+	// PutAttempts is InsertAttempt for many, in a few statements; of two with the same
+	// (run, task, try) the later wins.
+	PutAttempts(as []*Attempt) error
 	UpsertDAG(dagID, file, schedule string, now time.Time) error
 	DAGStates() (map[string]DAGState, error)
 	SetCheckpoint(dagID string, at time.Time) error

@@ -24,6 +24,7 @@ func Run(t *testing.T, h Harness) {
 		{"ScheduledRunsUnique", testScheduledRunsUnique},
 		{"IDsInInsertionOrder", testIDsInInsertionOrder},
 		{"InsertEntries", testInsertEntries},
+		{"PutAttempts", testPutAttempts},
 		{"AttemptReplaced", testAttemptReplaced},
 		{"OwnerRows", testOwnerRows},
 		{"Takeover", testTakeover},

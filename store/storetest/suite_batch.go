@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/poolflow/poolflow/store"
 )
@@ -59,4 +60,38 @@ func testInsertEntries(t *testing.T, h Harness) {
 		}
 	}
 	must(t, st.WithTx(bg(), func(tx store.Tx) error { return tx.InsertEntries(nil) }))
+}
+
+// testPutAttempts: a batch of ended attempts, more than one statement's worth, is written whole;
+// of two versions of one try in a batch the later wins, and a try written before is replaced.
+func testPutAttempts(t *testing.T, h Harness) {
+	st := h.New(t)
+	e := seed(t, st)
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		return tx.InsertAttempt(&store.Attempt{Run: e.Run, TaskID: "transfer", TryNumber: 1, State: "failed", Reason: "first"})
+	}))
+	var batch []*store.Attempt
+	for i := 1; i <= 100; i++ {
+		batch = append(batch, &store.Attempt{Run: e.Run, TaskID: "transfer", TryNumber: i, State: "failed",
+			StartDate: day, EndDate: day.Add(time.Second), Reason: fmt.Sprint("try ", i), Daemon: "d1"})
+	}
+	batch = append(batch, &store.Attempt{Run: e.Run, TaskID: "transfer", TryNumber: 7, State: "success", Daemon: "d2"})
+	must(t, st.WithTx(bg(), func(tx store.Tx) error { return tx.PutAttempts(batch) }))
+	got, err := st.ListAttempts(bg(), e.Run, "transfer")
+	must(t, err)
+	if len(got) != 100 {
+		t.Fatalf("%d attempts, want 100", len(got))
+	}
+	for i, a := range got {
+		want := fmt.Sprint("try ", i+1)
+		switch {
+		case a.TryNumber != i+1:
+			t.Fatalf("attempt %d has try %d", i, a.TryNumber)
+		case i+1 == 7 && (a.State != "success" || a.Daemon != "d2"):
+			t.Fatalf("try 7 = %s by %s, want the later version (success by d2)", a.State, a.Daemon)
+		case i+1 != 7 && (a.Reason != want || a.Daemon != "d1" || !a.EndDate.Equal(day.Add(time.Second))):
+			t.Fatalf("try %d = %+v, want reason %q by d1", i+1, a, want)
+		}
+	}
+	must(t, st.WithTx(bg(), func(tx store.Tx) error { return tx.PutAttempts(nil) }))
 }

@@ -167,6 +167,45 @@ func (t *Tx) InsertAttempt(a *store.Attempt) error {
 	return err
 }
 
+// putAttemptsChunk bounds the rows of one PutAttempts statement.
+const putAttemptsChunk = 64
+
+// PutAttempts writes the ended attempts of a pass: one upsert per putAttemptsChunk of them (a
+// statement may not touch a row twice, so a repeated try keeps its last version only).
+func (t *Tx) PutAttempts(as []*store.Attempt) error {
+	type key struct {
+		run  int64
+		task string
+		try  int
+	}
+	last := make(map[key]int, len(as))
+	for i, a := range as {
+		last[key{a.Run, a.TaskID, a.TryNumber}] = i
+	}
+	rows := make([]*store.Attempt, 0, len(as))
+	for i, a := range as {
+		if last[key{a.Run, a.TaskID, a.TryNumber}] == i {
+			rows = append(rows, a)
+		}
+	}
+	for len(rows) > 0 {
+		n := min(len(rows), putAttemptsChunk)
+		args := make([]any, 0, 8*n)
+		for _, a := range rows[:n] {
+			args = append(args, a.Run, a.TaskID, a.TryNumber, a.State, nullMicros(a.StartDate), nullMicros(a.EndDate),
+				nullString(a.Reason), nullString(a.Daemon))
+		}
+		if _, err := t.exec(`INSERT INTO attempts (run, task_id, try_number, state, start_date, end_date, reason, daemon)
+			VALUES `+rowsOf(n, "(?, ?, ?, ?, ?, ?, ?, ?)")+` ON CONFLICT (run, task_id, try_number) DO UPDATE SET
+			state = excluded.state, start_date = excluded.start_date, end_date = excluded.end_date, reason = excluded.reason,
+			daemon = excluded.daemon`, args...); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
+
 // UpsertDAG records a loaded DAG, keeping its paused flag and checkpoint. New DAGs start unpaused.
 func (t *Tx) UpsertDAG(dagID, file, schedule string, now time.Time) error {
 	_, err := t.exec(`INSERT INTO dags (dag_id, file, schedule, updated_at) VALUES (?, ?, ?, ?)
