@@ -56,11 +56,6 @@ const insertEntriesChunk = 64
 // requirement rows. A pass that starts a 3,000-task fan-out queues it in about a hundred
 // statements instead of 3,000 or 6,000.
 func (t *Tx) InsertEntries(es []*store.Entry) error {
-	type key struct {
-		run  int64
-		task string
-		try  int
-	}
 	for len(es) > 0 {
 		chunk := es[:min(len(es), insertEntriesChunk)]
 		es = es[len(chunk):]
@@ -76,9 +71,9 @@ func (t *Tx) InsertEntries(es []*store.Entry) error {
 		if err != nil {
 			return err
 		}
-		ids := make(map[key]int64, len(chunk))
+		ids := make(map[tryKey]int64, len(chunk))
 		for rows.Next() {
-			var k key
+			var k tryKey
 			var id int64
 			if err := rows.Scan(&id, &k.run, &k.task, &k.try); err != nil {
 				rows.Close()
@@ -94,7 +89,7 @@ func (t *Tx) InsertEntries(es []*store.Entry) error {
 		args = args[:0]
 		n := 0
 		for _, e := range chunk {
-			id, ok := ids[key{e.Run, e.TaskID, e.TryNumber}]
+			id, ok := ids[tryKey{e.Run, e.TaskID, e.TryNumber}]
 			if !ok {
 				return fmt.Errorf("%w: entry %s try %d of run %d was not inserted", store.ErrUnavailable, e.TaskID, e.TryNumber, e.Run)
 			}

@@ -167,24 +167,26 @@ func (t *Tx) InsertAttempt(a *store.Attempt) error {
 	return err
 }
 
+// tryKey names one try of a task instance: an entry's or an attempt's natural key.
+type tryKey struct {
+	run  int64
+	task string
+	try  int
+}
+
 // putAttemptsChunk bounds the rows of one PutAttempts statement.
 const putAttemptsChunk = 64
 
 // PutAttempts writes the ended attempts of a pass: one upsert per putAttemptsChunk of them (a
 // statement may not touch a row twice, so a repeated try keeps its last version only).
 func (t *Tx) PutAttempts(as []*store.Attempt) error {
-	type key struct {
-		run  int64
-		task string
-		try  int
-	}
-	last := make(map[key]int, len(as))
+	last := make(map[tryKey]int, len(as))
 	for i, a := range as {
-		last[key{a.Run, a.TaskID, a.TryNumber}] = i
+		last[tryKey{a.Run, a.TaskID, a.TryNumber}] = i
 	}
 	rows := make([]*store.Attempt, 0, len(as))
 	for i, a := range as {
-		if last[key{a.Run, a.TaskID, a.TryNumber}] == i {
+		if last[tryKey{a.Run, a.TaskID, a.TryNumber}] == i {
 			rows = append(rows, a)
 		}
 	}
