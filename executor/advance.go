@@ -176,9 +176,7 @@ func (l *loop) queuedPerPool() map[string]int {
 	return out
 }
 
-// enqueue creates the queue entry of a ready task with its requirements and limits, or rejects
-// it when a pool refuses it (backlog full, draining, more slots than the pool has): a rejected
-// entry is a failed attempt (§4.6).
+// newEntry is the queue entry of a ready task with its requirements and limits.
 func (l *loop) newEntry(p *passState, r readyTask) store.Entry {
 	run, ti := r.run, r.ti
 	needs, rule := l.requirements(run, ti, r.try)
@@ -197,8 +195,9 @@ func (l *loop) newEntry(p *passState, r readyTask) store.Entry {
 	return e
 }
 
-// queued takes a newly inserted entry into memory and the queue, or, when a pool refused it,
-// rejects it and fails the attempt.
+// queued takes a newly inserted entry into memory and the queue, or, when a pool refused it
+// (backlog full, draining, more slots than the pool has), rejects it: a rejected entry is a
+// failed attempt (§4.6).
 func (l *loop) queued(tx store.Tx, p *passState, r readyTask, e store.Entry, refusal string) error {
 	run, ti := r.run, r.ti
 	if refusal != "" {

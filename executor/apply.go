@@ -19,7 +19,7 @@ func (l *loop) apply(tx store.Tx, p *passState, ev event) error {
 		if p.pgids == nil {
 			p.pgids = map[int64]int{}
 		}
-		p.pgids[ev.entry] = ev.pgid // written with the pass's other starts (flushStarts)
+		p.pgids[ev.entry] = ev.pgid // written with the pass's other starts, once its events are applied
 		if le.pokes == 0 {
 			le.ti.StartDate = ev.start
 		}
