@@ -78,10 +78,7 @@ func ganttSVG(tasks []string, hrefs map[string]string, bars []bar) template.HTML
 			t1 = b.End
 		}
 	}
-	total := t1.Sub(t0)
-	if total < time.Second {
-		total = time.Second
-	}
+	total := max(t1.Sub(t0), 10*time.Millisecond)
 	const labelW, chartW, rowH, top = 150.0, 850.0, 24.0, 22.0
 	w := labelW + chartW + 16
 	h := top + float64(len(tasks))*rowH + 6
@@ -92,11 +89,22 @@ func ganttSVG(tasks []string, hrefs map[string]string, bars []bar) template.HTML
 	}
 	var s svg
 	s.open(w, h, "gantt", "Gantt chart of the run's attempts")
-	step := niceStep(total, 8)
-	for tick := t0.Truncate(step).Add(step); !tick.After(t1); tick = tick.Add(step) {
-		tx := x(tick)
+	tick := func(at time.Time, label string) {
+		tx := x(at)
 		s.raw(`<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/>`, num(tx), num(top-4), num(tx), num(h))
-		s.text(tx, 12, "tick", "middle", clock(tick, step))
+		s.text(tx, 12, "tick", "middle", label)
+	}
+	if total < 2*time.Second {
+		// A run of a second or less: milliseconds since its first bar, not wall-clock seconds.
+		step := niceMillis(total, 8)
+		for d := step; d <= total; d += step {
+			tick(t0.Add(d), "+"+fmtDuration(d))
+		}
+	} else {
+		step := niceStep(total, 8)
+		for at := t0.Truncate(step).Add(step); !at.After(t1); at = at.Add(step) {
+			tick(at, clock(at, step))
+		}
 	}
 	for i, t := range tasks {
 		y := top + float64(i)*rowH
@@ -131,6 +139,16 @@ func ganttSVG(tasks []string, hrefs map[string]string, bars []bar) template.HTML
 		s.raw(`</rect>`)
 	}
 	return s.html()
+}
+
+// niceMillis is the smallest round step of milliseconds that cuts d into at most max parts.
+func niceMillis(d time.Duration, max int) time.Duration {
+	for _, ms := range []time.Duration{1, 2, 5, 10, 20, 50, 100, 200, 250, 500} {
+		if s := ms * time.Millisecond; d/s <= time.Duration(max) {
+			return s
+		}
+	}
+	return time.Second
 }
 
 // occupancyBar draws a pool's capacity as a bar: one segment per holder, the free rest empty.

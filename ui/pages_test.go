@@ -370,3 +370,40 @@ func htmlText(s string) string {
 		return map[string]string{"&": "&amp;", "<": "&lt;", ">": "&gt;", `"`: "&#34;", "'": "&#39;"}[c]
 	})
 }
+
+// TestGanttAxis: a short run's Gantt axis is in milliseconds from its first attempt and spans
+// the run (its last bar ends at the right edge); a long one is in wall-clock time.
+func TestGanttAxis(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name string
+		end  time.Duration
+		want []string
+		not  []string
+	}{
+		{"19 ms", 19 * time.Millisecond, []string{">+5 ms<", ">+15 ms<"}, []string{">12:00:"}},
+		{"800 ms", 800 * time.Millisecond, []string{">+100 ms<", ">+800 ms<"}, []string{">12:00:"}},
+		{"40 s", 40 * time.Second, []string{">12:00:10<", ">12:00:40<"}, []string{">+"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			bars := []bar{{Task: "a", State: "success", Start: t0, End: t0.Add(c.end / 2)},
+				{Task: "b", State: "success", Start: t0.Add(c.end / 2), End: t0.Add(c.end)}}
+			got := string(ganttSVG([]string{"a", "b"}, nil, bars))
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("no tick %q in %s", w, got)
+				}
+			}
+			for _, n := range c.not {
+				if strings.Contains(got, n) {
+					t.Errorf("tick %q in %s", n, got)
+				}
+			}
+			// b ends at the axis' right edge: x = label width + chart width.
+			if !strings.Contains(got, `x="575" y="50" width="425"`) {
+				t.Errorf("bar b does not end at the right edge: %s", got)
+			}
+		})
+	}
+}
