@@ -206,6 +206,8 @@ func TestBrowserPages(t *testing.T) {
 
 	do(t, ctx, chromedp.Navigate(base+"/ui/dags/held/runs/w1/tasks/load"))
 	waitFor(t, ctx, "the wait reason", `document.body.innerText.includes("pool db is full")`)
+	// The waiting try has no log yet: it says so instead of "wrote no output".
+	waitFor(t, ctx, "the queued try", `document.querySelector("details.attempt[open] .queued-note") && !document.querySelector("details.attempt[open] pre.log")`)
 	shot(t, ctx, "task-waiting")
 
 	do(t, ctx, chromedp.Navigate(base+"/ui/pools"))

@@ -75,6 +75,7 @@ type attemptView struct {
 	Truncated bool
 	Current   bool // the task instance's latest try
 	Running   bool
+	Queued    bool // the current try waits for admission and has not started: no log yet
 }
 
 type taskData struct {
@@ -128,6 +129,7 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 			av.State = state
 			av.Start, av.End = d.View.StartDate, d.View.EndDate
 			av.Running = state == "running"
+			av.Queued = state == "scheduled" && d.View.StartDate == nil
 		}
 		if data.CanAct && !data.IsGate {
 			av.Log, av.LogOffset, av.Truncated = readTail(u.api.LogPath(d.Run, d.View.TaskID, try), logTailBytes)
