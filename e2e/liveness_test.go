@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -232,6 +234,19 @@ func checkpoint(t *testing.T, p *project, dagID string, at time.Time) {
 	}
 }
 
+// cpuTime is the user plus system CPU time process pid has used so far.
+func cpuTime(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64) // fields 14 and 15 of stat, in clock ticks
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100
+}
+
 // TestFailedPassBacksOff: with a damaged row and a cron fire due every second, the loop backs
 // off instead of spinning, and logs the failure once per distinct error per minute.
 func TestFailedPassBacksOff(t *testing.T) {
@@ -242,8 +257,16 @@ func TestFailedPassBacksOff(t *testing.T) {
 	checkpoint(t, p, "tick", time.Now().Add(-2*time.Second))
 	s := p.startServe(t, "", "--daemon-id", "s")
 	s.waitServing(30 * time.Second)
+	cpu0 := cpuTime(t, s.cmd.Process.Pid)
 	time.Sleep(4 * time.Second) // the loop's behaviour over a few seconds is what is measured
+	busy := cpuTime(t, s.cmd.Process.Pid) - cpu0
 	s.stop(30 * time.Second)
+	t.Logf("CPU in 4 s of back-off: %v", busy)
+	// Waiting out a back-off costs no CPU: the due fire's timer must not wake the loop over and
+	// over until the back-off ends (it did: one core busy).
+	if busy > time.Second {
+		t.Errorf("the daemon used %v of CPU in 4 s of back-off, want well under a second", busy)
+	}
 	if n := s.logs.count("pass failed"); n < 1 || n > 2 {
 		t.Errorf("%d \"pass failed\" lines in 4 s, want 1 (once per error per minute)", n)
 	}

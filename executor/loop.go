@@ -216,12 +216,14 @@ func (l *loop) run(ctx context.Context) error {
 		if l.wakeAt.IsZero() {
 			l.wakeAt = l.nextWake(now)
 		}
-		timer := l.clock.After(l.wakeAt.Sub(now))
 		poll := time.NewTimer(l.cfg.PollEvery)
-		var backoff <-chan time.Time
+		var timer, backoff <-chan time.Time
 		if hold := time.Until(l.retryAt); hold > 0 {
-			// After a failed pass, nothing passes before the back-off ends; events wait.
+			// After a failed pass, nothing passes before the back-off ends; events wait. So does
+			// the wake-up: a retry or a fire already due would wake the loop again at once.
 			backoff = time.After(hold)
+		} else {
+			timer = l.clock.After(l.wakeAt.Sub(now))
 		}
 		select {
 		case <-ctx.Done():
