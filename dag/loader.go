@@ -36,17 +36,22 @@ type cachedFile struct {
 // granularity of the previous one may keep both.
 const racyWindow = 2 * time.Second
 
+// ready makes the cache usable and returns the clock; l.mu is held.
+func (l *Loader) ready() func() time.Time {
+	if l.files == nil {
+		l.files = map[string]*cachedFile{}
+	}
+	if l.now != nil {
+		return l.now
+	}
+	return time.Now
+}
+
 // LoadDir is [LoadDir] with the decoding of unchanged files reused from earlier calls.
 func (l *Loader) LoadDir(dir string, opts LoadOptions) ([]*DAG, []*ImportError) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.files == nil {
-		l.files = map[string]*cachedFile{}
-	}
-	now := time.Now
-	if l.now != nil {
-		now = l.now
-	}
+	now := l.ready()
 	seen := map[string]bool{}
 	dags, errs := loadDir(dir, func(path string) (*DAG, []*ImportError) {
 		seen[path] = true
@@ -66,13 +71,7 @@ func (l *Loader) LoadDir(dir string, opts LoadOptions) ([]*DAG, []*ImportError) 
 func (l *Loader) LoadFiles(paths []string, opts LoadOptions) ([]*DAG, []*ImportError) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.files == nil {
-		l.files = map[string]*cachedFile{}
-	}
-	now := time.Now
-	if l.now != nil {
-		now = l.now
-	}
+	now := l.ready()
 	return loadPaths(paths, func(path string) (*DAG, []*ImportError) {
 		d, derrs := l.decoded(path, now())
 		return validated(d, derrs, opts)
