@@ -80,6 +80,10 @@ func (s *Server) classify(err error) (int, string) {
 		return http.StatusConflict, err.Error()
 	case errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound, err.Error()
+	case errors.Is(err, store.ErrConstraint):
+		// The schema refused a value the request carried (a CHECK, a foreign key): the request
+		// is at fault, and the message names the column or constraint.
+		return http.StatusBadRequest, err.Error()
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, unavailableDetail
 	case errors.Is(err, context.Canceled):
