@@ -22,9 +22,9 @@ type Dialect struct {
 	// Prepare statements once on the writer and bind them to each transaction (SQLite, whose
 	// writer is one connection; pgx caches prepared statements per connection by itself).
 	Prepare bool
-	// WritingWith: data-modifying statements in WITH (PostgreSQL). The writes of one entry's
-	// queueing, admission and release then cost one round trip each under the writers' lock
-	// instead of two; SQLite, in-process, does not need it.
+	// WritingWith: data-modifying statements in WITH (PostgreSQL). An entry's admission and
+	// its release then cost one round trip each under the writers' lock instead of two;
+	// SQLite, in-process, does not need it.
 	WritingWith bool
 	// Migrations holds NNNN_name.sql files at its root.
 	Migrations fs.FS

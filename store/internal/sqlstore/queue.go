@@ -10,51 +10,17 @@ import (
 	"github.com/poolflow/poolflow/store"
 )
 
-// InsertEntry queues an entry with its requirement rows; the queue ID is assigned by SQLite in
-// insertion order, so callers insert in (due time, run_id, task order) order (§4.4).
-func (t *Tx) InsertEntry(e *store.Entry) error {
-	args := []any{e.Run, e.TaskID, e.TryNumber, e.Label, e.Priority, store.Micros(e.Due), nullMicros(e.Deadline), e.State,
-		e.Force, nullString(e.Rule), e.Replay, e.Fingerprint, store.Micros(e.CreatedAt), t.stamp()}
-	const insert = `INSERT INTO queue_entries (run, task_id, try_number, label, priority, due, deadline, state,
-		force, rule, replay, fingerprint, created_at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
-	if t.s.d.WritingWith && len(e.Needs) > 0 {
-		// The entry and its requirement rows in one statement (the foreign key is checked at
-		// its end).
-		for _, n := range e.Needs {
-			args = append(args, n.Pool, n.Slots, n.Implicit, capacityOf(n))
-		}
-		id, _, err := t.insertID(`WITH e AS (`+insert+`), r AS (INSERT INTO entry_requirements (entry, pool, slots, implicit, capacity)
-			SELECT e.id, v.pool, v.slots, v.implicit, v.capacity FROM e, (VALUES `+
-			rowsOf(len(e.Needs), "(?::text, ?::bigint, ?::boolean, ?::bigint)")+`) AS v (pool, slots, implicit, capacity))
-			SELECT id FROM e`, args...)
-		e.ID = id
-		return err
-	}
-	id, _, err := t.insertID(insert, args...)
-	if err != nil {
-		return err
-	}
-	e.ID = id
-	if len(e.Needs) == 0 {
-		return nil
-	}
-	// One statement for all the entry's rows: a pass may queue thousands of entries.
-	args = make([]any, 0, 5*len(e.Needs))
-	for _, n := range e.Needs {
-		args = append(args, e.ID, n.Pool, n.Slots, n.Implicit, capacityOf(n))
-	}
-	_, err = t.exec(`INSERT INTO entry_requirements (entry, pool, slots, implicit, capacity) VALUES `+
-		rowsOf(len(e.Needs), "(?, ?, ?, ?, ?)"), args...)
-	return err
-}
+// InsertEntry queues one entry with its requirement rows (InsertEntries of one).
+func (t *Tx) InsertEntry(e *store.Entry) error { return t.InsertEntries([]*store.Entry{e}) }
 
 // insertEntriesChunk bounds the entries of one InsertEntries statement (14 arguments each).
 const insertEntriesChunk = 64
 
-// InsertEntries queues entries in order: per chunk, one INSERT of the entries, whose ids are
-// matched back by (run, task, try) since RETURNING promises no order, and one of their
-// requirement rows. A pass that starts a 3,000-task fan-out queues it in about a hundred
-// statements instead of 3,000 or 6,000.
+// InsertEntries queues entries with their requirement rows; the queue IDs follow the order
+// given, so callers insert in (due time, run_id, task order) order (§4.4). Per chunk, one
+// INSERT of the entries, whose ids are matched back by (run, task, try) since RETURNING
+// promises no order, and one of their requirement rows: a pass that starts a 3,000-task
+// fan-out queues it in about a hundred statements instead of 6,000.
 func (t *Tx) InsertEntries(es []*store.Entry) error {
 	for len(es) > 0 {
 		chunk := es[:min(len(es), insertEntriesChunk)]

@@ -158,14 +158,7 @@ func scanTIs(rows *sql.Rows) ([]store.TaskInstance, error) {
 }
 
 // InsertAttempt records an ended attempt (replacing a row of the same try after a replay).
-func (t *Tx) InsertAttempt(a *store.Attempt) error {
-	_, err := t.exec(`INSERT INTO attempts (run, task_id, try_number, state, start_date, end_date, reason, daemon)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, task_id, try_number) DO UPDATE SET state = excluded.state,
-		start_date = excluded.start_date, end_date = excluded.end_date, reason = excluded.reason, daemon = excluded.daemon`,
-		a.Run, a.TaskID, a.TryNumber, a.State, nullMicros(a.StartDate), nullMicros(a.EndDate), nullString(a.Reason),
-		nullString(a.Daemon))
-	return err
-}
+func (t *Tx) InsertAttempt(a *store.Attempt) error { return t.PutAttempts([]*store.Attempt{a}) }
 
 // tryKey names one try of a task instance: an entry's or an attempt's natural key.
 type tryKey struct {
