@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"io"
-	"os"
 )
 
 func writeJSON(w io.Writer, v any) error {
@@ -11,5 +10,3 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
-
-func readFile(path string) ([]byte, error) { return os.ReadFile(path) }

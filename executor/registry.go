@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -463,15 +462,4 @@ func ImportErrorsByFile(errs []*dag.ImportError) map[string]string {
 		}
 	}
 	return out
-}
-
-// absDir makes the DAG folder absolute so the stored file paths do not depend on the cwd.
-func absDir(dir string) string {
-	if dir == "" {
-		return ""
-	}
-	if a, err := filepath.Abs(dir); err == nil {
-		return a
-	}
-	return dir
 }

@@ -61,14 +61,6 @@ func redactScheme(s string) string {
 	return s
 }
 
-// String is the target as ParseTarget reads it.
-func (t Target) String() string {
-	if t.Driver == "sqlite" {
-		return "sqlite:" + t.DSN
-	}
-	return t.DSN
-}
-
 // Open opens the store at target (see ParseTarget), creating and migrating it to the newest
 // schema. A database whose schema is newer than this binary is refused with ErrSchemaTooNew.
 func Open(ctx context.Context, target string, opts Options) (Store, error) {

@@ -78,7 +78,6 @@ type recorder struct {
 	leaders  map[string]*attempt
 	strays   []*proc // child lines whose leader was not seen
 	bad      []string
-	lastSeen time.Time
 	watching []*watched
 	pending  []*proc
 	windows  []window // the recorder's uncertainty on every exited process
@@ -213,7 +212,6 @@ func (r *recorder) parse(line string) {
 	p := &proc{key: key, pid: pid, ppid: ppid, line: at, alive: at}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.lastSeen = time.Now()
 	switch f[0] {
 	case "start":
 		needs, err := parseNeeds(f[8])
@@ -264,11 +262,4 @@ func (r *recorder) snapshot() (attempts []attempt, strays []proc, bad []string) 
 		strays = append(strays, *s)
 	}
 	return attempts, strays, append([]string(nil), r.bad...)
-}
-
-// lastLine is when the recorder last read a line: the harness's sign of progress.
-func (r *recorder) lastLine() time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lastSeen
 }
