@@ -225,6 +225,9 @@ func TestBrowserPages(t *testing.T) {
 	shot(t, ctx, "pools-phone")
 	do(t, ctx, chromedp.Navigate(base+"/ui/dags/diamond"))
 	waitFor(t, ctx, "the DAG page at phone width", `document.querySelector("svg.graph")`)
+	// The page itself never scrolls sideways at phone width (the graph and tables scroll in
+	// their boxes); a long file path once made the whole page wider than the screen.
+	waitFor(t, ctx, "the page to fit the screen", `document.documentElement.scrollWidth <= window.innerWidth`)
 	shot(t, ctx, "dag-phone")
 	do(t, ctx, chromedp.EmulateViewport(1280, 900))
 
@@ -323,6 +326,8 @@ func TestBrowserApprove(t *testing.T) {
 	ctx := tab(t)
 	do(t, ctx, chromedp.Navigate(base+"/ui/dags/gate/runs/g1/tasks/approve"))
 	waitFor(t, ctx, "the approval form", `document.querySelector("#approve")`)
+	// A gate has no log: its attempt says why instead of "wrote no output".
+	waitFor(t, ctx, "the gate's attempt", `document.querySelector("details.attempt .queued-note") && !document.querySelector("details.attempt pre.log")`)
 	shot(t, ctx, "gate")
 	do(t, ctx, chromedp.SetValue(chromedp.CSS(`#gate-form input[name=note]`), "ship it"),
 		chromedp.Click(chromedp.CSS(`#approve`)))

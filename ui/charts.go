@@ -284,7 +284,9 @@ func timelineSVG(name string, capacity int, steps []step, from, to time.Time) te
 	for t := from.Truncate(tick).Add(tick); t.Before(to); t = t.Add(tick) {
 		tx := x(t)
 		s.raw(`<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/>`, num(tx), num(top), num(tx), num(top+plotH))
-		s.text(tx, h-4, "tick", "middle", clock(t, tick))
+		if tx < w-6-48 { // a label this close to "now" would overprint it
+			s.text(tx, h-4, "tick", "middle", clock(t, tick))
+		}
 	}
 	s.text(w-6, h-4, "tick", "end", "now")
 	s.raw(`<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s"/>`, num(left), num(top+plotH), num(w-6), num(top+plotH))

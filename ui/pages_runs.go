@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/server"
 	"github.com/poolflow/poolflow/store"
 )
@@ -82,7 +83,8 @@ type taskData struct {
 	server.TaskInstanceDetail
 	Attempts   []attemptView
 	CanAct     bool
-	IsGate     bool
+	IsGate     bool // a gate waiting for its decision: the approve/reject form
+	Gate       bool // an approval gate in any state: it runs nothing, so it has no log
 	CanCancel  bool
 	CanFail    bool
 	Terminal   bool
@@ -110,6 +112,7 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 	state := d.View.State
 	data.Terminal = state == "success" || state == "failed" || state == "skipped" || state == "upstream_failed"
 	data.IsGate = state == "awaiting_approval"
+	data.Gate = data.IsGate || d.Task != nil && d.Task.Kind == dag.KindApproval
 	data.CanCancel = d.Entry != nil && d.Entry.State == "waiting"
 	data.CanFail = !data.Terminal && (d.Run.State == "running" || d.Run.State == "queued")
 	byTry := map[int]store.Attempt{}
@@ -131,7 +134,7 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 			av.Running = state == "running"
 			av.Queued = state == "scheduled" && d.View.StartDate == nil
 		}
-		if data.CanAct && !data.IsGate {
+		if data.CanAct && !data.Gate {
 			av.Log, av.LogOffset, av.Truncated = readTail(u.api.LogPath(d.Run, d.View.TaskID, try), logTailBytes)
 		}
 		data.Attempts = append(data.Attempts, av)

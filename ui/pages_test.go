@@ -407,3 +407,21 @@ func TestGanttAxis(t *testing.T) {
 		})
 	}
 }
+
+// TestTimelineTickLabels: an hour's axis labels every ten minutes, except a tick too close to
+// the "now" label at the right edge, whose label would overprint it (its grid line stays).
+func TestTimelineTickLabels(t *testing.T) {
+	to := time.Date(2026, 12, 1, 12, 21, 0, 0, time.UTC) // a tick at 12:20, a minute before now
+	got := string(timelineSVG("db", 1, nil, to.Add(-time.Hour), to))
+	for _, want := range []string{">11:30<", ">12:10<", ">now<"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no label %q", want)
+		}
+	}
+	if strings.Contains(got, ">12:20<") {
+		t.Error("the 12:20 label overprints now")
+	}
+	if n := strings.Count(got, `class="grid"`); n != 6 {
+		t.Errorf("%d grid lines, want 6 (11:30 to 12:20)", n)
+	}
+}
