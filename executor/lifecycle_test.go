@@ -524,3 +524,29 @@ func poolNamed(ps []store.Pool, name string) store.Pool {
 	}
 	return store.Pool{}
 }
+
+// TestFirstPassDoesNotWaitForAPoll: a daemon's first pass runs as soon as it starts, not at the
+// first poll tick, so a dags test of one task ends without any poll (a poll tick of an hour
+// here; it was 50 ms of every dags test and every start).
+func TestFirstPassDoesNotWaitForAPoll(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", map[string]string{"one.yaml": "dag_id: one\ntasks:\n  - {id: a, command: [\"true\"]}\n"})
+	d := b.daemon(t, func(c *Config) {
+		c.Test = &TestRun{DAGID: "one"}
+		c.PollEvery = time.Hour
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := d.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-d.Done():
+	case <-time.After(5 * time.Second): // the lease renewal would pass at 10 s
+		d.Stop()
+		t.Fatal("the test run waited for a poll tick")
+	}
+	if run, ok := d.TestRunResult(); !ok || run.State != "success" {
+		t.Fatalf("run %+v, want success", run)
+	}
+}

@@ -196,6 +196,7 @@ func (l *loop) testResult() (store.Run, bool) {
 func (l *loop) run(ctx context.Context) error {
 	defer close(l.stopped)
 	l.lastSlow = time.Now()
+	l.wake() // the first pass (the load, a test run's creation) does not wait for a poll tick
 	for {
 		if l.cfg.Test != nil && l.isTestDone() {
 			l.shutdown()

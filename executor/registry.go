@@ -30,6 +30,7 @@ type registry struct {
 	st     store.Store
 	log    *slog.Logger
 	loader dag.Loader
+	sleep  func(time.Duration) // time.Sleep; a test counts the waits
 
 	work sync.Mutex // one refresh at a time: the watcher's, ensure's or a request's
 
@@ -70,7 +71,7 @@ type ConfigStatus struct {
 }
 
 func newRegistry(dir string, goDAGs []*dag.DAG, st store.Store, settings *config.Config, log *slog.Logger) *registry {
-	r := &registry{dir: dir, goDAGs: goDAGs, st: st, log: log, dags: map[string]*dag.DAG{},
+	r := &registry{dir: dir, goDAGs: goDAGs, st: st, log: log, dags: map[string]*dag.DAG{}, sleep: time.Sleep,
 		reqs: make(chan *refreshReq), offers: make(chan []store.Pool, 1)}
 	r.eff = NewEffective(settings, nil)
 	r.status = ConfigStatus{File: settings.File, LoadedAt: time.Now().UTC()}
@@ -131,15 +132,21 @@ const settleWindow = 50 * time.Millisecond
 
 // settled returns stamp's answer once two looks settleWindow apart give the same one (trying
 // a few times); it looks only when the first answer differs from last, the stamp already read.
-func settled(last string, stamp func() (string, time.Time)) string {
-	s, _ := stamp()
+// An answer whose newest modification is a whole window old is settled already: a writer that
+// truncates moves the modification time, so nothing is being written (the first load of a
+// daemon or of dags test does not wait).
+func settled(last string, stamp func() (string, time.Time), sleep func(time.Duration)) string {
+	s, newest := stamp()
 	for i := 0; s != last && i < 10; i++ {
-		time.Sleep(settleWindow)
-		again, _ := stamp()
+		if !newest.IsZero() && time.Since(newest) >= settleWindow {
+			break
+		}
+		sleep(settleWindow)
+		again, n := stamp()
 		if again == s {
 			break
 		}
-		s = again
+		s, newest = again, n
 	}
 	return s
 }
@@ -203,7 +210,7 @@ func (r *registry) refresh(req *refreshReq) bool {
 		if req.rereadFile {
 			last = "" // SIGHUP: read it now, once it is not being written
 		}
-		cfgStamp = settled(last, func() (string, time.Time) { return fileStamp(file) })
+		cfgStamp = settled(last, func() (string, time.Time) { return fileStamp(file) }, r.sleep)
 		// A refused file is tried again when the stored pools change: they may make it valid.
 		if cfgStamp != r.cfgStamp || req.rereadFile || (storedChanged && fileErr != "") {
 			next, restart, ferr := r.readConfig(file, settings, stored, fileErr)
@@ -237,7 +244,7 @@ func (r *registry) refresh(req *refreshReq) bool {
 	status.Error = strings.TrimSpace(fileErr + "\n" + poolErr)
 	stamp := r.stamp
 	if !req.skipDir || effChanged || req.force || !loaded {
-		stamp = settled(r.stamp, func() (string, time.Time) { return dirStamp(r.dir) })
+		stamp = settled(r.stamp, func() (string, time.Time) { return dirStamp(r.dir) }, r.sleep)
 	}
 	if !effChanged && stamp == r.stamp && loaded && !req.force {
 		r.mu.Lock()

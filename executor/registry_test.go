@@ -66,3 +66,44 @@ func TestRegistryWaitsForWriters(t *testing.T) {
 		t.Fatalf("a = %+v, want the finished file's two tasks", d)
 	}
 }
+
+// TestRegistrySettledFilesAreReadAtOnce: files nobody wrote for a whole settle window are read
+// without waiting (a daemon's or dags test's first load), a file written just now is looked at
+// twice.
+func TestRegistrySettledFilesAreReadAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfgPath, dags := filepath.Join(dir, "poolflow.yaml"), filepath.Join(dir, "dags")
+	os.MkdirAll(dags, 0o755)
+	dagPath := filepath.Join(dags, "a.yaml")
+	os.WriteFile(cfgPath, []byte("pools:\n  fa: 1\n"), 0o644)
+	os.WriteFile(dagPath, []byte("tasks:\n  - {id: t, bash: 'true'}\n"), 0o644)
+	old := time.Now().Add(-time.Second)
+	for _, p := range []string{cfgPath, dagPath} {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := LoadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRegistry(dags, nil, nil, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	waits := 0
+	r.sleep = func(time.Duration) { waits++ }
+	r.refresh(&refreshReq{rereadFile: true})
+	if waits != 0 {
+		t.Fatalf("first load of settled files waited %d times, want 0", waits)
+	}
+	if d := r.get("a"); d == nil {
+		t.Fatal("a not loaded")
+	}
+	os.WriteFile(dagPath, []byte("tasks:\n  - {id: t, bash: 'true'}\n  - {id: u, bash: 'true'}\n"), 0o644)
+	r.refresh(&refreshReq{})
+	if waits != 1 {
+		t.Fatalf("a file written just now was looked at after %d waits, want 1", waits)
+	}
+	if d := r.get("a"); d == nil || len(d.Tasks) != 2 {
+		t.Fatalf("a = %+v, want the new file's two tasks", d)
+	}
+}
