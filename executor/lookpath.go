@@ -15,12 +15,12 @@ type pathCache struct {
 	found map[string]string
 }
 
-// command builds an exec.Cmd for argv, resolving argv[0] through the cache. A cached path that
-// no longer exists is looked up again.
-func (c *pathCache) command(argv []string) *exec.Cmd {
-	name := argv[0]
+// lookup resolves argv[0] through the cache as exec.Command would: a name with a slash is
+// taken as it is (relative to the attempt's workdir), another is searched in PATH. A cached path
+// that no longer exists is looked up again.
+func (c *pathCache) lookup(name string) (string, error) {
 	if strings.ContainsRune(name, '/') {
-		return exec.Command(name, argv[1:]...)
+		return name, nil
 	}
 	envPath := os.Getenv("PATH")
 	c.mu.Lock()
@@ -31,16 +31,15 @@ func (c *pathCache) command(argv []string) *exec.Cmd {
 	c.mu.Unlock()
 	if ok {
 		if _, err := os.Stat(full); err == nil {
-			cmd := exec.Command(full, argv[1:]...)
-			cmd.Args[0] = name
-			return cmd
+			return full, nil
 		}
 	}
-	cmd := exec.Command(name, argv[1:]...)
-	if cmd.Err == nil {
-		c.mu.Lock()
-		c.found[name] = cmd.Path
-		c.mu.Unlock()
+	full, err := exec.LookPath(name)
+	if err != nil {
+		return "", err
 	}
-	return cmd
+	c.mu.Lock()
+	c.found[name] = full
+	c.mu.Unlock()
+	return full, nil
 }

@@ -1,7 +1,9 @@
 package executor
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -17,22 +19,25 @@ func TestPathCache(t *testing.T) {
 	}
 	t.Setenv("PATH", dir1+string(os.PathListSeparator)+dir2)
 	var c pathCache
-	if cmd := c.command([]string{"tool", "x"}); cmd.Path != filepath.Join(dir1, "tool") || cmd.Args[0] != "tool" {
-		t.Fatalf("first lookup: %s %v", cmd.Path, cmd.Args)
+	if path, err := c.lookup("tool"); err != nil || path != filepath.Join(dir1, "tool") {
+		t.Fatalf("first lookup: %s %v", path, err)
 	}
 	if got := c.found["tool"]; got != filepath.Join(dir1, "tool") {
 		t.Fatalf("cache holds %q", got)
 	}
 	os.Remove(filepath.Join(dir1, "tool"))
-	if cmd := c.command([]string{"tool"}); cmd.Path != filepath.Join(dir2, "tool") {
-		t.Fatalf("after removal: %s", cmd.Path)
+	if path, _ := c.lookup("tool"); path != filepath.Join(dir2, "tool") {
+		t.Fatalf("after removal: %s", path)
 	}
 	t.Setenv("PATH", dir2)
-	c.command([]string{"tool"})
+	c.lookup("tool")
 	if len(c.found) != 1 || c.path != dir2 {
 		t.Fatalf("after a PATH change: %v under %q", c.found, c.path)
 	}
-	if cmd := c.command([]string{"./relative/tool"}); cmd.Path != "./relative/tool" {
-		t.Fatalf("a path with a slash is not looked up: %s", cmd.Path)
+	if path, _ := c.lookup("./relative/tool"); path != "./relative/tool" {
+		t.Fatalf("a path with a slash is not looked up: %s", path)
+	}
+	if _, err := c.lookup("no-such-tool"); !errors.Is(err, exec.ErrNotFound) {
+		t.Fatalf("a missing command: %v, want exec.ErrNotFound", err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
@@ -183,28 +182,40 @@ func (l *loop) runProcess(ctx context.Context, a *attempt, logf *attemptLog, arg
 	if len(argv) == 0 {
 		return false, "empty command"
 	}
-	cmd := l.paths.command(argv)
-	cmd.Dir = a.task.Workdir
-	cmd.Env = l.env(a)
+	// os.StartProcess rather than os/exec: exec.Cmd copies and dedupes the whole environment
+	// and allocates its plumbing again for every attempt, for nothing used here.
+	path, err := l.paths.lookup(argv[0])
+	if err != nil {
+		fmt.Fprintf(logf, "poolflow: cannot start %q: %v\n", argv[0], err)
+		return false, "start: " + err.Error()
+	}
+	stdin := devNull() // opened once, not again for every attempt
+	if stdin == nil {
+		if stdin, err = os.Open(os.DevNull); err != nil {
+			return false, "open " + os.DevNull + ": " + err.Error()
+		}
+		defer stdin.Close()
+	}
 	// Output goes through a pipe so the log file is created only when something is written.
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return false, "pipe: " + err.Error()
 	}
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if null := devNull(); null != nil {
-		cmd.Stdin = null // os/exec would open /dev/null again for every attempt
-	}
-	// Its own session: the attempt's processes are told from the daemon's by it (reaper.go).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	err = startLeader(cmd.Start, func() int { return cmd.Process.Pid })
+	attr := &os.ProcAttr{Dir: a.task.Workdir, Env: l.env(a), Files: []*os.File{stdin, pw, pw},
+		// Its own session: the attempt's processes are told from the daemon's by it (reaper.go).
+		Sys: &syscall.SysProcAttr{Setsid: true}}
+	var proc *os.Process
+	err = startLeader(func() error {
+		proc, err = os.StartProcess(path, argv, attr)
+		return err
+	}, func() int { return proc.Pid })
 	pw.Close()
 	if err != nil {
 		pr.Close()
 		fmt.Fprintf(logf, "poolflow: cannot start %q: %v\n", argv[0], err)
 		return false, "start: " + err.Error()
 	}
-	pgid := cmd.Process.Pid
+	pgid := proc.Pid
 	l.wd.add(pgid)
 	copied := make(chan struct{})
 	go func() {
@@ -249,7 +260,7 @@ func (l *loop) runProcess(ctx context.Context, a *attempt, logf *attemptLog, arg
 		})
 		defer t.Stop()
 	}
-	err = cmd.Wait()
+	state, err := proc.Wait()
 	leaderDone(pgid)
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	for limit := l.cfg.KillGrace; !sweepAttempt(a.tag, pgid, limit); limit = min(2*limit, time.Minute) {
@@ -263,17 +274,15 @@ func (l *loop) runProcess(ctx context.Context, a *attempt, logf *attemptLog, arg
 	case timedOut:
 		fmt.Fprintf(logf, "poolflow: execution_timeout %s exceeded; process group terminated\n", a.task.ExecutionTimeout)
 		return false, fmt.Sprintf("execution_timeout %s exceeded", a.task.ExecutionTimeout)
-	case err == nil:
+	case err != nil:
+		return false, err.Error()
+	case state.Success():
 		return true, ""
 	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return false, "killed by signal " + ws.Signal().String()
-		}
-		return false, fmt.Sprintf("exit status %d", ee.ExitCode())
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return false, "killed by signal " + ws.Signal().String()
 	}
-	return false, err.Error()
+	return false, fmt.Sprintf("exit status %d", state.ExitCode())
 }
 
 // runGo runs a Go task; a panic is a failed attempt with its stack in the log (§2.2).
