@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/poolflow/poolflow/store/internal/sqlstore"
 )
 
 // How a handle tells outside commits from its own, and wakes up for them.
@@ -53,10 +54,10 @@ func newChanges(cfg *pgx.ConnConfig, db *sql.DB, channel string, bound time.Dura
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
-func (c *changes) Read(ctx context.Context, tx *sql.Tx) (int64, int64, int, error) {
+func (c *changes) Read(q sqlstore.RowQuerier) (int64, int64, int, error) {
 	var seq int64
 	var schema int
-	if err := tx.QueryRowContext(ctx, `SELECT seq, (SELECT COALESCE(MAX(version), 0) FROM schema_migrations)
+	if err := q.QueryRow(`SELECT seq, (SELECT COALESCE(MAX(version), 0) FROM schema_migrations)
 		FROM poolflow_changes`).Scan(&seq, &schema); err != nil {
 		return 0, 0, 0, err
 	}
@@ -66,10 +67,10 @@ func (c *changes) Read(ctx context.Context, tx *sql.Tx) (int64, int64, int, erro
 	return seq - c.own, seq, schema, nil
 }
 
-func (c *changes) Wrote(ctx context.Context, tx *sql.Tx) (int64, error) {
+func (c *changes) Wrote(q sqlstore.RowQuerier) (int64, error) {
 	var seq int64
 	var void string
-	err := tx.QueryRowContext(ctx, `WITH c AS (UPDATE poolflow_changes SET seq = seq + 1 RETURNING seq)
+	err := q.QueryRow(`WITH c AS (UPDATE poolflow_changes SET seq = seq + 1 RETURNING seq)
 		SELECT seq, pg_notify($1, $2 || ' ' || seq)::text FROM c`, c.channel, c.token).Scan(&seq, &void)
 	return seq, err
 }

@@ -175,20 +175,20 @@ type changes struct {
 	schema int
 }
 
-func (c *changes) Read(ctx context.Context, tx *sql.Tx) (int64, int64, int, error) {
+func (c *changes) Read(q sqlstore.RowQuerier) (int64, int64, int, error) {
 	var v, seq int64
-	if err := tx.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v); err != nil {
+	if err := q.QueryRow(`PRAGMA data_version`).Scan(&v); err != nil {
 		return 0, 0, 0, err
 	}
 	// A migration is a commit of another connection, which changes data_version: while it
 	// stays, the schema read last still holds. The change sequence moves with this
 	// connection's own commits too, so it is read every time.
 	if c.schema > 0 && v == c.seen {
-		err := tx.QueryRowContext(ctx, `SELECT seq FROM poolflow_changes`).Scan(&seq)
+		err := q.QueryRow(`SELECT seq FROM poolflow_changes`).Scan(&seq)
 		return v, seq, c.schema, err
 	}
 	var schema int
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0), (SELECT seq FROM poolflow_changes)
+	if err := q.QueryRow(`SELECT COALESCE(MAX(version), 0), (SELECT seq FROM poolflow_changes)
 		FROM schema_migrations`).Scan(&schema, &seq); err != nil {
 		return 0, 0, 0, err
 	}
@@ -197,9 +197,9 @@ func (c *changes) Read(ctx context.Context, tx *sql.Tx) (int64, int64, int, erro
 }
 
 // Wrote bumps the change sequence (the version stays data_version).
-func (c *changes) Wrote(ctx context.Context, tx *sql.Tx) (int64, error) {
+func (c *changes) Wrote(q sqlstore.RowQuerier) (int64, error) {
 	var seq int64
-	err := tx.QueryRowContext(ctx, `UPDATE poolflow_changes SET seq = seq + 1 RETURNING seq`).Scan(&seq)
+	err := q.QueryRow(`UPDATE poolflow_changes SET seq = seq + 1 RETURNING seq`).Scan(&seq)
 	return seq, err
 }
 

@@ -96,7 +96,7 @@ func (s *DB) CopyTo(ctx context.Context, to store.Store, replace bool) ([]store.
 	if err := dst.d.ResetSequences(ctx, tx); err != nil {
 		return nil, dst.d.Classify(err)
 	}
-	mark, err := dst.ch.Wrote(ctx, tx)
+	mark, err := dst.ch.Wrote(rawRows{ctx, tx})
 	if err != nil {
 		return nil, unavailable(dst.d.Classify(err))
 	}

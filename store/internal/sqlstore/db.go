@@ -46,11 +46,11 @@ type Changes interface {
 	// Read runs in a write transaction after Lock: the change version as of now, exact, the
 	// change sequence (poolflow_changes.seq: the number of the last committed write
 	// transaction) and the schema version.
-	Read(ctx context.Context, tx *sql.Tx) (version, seq int64, schema int, err error)
+	Read(q RowQuerier) (version, seq int64, schema int, err error)
 	// Wrote runs just before the commit of a transaction that changed rows: it bumps the
 	// change sequence and returns the new number, which is handed to Committed once the commit
 	// succeeded.
-	Wrote(ctx context.Context, tx *sql.Tx) (seq int64, err error)
+	Wrote(q RowQuerier) (seq int64, err error)
 	Committed(mark int64)
 	// Version is the change version outside any transaction; schema is the schema version
 	// when the driver read it (0 = not read).
@@ -58,6 +58,26 @@ type Changes interface {
 	// Changed is store.Store.Changed.
 	Changed() <-chan struct{}
 	Close() error
+}
+
+// RowQuerier runs a one-row statement in a write transaction, for Changes. A pass's Tx runs it
+// on a statement prepared once per store: the three statements every pass makes (version,
+// sequence, its bump) are not parsed again each time.
+type RowQuerier interface {
+	QueryRow(query string, args ...any) RowScanner
+}
+
+// RowScanner is a *sql.Row, or the error preparing its statement.
+type RowScanner interface{ Scan(dest ...any) error }
+
+// rawRows is a RowQuerier over a bare transaction (store copy).
+type rawRows struct {
+	ctx context.Context
+	tx  *sql.Tx
+}
+
+func (r rawRows) QueryRow(query string, args ...any) RowScanner {
+	return r.tx.QueryRowContext(r.ctx, query, args...)
 }
 
 // Config is what a driver hands to New.

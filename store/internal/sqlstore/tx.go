@@ -56,7 +56,7 @@ func (s *DB) begin(ctx context.Context) (*Tx, error) {
 	if err := s.d.Lock(ctx, tx); err != nil {
 		return fail(unavailable(s.d.Classify(err)))
 	}
-	v, seq, schema, err := s.ch.Read(ctx, tx)
+	v, seq, schema, err := s.ch.Read(txRows{t})
 	if err != nil {
 		return fail(unavailable(s.d.Classify(err)))
 	}
@@ -73,7 +73,7 @@ func (t *Tx) Commit() error {
 	var mark int64
 	if t.wrote {
 		var err error
-		if mark, err = t.s.ch.Wrote(t.ctx, t.tx); err != nil {
+		if mark, err = t.s.ch.Wrote(txRows{t}); err != nil {
 			_ = t.tx.Rollback()
 			return unavailable(t.s.d.Classify(err))
 		}
@@ -206,8 +206,7 @@ func (t *Tx) query(query string, args ...any) (*sql.Rows, error) {
 	return rows, nil
 }
 
-// rowScanner is a *sql.Row, or the error preparing its statement.
-type rowScanner interface{ Scan(dest ...any) error }
+type rowScanner = RowScanner
 
 type errRow struct{ err error }
 
@@ -226,6 +225,11 @@ func (t *Tx) queryRow(query string, args ...any) rowScanner {
 	}
 	return st.QueryRowContext(t.ctx, args...)
 }
+
+// txRows is the transaction as the RowQuerier of Changes.
+type txRows struct{ t *Tx }
+
+func (r txRows) QueryRow(query string, args ...any) RowScanner { return r.t.queryRow(query, args...) }
 
 // q is the transaction as a querier with the dialect's placeholders.
 func (t *Tx) q() querier { return bound{t.s, t.tx} }
