@@ -146,7 +146,10 @@ func (l *loop) argv(a *attempt) []string {
 
 // env is the attempt's environment: the daemon's, the task's env, and the POOLFLOW_ variables.
 func (l *loop) env(a *attempt) []string {
-	params, _ := json.Marshal(a.params)
+	params := []byte("{}") // most attempts have no params: no encoder for them
+	if len(a.params) > 0 {
+		params, _ = json.Marshal(a.params)
+	}
 	base := l.baseEnv()
 	env := make([]string, 0, len(base)+len(a.task.Env)+10)
 	env = append(env, base...)

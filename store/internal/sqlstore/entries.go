@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/poolflow/poolflow/store"
 
@@ -94,11 +95,6 @@ func (t *Tx) moveEntry(id int64, to store.EntryState, set string, args ...any) e
 // caller may add conditions or RETURNING.
 func (t *Tx) moveStatement(id int64, to store.EntryState, set string, args ...any) (string, []any) {
 	from := store.MovesFrom(to)
-	q := `UPDATE queue_entries SET state = ?, seq = ?`
-	if set != "" {
-		q += `, ` + set
-	}
-	q += ` WHERE id = ? AND state IN (?` + strings.Repeat(", ?", max(len(from), 1)-1) + `)`
 	all := make([]any, 0, len(args)+3+len(from))
 	all = append(all, to, t.stamp())
 	all = append(all, args...)
@@ -109,7 +105,30 @@ func (t *Tx) moveStatement(id int64, to store.EntryState, set string, args ...an
 	if len(from) == 0 {
 		all = append(all, "") // an unknown state moves from none: the statement changes nothing
 	}
-	return q, all
+	return moveSQL(set, max(len(from), 1)), all
+}
+
+type moveKey struct {
+	set  string
+	from int
+}
+
+// moveSQLs holds moveEntry's statements by SET clause and number of source states: a pass moves
+// thousands of entries through a handful of them.
+var moveSQLs sync.Map // moveKey -> string
+
+func moveSQL(set string, from int) string {
+	k := moveKey{set, from}
+	if q, ok := moveSQLs.Load(k); ok {
+		return q.(string)
+	}
+	q := `UPDATE queue_entries SET state = ?, seq = ?`
+	if set != "" {
+		q += `, ` + set
+	}
+	q += ` WHERE id = ? AND state IN (?` + strings.Repeat(", ?", from-1) + `)`
+	moveSQLs.Store(k, q)
+	return q
 }
 
 // entryStateError says why entry id could not move to `to`: it does not exist, or its state.

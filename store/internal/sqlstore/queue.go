@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/poolflow/poolflow/store"
@@ -230,16 +231,41 @@ func (t *Tx) Claims() ([]store.Claim, error) {
 func scanClaims(rows *sql.Rows) ([]store.Claim, error) {
 	defer rows.Close()
 	var out []store.Claim
+	var pool, daemon sql.RawBytes
 	for rows.Next() {
 		var c store.Claim
 		var lease int64
-		if err := rows.Scan(&c.Entry, &c.Pool, &c.Slots, &c.Daemon, &c.Epoch, &c.PGID, &lease, &c.Label); err != nil {
+		if err := rows.Scan(&c.Entry, &pool, &c.Slots, &daemon, &c.Epoch, &c.PGID, &lease, &c.Label); err != nil {
 			return nil, unavailable(err)
 		}
+		// A pass reads every claim: the few pool and daemon names are not allocated each time.
+		c.Pool, c.Daemon = names.of(pool), names.of(daemon)
 		c.LeaseUntil = store.FromMicros(lease)
 		out = append(out, c)
 	}
 	return out, unavailable(rows.Err())
+}
+
+// names interns pool and daemon names read from claims, up to a bound (a name past it is
+// allocated as usual).
+var names = &nameTable{m: map[string]string{}}
+
+type nameTable struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (t *nameTable) of(b []byte) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.m[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(t.m) < 4096 {
+		t.m[s] = s
+	}
+	return s
 }
 
 // QueuedCount counts entries that hold a backlog place in a pool: waiting ones, and ended ones
