@@ -12,70 +12,142 @@ const (
 // on the model (Validate) can still name the line and column of the offending token. Tasks are
 // keyed by their index in DAG.Tasks because ids may be missing or duplicated; each task has its
 // own table so that copying default_args into a task costs the size of default_args, not of
-// the whole file.
+// the whole file. A validation runs on every load of the folder, so the map lives as long as
+// its DAG: the tables are short slices searched in order (a task records a handful of fields),
+// not maps, which cost several times more per task at 100,000 tasks.
 type sourceMap struct {
-	file  string
-	tasks map[int]*taskSource
+	file          string
+	tasks         []taskSource // by task index
+	dag, defaults taskSource   // srcDAG, srcDefaultArgs
 }
 
 // taskSource is what the sourceMap knows about one task (or the DAG, or default_args).
 type taskSource struct {
-	pos map[string]srcPos
-	// bad marks fields whose value could not be decoded; checks on them are skipped so one
-	// typo does not cascade into several errors.
-	bad map[string]bool
-	// name overrides the field name shown for a path: the legacy pool + pool_slots form is
+	fields []srcField
+	index  map[string]int // fields by path, once there are more than a few (a large params map)
+	// names override the field name shown for a path: the legacy pool + pool_slots form is
 	// checked as pool_requirements but reported under the names the author wrote.
-	name map[string]string
-	// inherited marks the top-level fields a task took from default_args: their problems are
+	names []srcName
+	// inherited lists the top-level fields a task took from default_args: their problems are
 	// reported once, under default_args, rather than once per task.
-	inherited map[string]bool
+	inherited []string
 }
+
+// srcField is one field path: where it was written (line 0: nowhere recorded), and whether
+// its value could not be decoded (checks on it are skipped so one typo does not cascade into
+// several errors).
+type srcField struct {
+	path string
+	pos  srcPos
+	bad  bool
+}
+
+type srcName struct{ path, name string }
 
 type srcPos struct{ line, col int }
 
 func newSourceMap(file string) *sourceMap {
-	return &sourceMap{file: file, tasks: map[int]*taskSource{}}
+	return &sourceMap{file: file}
 }
 
-// task returns the table of task, creating it.
+// task returns the table of task, creating it. The pointer is valid until the next call.
 func (s *sourceMap) task(task int) *taskSource {
-	ts := s.tasks[task]
-	if ts == nil {
-		ts = &taskSource{pos: map[string]srcPos{}}
-		s.tasks[task] = ts
+	switch {
+	case task == srcDAG:
+		return &s.dag
+	case task == srcDefaultArgs:
+		return &s.defaults
+	case task < 0:
+		panic("sourceMap: bad task index")
 	}
-	return ts
+	if task >= len(s.tasks) {
+		s.tasks = append(s.tasks, make([]taskSource, task+1-len(s.tasks))...)
+	}
+	return &s.tasks[task]
+}
+
+// lookup returns the table of task, or nil.
+func (s *sourceMap) lookup(task int) *taskSource {
+	switch {
+	case task == srcDAG:
+		return &s.dag
+	case task == srcDefaultArgs:
+		return &s.defaults
+	case task < 0 || task >= len(s.tasks):
+		return nil
+	}
+	return &s.tasks[task]
+}
+
+// smallTable is how many fields a table searches in order before it indexes them.
+const smallTable = 16
+
+// field returns path's entry in ts, adding it.
+func (ts *taskSource) field(path string) *srcField {
+	if f := ts.find(path); f != nil {
+		return f
+	}
+	if ts.fields == nil {
+		ts.fields = make([]srcField, 0, 4) // a task's id, its command and itself, mostly
+	}
+	ts.fields = append(ts.fields, srcField{path: path})
+	switch n := len(ts.fields); {
+	case ts.index != nil:
+		ts.index[path] = n - 1
+	case n > smallTable:
+		ts.index = make(map[string]int, 2*n)
+		for i, f := range ts.fields {
+			ts.index[f.path] = i
+		}
+	}
+	return &ts.fields[len(ts.fields)-1]
+}
+
+// find returns path's entry in ts, or nil.
+func (ts *taskSource) find(path string) *srcField {
+	if ts.index != nil {
+		if i, ok := ts.index[path]; ok {
+			return &ts.fields[i]
+		}
+		return nil
+	}
+	for i := range ts.fields {
+		if ts.fields[i].path == path {
+			return &ts.fields[i]
+		}
+	}
+	return nil
 }
 
 func (s *sourceMap) put(task int, path string, p srcPos) {
 	if p.line > 0 {
-		s.task(task).pos[path] = p
+		s.task(task).field(path).pos = p
 	}
 }
 
 func (s *sourceMap) markBad(task int, path string) {
-	ts := s.task(task)
-	if ts.bad == nil {
-		ts.bad = map[string]bool{}
-	}
-	ts.bad[path] = true
+	s.task(task).field(path).bad = true
 }
 
 func (s *sourceMap) setName(task int, path, name string) {
 	ts := s.task(task)
-	if ts.name == nil {
-		ts.name = map[string]string{}
+	for i := range ts.names {
+		if ts.names[i].path == path {
+			ts.names[i].name = name
+			return
+		}
 	}
-	ts.name[path] = name
+	ts.names = append(ts.names, srcName{path, name})
 }
 
 func (s *sourceMap) setInherited(task int, field string) {
 	ts := s.task(task)
-	if ts.inherited == nil {
-		ts.inherited = map[string]bool{}
+	for _, f := range ts.inherited {
+		if f == field {
+			return
+		}
 	}
-	ts.inherited[field] = true
+	ts.inherited = append(ts.inherited, field)
 }
 
 // isBad reports whether path or any field above it failed to decode.
@@ -83,12 +155,19 @@ func (s *sourceMap) isBad(task int, path string) bool {
 	if s == nil {
 		return false
 	}
-	ts := s.tasks[task]
-	if ts == nil || len(ts.bad) == 0 {
+	ts := s.lookup(task)
+	if ts == nil {
+		return false
+	}
+	anyBad := false
+	for i := range ts.fields {
+		anyBad = anyBad || ts.fields[i].bad
+	}
+	if !anyBad {
 		return false
 	}
 	for p := path; ; p = parentPath(p) {
-		if ts.bad[p] {
+		if f := ts.find(p); f != nil && f.bad {
 			return true
 		}
 		if p == "" {
@@ -103,10 +182,10 @@ func (s *sourceMap) at(task int, path string) srcPos {
 	if s == nil {
 		return srcPos{}
 	}
-	if ts := s.tasks[task]; ts != nil {
+	if ts := s.lookup(task); ts != nil {
 		for p := path; ; p = parentPath(p) {
-			if pos, ok := ts.pos[p]; ok {
-				return pos
+			if f := ts.find(p); f != nil && f.pos.line > 0 {
+				return f.pos
 			}
 			if p == "" {
 				break
@@ -122,9 +201,11 @@ func (s *sourceMap) at(task int, path string) srcPos {
 // display returns the field name shown for path.
 func (s *sourceMap) display(task int, path string) string {
 	if s != nil {
-		if ts := s.tasks[task]; ts != nil {
-			if n, ok := ts.name[path]; ok {
-				return n
+		if ts := s.lookup(task); ts != nil {
+			for _, n := range ts.names {
+				if n.path == path {
+					return n.name
+				}
 			}
 		}
 	}
@@ -138,15 +219,17 @@ func (s *sourceMap) copyField(from, to int, field string) {
 		return p == field || strings.HasPrefix(p, field+".") || strings.HasPrefix(p, field+"[") ||
 			strings.HasPrefix(p, field+keySuffix)
 	}
-	if src := s.tasks[from]; src != nil {
-		for k, v := range src.pos {
-			if under(k) {
-				s.put(to, k, v)
+	if src := s.lookup(from); src != nil {
+		fields := src.fields // s.task(to) may move the tables of tasks
+		for _, f := range fields {
+			if !under(f.path) {
+				continue
 			}
-		}
-		for k := range src.bad {
-			if under(k) {
-				s.markBad(to, k)
+			if f.pos.line > 0 {
+				s.put(to, f.path, f.pos)
+			}
+			if f.bad {
+				s.markBad(to, f.path)
 			}
 		}
 	}
@@ -178,6 +261,14 @@ func (s *sourceMap) fromDefaults(task int, path string) bool {
 	if i := strings.IndexAny(top, ".[:"); i >= 0 {
 		top = top[:i]
 	}
-	ts := s.tasks[task]
-	return ts != nil && ts.inherited[top]
+	ts := s.lookup(task)
+	if ts == nil {
+		return false
+	}
+	for _, f := range ts.inherited {
+		if f == top {
+			return true
+		}
+	}
+	return false
 }
