@@ -144,7 +144,23 @@ func (l *loop) argv(a *attempt) []string {
 	return a.task.Command
 }
 
-// env is the attempt's environment: the daemon's, the task's env, and the POOLFLOW_ variables.
+// attemptVars are the variables poolflow sets for an attempt. They win over the task's env and
+// the daemon's own values are not passed on (a daemon started from a task has them): a child's
+// getenv takes the first of duplicate entries, and os.StartProcess does not dedupe.
+var attemptVars = map[string]bool{"POOLFLOW_DAG_ID": true, "POOLFLOW_RUN_ID": true, "POOLFLOW_TASK_ID": true,
+	"POOLFLOW_TRY_NUMBER": true, "POOLFLOW_LOGICAL_DATE": true, "POOLFLOW_PARAMS": true, "POOLFLOW_PARAMS_FILE": true,
+	envDaemonID: true, envEpoch: true, envStore: true, envAttempt: true}
+
+// envKey is the name of a NAME=value entry.
+func envKey(kv string) string {
+	if i := strings.IndexByte(kv, '='); i > 0 {
+		return kv[:i]
+	}
+	return kv
+}
+
+// env is the attempt's environment: the daemon's, the task's env over it, and the POOLFLOW_
+// variables over both, each name once.
 func (l *loop) env(a *attempt) []string {
 	params := []byte("{}") // most attempts have no params: no encoder for them
 	if len(a.params) > 0 {
@@ -152,9 +168,15 @@ func (l *loop) env(a *attempt) []string {
 	}
 	base := l.baseEnv()
 	env := make([]string, 0, len(base)+len(a.task.Env)+10)
-	env = append(env, base...)
+	for _, kv := range base {
+		if _, over := a.task.Env[envKey(kv)]; !over {
+			env = append(env, kv)
+		}
+	}
 	for k, v := range a.task.Env {
-		env = append(env, k+"="+v)
+		if !attemptVars[k] {
+			env = append(env, k+"="+v)
+		}
 	}
 	return append(env,
 		"POOLFLOW_DAG_ID="+a.dagID,
@@ -170,10 +192,21 @@ func (l *loop) env(a *attempt) []string {
 	)
 }
 
-// baseEnv is the daemon's environment, read once: every attempt starts from it (§3.4).
+// baseEnv is the daemon's environment without poolflow's attempt variables, read once: every
+// attempt starts from it (§3.4).
 func (l *loop) baseEnv() []string {
-	l.envOnce.Do(func() { l.envBase = os.Environ() })
+	l.envOnce.Do(func() { l.envBase = withoutAttemptVars(os.Environ()) })
 	return l.envBase
+}
+
+func withoutAttemptVars(environ []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		if !attemptVars[envKey(kv)] {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // runProcess runs argv in its own session and process group with output to the log.
