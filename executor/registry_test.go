@@ -16,17 +16,7 @@ import (
 // file caught half written; what is read is the finished file.
 func TestRegistryWaitsForWriters(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	cfgPath, dags := filepath.Join(dir, "poolflow.yaml"), filepath.Join(dir, "dags")
-	os.MkdirAll(dags, 0o755)
-	dagPath := filepath.Join(dags, "a.yaml")
-	os.WriteFile(cfgPath, []byte("pools:\n  fa: 1\n"), 0o644)
-	os.WriteFile(dagPath, []byte("tasks:\n  - {id: t, bash: 'true', pool_requirements: {fa: 1}}\n"), 0o644)
-	cfg, err := LoadConfig(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newRegistry(dags, nil, nil, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cfgPath, dagPath, r := registryOver(t, "pools:\n  fa: 1\n", "tasks:\n  - {id: t, bash: 'true', pool_requirements: {fa: 1}}\n", 0)
 	r.reload(true)
 	next := []byte("pools:\n  fa: 1\n  fb: 2\n")
 	slowWrite := func(path string, data []byte) {
@@ -72,23 +62,7 @@ func TestRegistryWaitsForWriters(t *testing.T) {
 // twice.
 func TestRegistrySettledFilesAreReadAtOnce(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	cfgPath, dags := filepath.Join(dir, "poolflow.yaml"), filepath.Join(dir, "dags")
-	os.MkdirAll(dags, 0o755)
-	dagPath := filepath.Join(dags, "a.yaml")
-	os.WriteFile(cfgPath, []byte("pools:\n  fa: 1\n"), 0o644)
-	os.WriteFile(dagPath, []byte("tasks:\n  - {id: t, bash: 'true'}\n"), 0o644)
-	old := time.Now().Add(-time.Second)
-	for _, p := range []string{cfgPath, dagPath} {
-		if err := os.Chtimes(p, old, old); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg, err := LoadConfig(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newRegistry(dags, nil, nil, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, dagPath, r := registryOver(t, "pools:\n  fa: 1\n", "tasks:\n  - {id: t, bash: 'true'}\n", time.Second)
 	waits := 0
 	r.sleep = func(time.Duration) { waits++ }
 	r.refresh(&refreshReq{rereadFile: true})
@@ -106,4 +80,29 @@ func TestRegistrySettledFilesAreReadAtOnce(t *testing.T) {
 	if d := r.get("a"); d == nil || len(d.Tasks) != 2 {
 		t.Fatalf("a = %+v, want the new file's two tasks", d)
 	}
+}
+
+// registryOver writes a poolflow.yaml and one DAG file, a.yaml, modified age ago, and returns
+// their paths and a registry over them, not loaded yet.
+func registryOver(t *testing.T, cfgYAML, dagYAML string, age time.Duration) (cfgPath, dagPath string, r *registry) {
+	t.Helper()
+	dir := t.TempDir()
+	cfgPath, dags := filepath.Join(dir, "poolflow.yaml"), filepath.Join(dir, "dags")
+	os.MkdirAll(dags, 0o755)
+	dagPath = filepath.Join(dags, "a.yaml")
+	os.WriteFile(cfgPath, []byte(cfgYAML), 0o644)
+	os.WriteFile(dagPath, []byte(dagYAML), 0o644)
+	if age > 0 {
+		old := time.Now().Add(-age)
+		for _, p := range []string{cfgPath, dagPath} {
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cfg, err := LoadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfgPath, dagPath, newRegistry(dags, nil, nil, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
