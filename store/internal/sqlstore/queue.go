@@ -207,6 +207,7 @@ func (t *Tx) SetPGIDs(pgids map[int64]int, daemon string, epoch int64) error {
 	return err
 }
 
+// HoldsClaim reports whether daemon still holds entry's claims under epoch (the fencing check
 // before a completion is written, §4.8).
 func (t *Tx) HoldsClaim(entry int64, daemon string, epoch int64) (bool, error) {
 	var n int

@@ -206,8 +206,6 @@ func (t *Tx) query(query string, args ...any) (*sql.Rows, error) {
 	return rows, nil
 }
 
-type rowScanner = RowScanner
-
 type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
@@ -215,7 +213,7 @@ func (r errRow) Scan(...any) error { return r.err }
 // queryRow runs a one-row read in the transaction, on its prepared statement with
 // Dialect.Prepare: the one-row reads of a pass (HoldsClaim, an entry's state) do not parse their
 // SQL again — unprepared, they were a quarter of a fan-out pass's CPU on SQLite.
-func (t *Tx) queryRow(query string, args ...any) rowScanner {
+func (t *Tx) queryRow(query string, args ...any) RowScanner {
 	if !t.s.d.Prepare {
 		return t.tx.QueryRowContext(t.ctx, t.s.bind(query), args...)
 	}
