@@ -28,10 +28,7 @@ func (l *loop) load(tx store.Tx, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	l.pools = map[string]store.Pool{}
-	for _, p := range ps {
-		l.pools[p.Name] = p
-	}
+	l.pools = poolsByName(ps)
 	if sig := poolSignature(ps); sig != l.poolSig {
 		// DAGs are validated against the pools (§2.3): a forced shrink can make one invalid.
 		if l.poolSig != "" {
@@ -117,16 +114,22 @@ func (l *loop) placeRun(tx store.Tx, r store.Run) error {
 }
 
 // placeEntry puts a waiting or admitted entry in memory: with its run when the run is in memory
-// (acting on a stop request it carries), else among the other owners' waiting entries.
+// (keeping the pokes and the failure memory has for it, acting on a stop request it carries),
+// else among the other owners' waiting entries.
 func (l *loop) placeEntry(e store.Entry, ix claimIndex) {
 	lr, inMemory := l.runs[e.Run]
 	if !inMemory {
 		if e.State == string(store.EntryWaiting) {
 			l.foreign[e.ID] = &liveEntry{Entry: e, kept: ix.kept[e.ID], away: !l.view.isAlive(e.Owner)}
+		} else {
+			delete(l.foreign, e.ID)
 		}
 		return
 	}
 	le := l.memEntry(e, lr, ix)
+	if old := l.entries[e.ID]; old != nil {
+		le.pokes, le.failWith = old.pokes, old.failWith
+	}
 	if le.ti != nil {
 		le.ti.entry = le
 	}
@@ -144,6 +147,15 @@ func (l *loop) readCommands(tx store.Tx) error {
 		l.pending = append(l.pending, &evCommand{cmd: c, fromStore: true})
 	}
 	return nil
+}
+
+// poolsByName indexes the pools read in a pass.
+func poolsByName(ps []store.Pool) map[string]store.Pool {
+	out := make(map[string]store.Pool, len(ps))
+	for _, p := range ps {
+		out[p.Name] = p
+	}
+	return out
 }
 
 // poolSignature is the pools' capacities the DAGs are validated under.

@@ -8,7 +8,7 @@ import (
 
 // refresh brings memory up to date with what other processes committed since the last pass,
 // reading only the runs, task instances and entries stamped after l.seq (Tx.ChangesSince), plus
-// the small tables (pools, DAG flags, claims, pending commands). With several daemons each
+// the small tables (pools, DAG flags, pending commands; the claims when entries changed). With several daemons each
 // pass of one is an outside commit to all the others; reading every open run again each time
 // would cost them a 3,000-task run per pass. It reports false, having changed nothing that
 // load does not rebuild, when the change is one only load handles: a pool's capacity changed
@@ -30,10 +30,6 @@ func (l *loop) refresh(tx store.Tx, now time.Time) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	claims, err := tx.Claims()
-	if err != nil {
-		return false, err
-	}
 	// Decide before changing anything whether load must do it.
 	for _, r := range ch.Runs {
 		lr := l.runs[r.PK]
@@ -45,15 +41,12 @@ func (l *loop) refresh(tx store.Tx, now time.Time) (bool, error) {
 			}
 		case !lr.shared && !lr.away:
 			return false, nil // another process changed this daemon's run
-		case open && l.fate(r) != lr.fate(l.cfg.DaemonID):
+		case open && l.fate(r) != lr.fate():
 			return false, nil
 		}
 	}
 
-	l.pools = make(map[string]store.Pool, len(ps))
-	for _, p := range ps {
-		l.pools[p.Name] = p
-	}
+	l.pools = poolsByName(ps)
 	for id, st := range states {
 		if l.dagStates[id].Paused != st.Paused {
 			l.qvalid = false // the blocks of its entries change: the queue is built again
@@ -63,7 +56,14 @@ func (l *loop) refresh(tx store.Tx, now time.Time) (bool, error) {
 		l.qvalid = false
 	}
 	l.dagStates = states
-	ix := indexClaims(claims)
+	var ix claimIndex
+	if len(ch.Entries) > 0 { // the holders and kept claims of the entries that changed
+		claims, err := tx.Claims()
+		if err != nil {
+			return false, err
+		}
+		ix = indexClaims(claims)
+	}
 
 	var ended []*liveRun
 	for _, r := range ch.Runs {
@@ -105,18 +105,8 @@ func (l *loop) refresh(tx store.Tx, now time.Time) (bool, error) {
 	}
 	for _, e := range ch.Entries {
 		l.queueDirty(e.ID)
-		lr := l.runs[e.Run]
-		if lr == nil {
-			if e.State == string(store.EntryWaiting) {
-				l.foreign[e.ID] = &liveEntry{Entry: e, kept: ix.kept[e.ID], away: !l.view.isAlive(e.Owner)}
-			} else {
-				delete(l.foreign, e.ID)
-			}
-			continue
-		}
-		old := l.entries[e.ID]
-		if store.EntryState(e.State).Terminal() {
-			if old != nil {
+		if _, inMemory := l.runs[e.Run]; inMemory && store.EntryState(e.State).Terminal() {
+			if old := l.entries[e.ID]; old != nil {
 				l.dropEntry(e.ID)
 				if old.ti != nil && old.ti.entry == old {
 					old.ti.entry = nil
@@ -124,15 +114,7 @@ func (l *loop) refresh(tx store.Tx, now time.Time) (bool, error) {
 			}
 			continue
 		}
-		le := l.memEntry(e, lr, ix)
-		if old != nil {
-			le.pokes, le.failWith = old.pokes, old.failWith
-		}
-		if le.ti != nil {
-			le.ti.entry = le
-		}
-		l.entries[e.ID] = le
-		l.noteStop(le)
+		l.placeEntry(e, ix)
 	}
 	for _, lr := range ended {
 		for _, ti := range lr.tis {

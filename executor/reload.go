@@ -106,10 +106,7 @@ func (l *loop) applyConfig(tx store.Tx, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	l.pools = make(map[string]store.Pool, len(ps))
-	for _, p := range ps {
-		l.pools[p.Name] = p
-	}
+	l.pools = poolsByName(ps)
 	l.ruleSet = eff.Rules
 	clear(l.ruleCache) // evaluated before this pass under the old rules
 	if prev.MaxRunning != eff.Settings.MaxRunning {

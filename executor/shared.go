@@ -53,8 +53,8 @@ func (l *loop) fate(r store.Run) runFate {
 	return f
 }
 
-// fateOfRun is the fate memory holds a run under.
-func (lr *liveRun) fate(self string) runFate {
+// fate is the fate memory holds a run under.
+func (lr *liveRun) fate() runFate {
 	switch {
 	case lr.shared:
 		return fateShared
