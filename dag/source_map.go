@@ -13,8 +13,9 @@ const (
 // keyed by their index in DAG.Tasks because ids may be missing or duplicated; each task has its
 // own table so that copying default_args into a task costs the size of default_args, not of
 // the whole file. A validation runs on every load of the folder, so the map lives as long as
-// its DAG: the tables are short slices searched in order (a task records a handful of fields),
-// not maps, which cost several times more per task at 100,000 tasks.
+// its DAG: the tables are short slices searched in order (a task records a handful of fields;
+// one with more than smallTable is indexed), not maps, which cost several times more per task
+// at 100,000 tasks.
 type sourceMap struct {
 	file          string
 	tasks         []taskSource // by task index
@@ -52,18 +53,14 @@ func newSourceMap(file string) *sourceMap {
 
 // task returns the table of task, creating it. The pointer is valid until the next call.
 func (s *sourceMap) task(task int) *taskSource {
-	switch {
-	case task == srcDAG:
-		return &s.dag
-	case task == srcDefaultArgs:
-		return &s.defaults
-	case task < 0:
-		panic("sourceMap: bad task index")
-	}
 	if task >= len(s.tasks) {
 		s.tasks = append(s.tasks, make([]taskSource, task+1-len(s.tasks))...)
 	}
-	return &s.tasks[task]
+	ts := s.lookup(task)
+	if ts == nil {
+		panic("sourceMap: bad task index")
+	}
+	return ts
 }
 
 // lookup returns the table of task, or nil.
@@ -157,13 +154,6 @@ func (s *sourceMap) isBad(task int, path string) bool {
 	}
 	ts := s.lookup(task)
 	if ts == nil {
-		return false
-	}
-	anyBad := false
-	for i := range ts.fields {
-		anyBad = anyBad || ts.fields[i].bad
-	}
-	if !anyBad {
 		return false
 	}
 	for p := path; ; p = parentPath(p) {
