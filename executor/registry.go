@@ -132,21 +132,24 @@ const settleWindow = 50 * time.Millisecond
 
 // settled returns stamp's answer once two looks settleWindow apart give the same one (trying
 // a few times); it looks only when the first answer differs from last, the stamp already read.
-// An answer whose newest modification is a whole window old is settled already: a writer that
-// truncates moves the modification time, so nothing is being written (the first load of a
-// daemon or of dags test does not wait).
-func settled(last string, stamp func() (string, time.Time), sleep func(time.Duration)) string {
+// On the first read of all (first: the DAG folder at start), an answer whose newest
+// modification is a whole window old is taken at once, so a start does not wait; a writer that
+// truncated a file and stalled for more than a window before writing would be caught there, as
+// it is by two looks when its stall outlasts the second. Later reads always look twice: the
+// watcher's looks follow writes closely, and a writer under load was seen to stall that long
+// (a truncated poolflow.yaml is a valid one, without any file pool).
+func settled(last string, first bool, stamp func() (string, time.Time), sleep func(time.Duration)) string {
 	s, newest := stamp()
+	if first && !newest.IsZero() && time.Since(newest) >= settleWindow {
+		return s
+	}
 	for i := 0; s != last && i < 10; i++ {
-		if !newest.IsZero() && time.Since(newest) >= settleWindow {
-			break
-		}
 		sleep(settleWindow)
-		again, n := stamp()
+		again, _ := stamp()
 		if again == s {
 			break
 		}
-		s, newest = again, n
+		s = again
 	}
 	return s
 }
@@ -210,7 +213,7 @@ func (r *registry) refresh(req *refreshReq) bool {
 		if req.rereadFile {
 			last = "" // SIGHUP: read it now, once it is not being written
 		}
-		cfgStamp = settled(last, func() (string, time.Time) { return fileStamp(file) }, r.sleep)
+		cfgStamp = settled(last, false, func() (string, time.Time) { return fileStamp(file) }, r.sleep)
 		// A refused file is tried again when the stored pools change: they may make it valid.
 		if cfgStamp != r.cfgStamp || req.rereadFile || (storedChanged && fileErr != "") {
 			next, restart, ferr := r.readConfig(file, settings, stored, fileErr)
@@ -244,7 +247,7 @@ func (r *registry) refresh(req *refreshReq) bool {
 	status.Error = strings.TrimSpace(fileErr + "\n" + poolErr)
 	stamp := r.stamp
 	if !req.skipDir || effChanged || req.force || !loaded {
-		stamp = settled(r.stamp, func() (string, time.Time) { return dirStamp(r.dir) }, r.sleep)
+		stamp = settled(r.stamp, !loaded, func() (string, time.Time) { return dirStamp(r.dir) }, r.sleep)
 	}
 	if !effChanged && stamp == r.stamp && loaded && !req.force {
 		r.mu.Lock()

@@ -57,15 +57,16 @@ func TestRegistryWaitsForWriters(t *testing.T) {
 	}
 }
 
-// TestRegistrySettledFilesAreReadAtOnce: files nobody wrote for a whole settle window are read
-// without waiting (a daemon's or dags test's first load), a file written just now is looked at
-// twice.
+// TestRegistrySettledFilesAreReadAtOnce: at the first load, DAG files nobody wrote for a whole
+// settle window are read without waiting (a daemon's or dags test's start); a file written after
+// that, and any change of poolflow.yaml even with an old modification time (a writer stalled
+// after truncating it), are looked at twice.
 func TestRegistrySettledFilesAreReadAtOnce(t *testing.T) {
 	t.Parallel()
-	_, dagPath, r := registryOver(t, "pools:\n  fa: 1\n", "tasks:\n  - {id: t, bash: 'true'}\n", time.Second)
+	cfgPath, dagPath, r := registryOver(t, "pools:\n  fa: 1\n", "tasks:\n  - {id: t, bash: 'true'}\n", time.Second)
 	waits := 0
 	r.sleep = func(time.Duration) { waits++ }
-	r.refresh(&refreshReq{rereadFile: true})
+	r.refresh(&refreshReq{})
 	if waits != 0 {
 		t.Fatalf("first load of settled files waited %d times, want 0", waits)
 	}
@@ -79,6 +80,13 @@ func TestRegistrySettledFilesAreReadAtOnce(t *testing.T) {
 	}
 	if d := r.get("a"); d == nil || len(d.Tasks) != 2 {
 		t.Fatalf("a = %+v, want the new file's two tasks", d)
+	}
+	os.WriteFile(cfgPath, nil, 0o644) // truncated by a writer that stalls before writing
+	old := time.Now().Add(-time.Second)
+	os.Chtimes(cfgPath, old, old)
+	r.refresh(&refreshReq{rereadFile: true})
+	if waits != 2 {
+		t.Fatalf("a changed poolflow.yaml was read after %d waits, want 2 (two looks)", waits)
 	}
 }
 
