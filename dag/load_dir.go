@@ -59,7 +59,7 @@ func loadPaths(paths []string, load func(path string) (*DAG, []*ImportError)) ([
 			continue
 		}
 		if other, dup := from[d.ID]; dup {
-			p := d.src.at(srcDAG, "dag_id")
+			p := d.src.get().at(srcDAG, "dag_id")
 			errs = append(errs, &ImportError{
 				File: path, Line: p.line, Column: p.col, DAGID: d.ID, Field: "dag_id", Value: d.ID,
 				Msg: fmt.Sprintf("dag %s is already defined in %s", d.ID, other),

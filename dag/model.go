@@ -75,7 +75,7 @@ type DAG struct {
 	Tasks []*Task
 
 	// src locates the YAML tokens of the fields, for errors found after parsing; nil for Go DAGs.
-	src *sourceMap
+	src *lazySource
 	// derived caches the id index, Order and Weights (graph.go).
 	derived derived
 }

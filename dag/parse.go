@@ -69,7 +69,7 @@ func decode(path string, data []byte) (*DAG, []*ImportError) {
 	_, hasTasks := keys["tasks"]
 	_, hasCommand := keys["command"]
 	_, hasBash := keys["bash"]
-	d := &DAG{ID: r.dagID, File: path, IsJob: !hasTasks && (hasCommand || hasBash), src: src}
+	d := &DAG{ID: r.dagID, File: path, IsJob: !hasTasks && (hasCommand || hasBash), src: &lazySource{m: src}}
 
 	var jobEntries []entry
 	for _, e := range es {

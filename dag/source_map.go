@@ -20,6 +20,7 @@ type sourceMap struct {
 	file          string
 	tasks         []taskSource // by task index
 	dag, defaults taskSource   // srcDAG, srcDefaultArgs
+	anyBad        bool         // some field is marked bad
 }
 
 // taskSource is what the sourceMap knows about one task (or the DAG, or default_args).
@@ -123,6 +124,7 @@ func (s *sourceMap) put(task int, path string, p srcPos) {
 }
 
 func (s *sourceMap) markBad(task int, path string) {
+	s.anyBad = true
 	s.task(task).field(path).bad = true
 }
 

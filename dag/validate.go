@@ -26,7 +26,7 @@ func Validate(d *DAG, opts LoadOptions) []*ImportError {
 
 type validator struct {
 	d    *DAG
-	src  *sourceMap
+	src  *lazySource
 	opts LoadOptions
 	errs []*ImportError
 	// reported dedupes the errors of inherited fields, reported once under default_args.
@@ -55,12 +55,13 @@ func (v *validator) failLazy(i int, path, value string, msg func() string) {
 }
 
 func (v *validator) add(i int, path, value, msg string, lazy func() string) {
-	p := v.src.at(i, path)
+	src := v.src.get()
+	p := src.at(i, path)
 	e := &ImportError{
 		File: v.d.File, Line: p.line, Column: p.col, DAGID: v.d.ID,
-		Field: v.src.display(i, path), Value: value, Msg: msg, lazy: lazy,
+		Field: src.display(i, path), Value: value, Msg: msg, lazy: lazy,
 	}
-	if v.src.fromDefaults(i, path) {
+	if src.fromDefaults(i, path) {
 		// The same problem for every task that inherits the field: report it once.
 		e.Field = "default_args." + e.Field
 		k := errKey{p, e.Field, e.Msg}

@@ -31,7 +31,7 @@ func (v *validator) checkSensor(i int, s *Sensor) {
 		// Point at the check written last: the one that made it two.
 		last, best := checks[len(checks)-1], srcPos{}
 		for _, c := range checks {
-			if p := v.src.at(i, "sensor."+c+keySuffix); p.line > best.line || p.line == best.line && p.col > best.col {
+			if p := v.src.get().at(i, "sensor."+c+keySuffix); p.line > best.line || p.line == best.line && p.col > best.col {
 				last, best = c, p
 			}
 		}
