@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -63,4 +64,33 @@ func (t *Task) Fingerprint() string {
 	b, _ := json.Marshal(def)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
+}
+
+// TaskFingerprint is Tasks[i].Fingerprint(), computed once per task of the DAG: the daemon
+// needs it for each entry it queues and for every waiting entry at each reload.
+func (d *DAG) TaskFingerprint(i int) string {
+	c := memo(&d.derived.fingerprints, func() *fingerprints {
+		return &fingerprints{s: make([]fingerprintSlot, len(d.Tasks))}
+	})
+	t := d.Tasks[i]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i < len(c.s) && c.s[i].t == t {
+		return c.s[i].fp
+	}
+	fp := t.Fingerprint()
+	if i < len(c.s) {
+		c.s[i] = fingerprintSlot{t, fp}
+	}
+	return fp
+}
+
+type fingerprints struct {
+	mu sync.Mutex
+	s  []fingerprintSlot // by task index; t tells a task replaced by hand since
+}
+
+type fingerprintSlot struct {
+	t  *Task
+	fp string
 }

@@ -44,7 +44,7 @@ func (l *loop) applyChanges(tx store.Tx, p *passState) error {
 	var order []int64 // the retired entries' queue IDs: queued again in the same order
 	for _, le := range l.entries {
 		ti := le.ti
-		if le.State != "waiting" || le.away || le.run.shared || ti == nil || ti.task == nil || le.Fingerprint == ti.task.Fingerprint() {
+		if le.State != "waiting" || le.away || le.run.shared || ti == nil || ti.task == nil || le.Fingerprint == ti.fingerprint() {
 			continue
 		}
 		if len(le.kept) > 0 {

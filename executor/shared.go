@@ -98,7 +98,7 @@ func (l *loop) memEntry(e store.Entry, lr *liveRun, ix claimIndex) *liveEntry {
 		if le.ti != nil {
 			t = le.ti.task
 		}
-		le.notHere = t == nil || t.Kind == dag.KindSensor || len(le.kept) > 0 || e.Fingerprint != t.Fingerprint()
+		le.notHere = t == nil || t.Kind == dag.KindSensor || len(le.kept) > 0 || e.Fingerprint != le.ti.fingerprint()
 	}
 	return le
 }
