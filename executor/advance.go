@@ -182,7 +182,7 @@ func (l *loop) newEntry(p *passState, r readyTask) store.Entry {
 	needs, rule := l.requirements(run, ti, r.try)
 	e := store.Entry{Run: run.PK, TaskID: ti.TaskID, TryNumber: r.try, Label: label(run.DAGID, ti.TaskID, r.try),
 		Priority: run.weights[ti.TaskID], Due: run.due(), State: "waiting", Rule: rule, CreatedAt: p.now,
-		Needs: needs, Owner: l.cfg.DaemonID, DAGID: run.DAGID, RunID: run.RunID, Fingerprint: ti.task.Fingerprint()}
+		Needs: needs, Owner: l.cfg.DaemonID, DAGID: run.DAGID, RunID: run.RunID, Fingerprint: ti.fingerprint()}
 	if qt := ti.task.QueueTimeout; qt > 0 {
 		// Counted from the due time, or from when the entry joined the queue if that is later:
 		// a retry keeps its run's due time for ordering, but must get its own time to wait.
@@ -259,7 +259,7 @@ func (l *loop) requirements(run *liveRun, ti *liveTI, try int) ([]store.Requirem
 	if n := l.cfg.Settings.MaxRunning; n > 0 {
 		needs = append(needs, store.Requirement{Pool: pools.GlobalPool, Slots: 1, Implicit: true, Capacity: n})
 	}
-	needs = append(needs, store.Requirement{Pool: pools.DAGPoolPrefix + run.DAGID + "/" + run.RunID, Slots: 1,
+	needs = append(needs, store.Requirement{Pool: run.dagPool, Slots: 1,
 		Implicit: true, Capacity: run.dag.MaxActiveTasks})
 	if n := ti.task.MaxActiveTIsPerDAG; n > 0 {
 		needs = append(needs, store.Requirement{Pool: pools.TaskPrefix + run.DAGID + "/" + ti.TaskID, Slots: 1,

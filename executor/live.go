@@ -34,6 +34,8 @@ type liveRun struct {
 	timers map[*liveTI]struct{}
 	// implicit names the run's implicit pools the admission queue knows (queue.go).
 	implicit map[string]bool
+	// dagPool names its max_active_tasks pool, built once rather than for each entry.
+	dagPool string
 	// away marks a dead owner's bound run (§9): in memory so that commands and deadlines apply
 	// to it, but never advanced or admitted here.
 	away bool
@@ -75,6 +77,14 @@ func (ti *liveTI) noted() {
 	if ti.run != nil {
 		ti.run.note(ti)
 	}
+}
+
+// fingerprint is its task's, computed once per task of the run's DAG.
+func (ti *liveTI) fingerprint() string {
+	if r := ti.run; r != nil && r.dag != nil && ti.idx >= 0 && int(ti.idx) < len(r.dag.Tasks) && r.dag.Tasks[ti.idx] == ti.task {
+		return r.dag.TaskFingerprint(int(ti.idx))
+	}
+	return ti.task.Fingerprint()
 }
 
 // add makes ti a task instance of the run and accounts for its state.
@@ -231,7 +241,6 @@ type liveEntry struct {
 	store.Entry
 	run *liveRun
 	ti  *liveTI
-	pe  *pools.Entry // what admission sees, built once
 	// kept are the claims a reschedule sensor keeps between pokes; pokes counts its pokes.
 	kept  []store.Requirement
 	pokes int
@@ -253,31 +262,29 @@ type liveEntry struct {
 
 // admission returns the entry as pools.Admit sees it, with its current block and force flag.
 // Another owner's entry (not_mine, node_unavailable) leaves out _global: max_running limits
-// each daemon on its own (§9).
+// each daemon on its own (§9). It is built for each put into the queue and not kept: the queue
+// holds its own copy, and at 100,000 waiting entries a second one costs 20 MB.
 func (le *liveEntry) admission(block pools.Block) pools.Entry {
-	if le.pe == nil {
-		pe := poolEntry(&le.Entry, block)
-		if needs, kept := le.remaining(); kept != nil {
-			pe.Needs, pe.Kept = requirementsToNeeds(needs), requirementsToNeeds(kept)
-		}
-		if block == pools.BlockNotMine || block == pools.BlockNodeAway {
-			local := pe.Needs[:0:0]
-			for _, n := range pe.Needs {
-				if n.Pool != pools.GlobalPool {
-					local = append(local, n)
-				}
-			}
-			pe.Needs = local
-		}
-		le.pe = &pe
+	pe := poolEntry(&le.Entry, block)
+	if needs, kept := le.remaining(); kept != nil {
+		pe.Needs, pe.Kept = requirementsToNeeds(needs), requirementsToNeeds(kept)
 	}
-	le.pe.Block, le.pe.Force = block, le.Force
-	return *le.pe
+	if block == pools.BlockNotMine || block == pools.BlockNodeAway {
+		local := pe.Needs[:0]
+		for _, n := range pe.Needs {
+			if n.Pool != pools.GlobalPool {
+				local = append(local, n)
+			}
+		}
+		pe.Needs = local
+	}
+	return pe
 }
 
 // newLiveRun makes a run of DAG d, or of a DAG that is gone when d is nil (endRuns retires it).
 func newLiveRun(r store.Run, d *dag.DAG) *liveRun {
-	lr := &liveRun{Run: r, dag: d, tis: map[string]*liveTI{}, timers: map[*liveTI]struct{}{}}
+	lr := &liveRun{Run: r, dag: d, tis: map[string]*liveTI{}, timers: map[*liveTI]struct{}{},
+		dagPool: pools.DAGPoolPrefix + r.DAGID + "/" + r.RunID}
 	if d == nil {
 		return lr
 	}

@@ -58,7 +58,6 @@ func (l *loop) rescheduleEntry(tx store.Tx, p *passState, le *liveEntry, ev *evF
 			}
 		}
 	}
-	le.pe = nil
 	l.queueDirty(le.ID)
 	ti.State, ti.NextAt, ti.TryNumber = string(dag.StateUpForReschedule), next, le.TryNumber
 	ti.StartDate, ti.EndDate = first, ev.end
