@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -24,28 +23,90 @@ type procStat struct {
 	start     int64 // start time in clock ticks after boot
 }
 
-// readStat parses /proc/<pid>/stat; ok is false when the process is gone.
+// readStat parses /proc/<pid>/stat; ok is false when the process is gone. Every attempt's end
+// reads it for the leader and its group, so it reads into a buffer on the stack and parses
+// in place rather than allocating the file and fifty strings.
 func readStat(pid int) (procStat, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
+	var buf [1024]byte
+	b, ok := readSmall("/proc/"+strconv.Itoa(pid)+"/stat", buf[:])
+	if !ok {
 		return procStat{}, false
 	}
-	// The command name may hold spaces and parentheses: the fields start after the last ')'.
+	return parseStat(b)
+}
+
+// readSmall reads a file that fits in buf (one read of a /proc file returns it whole), or
+// reads it with os.ReadFile when it does not.
+func readSmall(path string, buf []byte) ([]byte, bool) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	n, err := syscall.Read(fd, buf)
+	syscall.Close(fd)
+	if err != nil || n < 0 {
+		return nil, false
+	}
+	if n == len(buf) {
+		b, err := os.ReadFile(path)
+		return b, err == nil
+	}
+	return buf[:n], true
+}
+
+// parseStat reads the fields of a /proc/<pid>/stat line. The command name may hold spaces and
+// parentheses: the fields start after the last ')'.
+func parseStat(b []byte) (procStat, bool) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 >= len(b) {
 		return procStat{}, false
 	}
-	f := strings.Fields(string(b[i+2:]))
-	if len(f) < 20 {
-		return procStat{}, false
-	}
 	var st procStat
-	st.state = f[0][0]
-	st.ppid, _ = strconv.Atoi(f[1])
-	st.pgrp, _ = strconv.Atoi(f[2])
-	st.sid, _ = strconv.Atoi(f[3])
-	st.start, _ = strconv.ParseInt(f[19], 10, 64)
-	return st, true
+	field := 0 // field 0 is the state, after the command name
+	for rest := b[i+2:]; len(rest) > 0 && field <= 19; field++ {
+		f := rest
+		if j := bytes.IndexAny(rest, " \n"); j >= 0 {
+			f, rest = rest[:j], bytes.TrimLeft(rest[j:], " \n")
+		} else {
+			rest = nil
+		}
+		if len(f) == 0 {
+			return procStat{}, false
+		}
+		switch field {
+		case 0:
+			st.state = f[0]
+		case 1:
+			st.ppid = int(atoiBytes(f))
+		case 2:
+			st.pgrp = int(atoiBytes(f))
+		case 3:
+			st.sid = int(atoiBytes(f))
+		case 19:
+			st.start = atoiBytes(f)
+		}
+	}
+	return st, field > 19
+}
+
+// atoiBytes is strconv.ParseInt of a decimal field, without a string; a malformed one is 0,
+// as strconv's error was ignored before. Negative values (a stat field may be -1) are read.
+func atoiBytes(f []byte) int64 {
+	neg := len(f) > 0 && f[0] == '-'
+	if neg {
+		f = f[1:]
+	}
+	var n int64
+	for _, c := range f {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		return -n
+	}
+	return n
 }
 
 // selfStart is this process's start time, recorded on its owner row so a reused pid is not
