@@ -77,87 +77,100 @@ type blockLevel struct {
 // parser, looking only at the tokens: a block collection is a column at which '-' entries or
 // keys line up, a flow collection a bracket.
 func checkTokens(tks token.Tokens) error {
-	var (
-		stack []blockLevel
-		flow  int
-		cost  int
-	)
-	deep := func(tk *token.Token) error {
-		if len(stack)+flow > maxDepth {
-			return &limitError{pos: tokenPos(tk), msg: fmt.Sprintf("nested too deeply: over %d levels", maxDepth)}
-		}
-		return nil
-	}
+	var c tokenCheck
+	return c.all(tks)
+}
+
+// all checks the tokens of one document (or piece) from a fresh stack; cost carries on.
+func (c *tokenCheck) all(tks token.Tokens) error {
+	c.stack, c.flow = c.stack[:0], 0
 	for _, tk := range tks {
-		switch tk.Type {
-		case token.SequenceStartType, token.MappingStartType:
-			flow++
-			if err := deep(tk); err != nil {
-				return err
-			}
-			continue
-		case token.SequenceEndType, token.MappingEndType:
-			if flow > 0 {
-				flow--
-			}
-			continue
-		case token.DocumentHeaderType, token.DocumentEndType:
-			stack, flow = stack[:0], 0
-			continue
+		key := tk.Prev
+		for key != nil && key.Type == token.CommentType {
+			key = key.Prev
 		}
-		if flow > 0 {
-			continue
-		}
-		var col int
-		var isMap bool
-		switch tk.Type {
-		case token.SequenceEntryType:
-			col = tk.Position.Column
-		case token.MappingValueType:
-			key := tk.Prev
-			for key != nil && key.Type == token.CommentType {
-				key = key.Prev
-			}
-			if key == nil || key.Position == nil || key.Position.Line != tk.Position.Line {
-				continue // "? key" on an earlier line, or a malformed file the parser will report
-			}
-			col, isMap = key.Position.Column, true
-		default:
-			continue
-		}
-		for len(stack) > 0 {
-			top := &stack[len(stack)-1]
-			if top.col > col || top.col == col && !top.isMap && isMap {
-				// Deeper collections ended; so did a sequence written at its key's column
-				// ("tasks:\n- a\nnext: 1").
-				stack = stack[:len(stack)-1]
-				continue
-			}
-			break
-		}
-		if n := len(stack); n > 0 && stack[n-1].col == col && stack[n-1].isMap == isMap {
-			if isMap {
-				top := &stack[n-1]
-				top.keys++
-				cost += 2*top.keys - 1 // keys² so far
-				switch {
-				case top.keys > maxMappingKeys:
-					return &limitError{pos: tokenPos(tk.Prev), msg: fmt.Sprintf(
-						"block mapping with over %d keys; write a large mapping in flow style {key: value, ...}", maxMappingKeys)}
-				case cost > maxMappingCost:
-					return &limitError{pos: tokenPos(tk.Prev), msg: fmt.Sprintf(
-						"block mappings too large together (their key counts squared add up to over %d); write large mappings in flow style {key: value, ...}", maxMappingCost)}
-				}
-			}
-			continue
-		}
-		stack = append(stack, blockLevel{col: col, isMap: isMap, keys: 1})
-		cost++
-		if err := deep(tk); err != nil {
+		if err := c.add(tk, key); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// tokenCheck is checkTokens one token at a time, for a scan that does not keep the tokens.
+type tokenCheck struct {
+	stack []blockLevel
+	flow  int
+	cost  int
+	base  int // levels above the tokens checked (a piece of the task list is one down)
+}
+
+// add checks tk; prev is the token before it, comments skipped (the key of a ':').
+func (c *tokenCheck) add(tk, prev *token.Token) error {
+	deep := func(tk *token.Token) error {
+		if c.base+len(c.stack)+c.flow > maxDepth {
+			return &limitError{pos: tokenPos(tk), msg: fmt.Sprintf("nested too deeply: over %d levels", maxDepth)}
+		}
+		return nil
+	}
+	switch tk.Type {
+	case token.SequenceStartType, token.MappingStartType:
+		c.flow++
+		return deep(tk)
+	case token.SequenceEndType, token.MappingEndType:
+		if c.flow > 0 {
+			c.flow--
+		}
+		return nil
+	case token.DocumentHeaderType, token.DocumentEndType:
+		c.stack, c.flow = c.stack[:0], 0
+		return nil
+	}
+	if c.flow > 0 {
+		return nil
+	}
+	var col int
+	var isMap bool
+	switch tk.Type {
+	case token.SequenceEntryType:
+		col = tk.Position.Column
+	case token.MappingValueType:
+		key := prev
+		if key == nil || key.Position == nil || key.Position.Line != tk.Position.Line {
+			return nil // "? key" on an earlier line, or a malformed file the parser will report
+		}
+		col, isMap = key.Position.Column, true
+	default:
+		return nil
+	}
+	for len(c.stack) > 0 {
+		top := &c.stack[len(c.stack)-1]
+		if top.col > col || top.col == col && !top.isMap && isMap {
+			// Deeper collections ended; so did a sequence written at its key's column
+			// ("tasks:\n- a\nnext: 1").
+			c.stack = c.stack[:len(c.stack)-1]
+			continue
+		}
+		break
+	}
+	if n := len(c.stack); n > 0 && c.stack[n-1].col == col && c.stack[n-1].isMap == isMap {
+		if isMap {
+			top := &c.stack[n-1]
+			top.keys++
+			c.cost += 2*top.keys - 1 // keys² so far
+			switch {
+			case top.keys > maxMappingKeys:
+				return &limitError{pos: tokenPos(prev), msg: fmt.Sprintf(
+					"block mapping with over %d keys; write a large mapping in flow style {key: value, ...}", maxMappingKeys)}
+			case c.cost > maxMappingCost:
+				return &limitError{pos: tokenPos(prev), msg: fmt.Sprintf(
+					"block mappings too large together (their key counts squared add up to over %d); write large mappings in flow style {key: value, ...}", maxMappingCost)}
+			}
+		}
+		return nil
+	}
+	c.stack = append(c.stack, blockLevel{col: col, isMap: isMap, keys: 1})
+	c.cost++
+	return deep(tk)
 }
 
 func tokenPos(tk *token.Token) srcPos {

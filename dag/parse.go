@@ -38,11 +38,44 @@ func Parse(path string, data []byte, opts LoadOptions) (*DAG, []*ImportError) {
 // decode builds the DAG from the file. It returns the DAG, with defaults applied, even when
 // some fields failed, so that the model checks can still report the other problems.
 func decode(path string, data []byte) (*DAG, []*ImportError) {
+	return decodeWith(path, data, defaultChunking)
+}
+
+// decodeWith is decode with a large file's task list parsed in pieces as ch says (chunked.go).
+func decodeWith(path string, data []byte, ch chunking) (*DAG, []*ImportError) {
+	if ch.minBytes >= 0 && len(data) >= ch.minBytes && checkSize(data) == nil {
+		if plan, ok := planTasks(data); ok {
+			tp := &taskPieces{plan: plan, data: data, items: max(ch.items, 1)}
+			d, errs := decodeFrom(path, plan.header(data, tp.items), tp)
+			if tp.done && !tp.failed {
+				return d, errs
+			}
+		}
+	}
+	return decodeFrom(path, data, nil)
+}
+
+// decodeFrom decodes data; with pieces, data is the file without its task list, which pieces
+// hands over.
+func decodeFrom(path string, data []byte, pieces *taskPieces) (*DAG, []*ImportError) {
 	id := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	src := newSourceMap(path)
 	r := newReader(path, src)
 	r.dagID = id
-	body, anchors, err := parseYAML(data)
+	r.pieces = pieces
+	chk := &tokenCheck{}
+	if pieces != nil {
+		chk = &pieces.check
+	}
+	body, anchors, err := parseYAMLWith(data, chk)
+	if pieces != nil {
+		// The pieces go on one level down; an anchor or an alias may refer across them.
+		pieces.check.base = 1
+		if err != nil || len(anchors) > 0 || len(ast.Filter(ast.AliasType, body)) > 0 {
+			pieces.failed = true
+			return nil, nil
+		}
+	}
 	if err != nil {
 		return nil, []*ImportError{syntaxError(path, id, err)}
 	}
@@ -110,6 +143,11 @@ func decode(path string, data []byte) (*DAG, []*ImportError) {
 // parseYAML parses data into the body of its single document; nil for an empty file. The
 // limits of limits.go are checked at each stage before the next one is built.
 func parseYAML(data []byte) (body ast.Node, anchors map[string]ast.Node, err error) {
+	return parseYAMLWith(data, &tokenCheck{})
+}
+
+// parseYAMLWith is parseYAML with the token limits counted on from chk (chunked.go).
+func parseYAMLWith(data []byte, chk *tokenCheck) (body ast.Node, anchors map[string]ast.Node, err error) {
 	defer func() {
 		// The parser has panicked on malformed input before; a broken file must not stop the
 		// daemon from loading the others.
@@ -123,7 +161,7 @@ func parseYAML(data []byte) (body ast.Node, anchors map[string]ast.Node, err err
 	tokens := lexer.Tokenize(string(data))
 	if tk := tokens.InvalidToken(); tk == nil {
 		// A file with an invalid token gets the parser's message for it instead.
-		if err := checkTokens(tokens); err != nil {
+		if err := chk.all(tokens); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -236,21 +274,32 @@ func (r *reader) readTasks(d *DAG, keys map[string]entry) {
 		return
 	}
 	items, _ := r.sequence(e.value, at{task: srcDAG, path: "tasks"})
-	for i, item := range items {
-		pos := nodePos(item)
-		r.src.put(i, "", pos)
-		base := at{task: i, show: fmt.Sprintf("tasks[%d]", i)}
-		es, _ := r.mapping(item, base)
-		for _, te := range es {
-			// Only a plain scalar names the task here; readTask reports any other id value.
-			if id, ok := scalarString(te.value); ok && te.key == "id" && id != "" {
-				base = at{task: i, taskID: id}
-			}
-		}
-		ts := r.readTask(es, base, taskFields)
-		if def != nil {
-			r.inherit(ts, def)
-		}
-		d.Tasks = append(d.Tasks, r.finish(ts, base))
+	if tp := r.pieces; tp != nil {
+		// The list starts where the plan found it, before the items left in the header.
+		r.src.put(srcDAG, "tasks", tp.plan.first)
+		tp.each(items, func(i int, item ast.Node) { r.readItem(d, i, item, def) })
+		return
 	}
+	for i, item := range items {
+		r.readItem(d, i, item, def)
+	}
+}
+
+// readItem decodes item i of the task list.
+func (r *reader) readItem(d *DAG, i int, item ast.Node, def *taskSpec) {
+	pos := nodePos(item)
+	r.src.put(i, "", pos)
+	base := at{task: i, show: fmt.Sprintf("tasks[%d]", i)}
+	es, _ := r.mapping(item, base)
+	for _, te := range es {
+		// Only a plain scalar names the task here; readTask reports any other id value.
+		if id, ok := scalarString(te.value); ok && te.key == "id" && id != "" {
+			base = at{task: i, taskID: id}
+		}
+	}
+	ts := r.readTask(es, base, taskFields)
+	if def != nil {
+		r.inherit(ts, def)
+	}
+	d.Tasks = append(d.Tasks, r.finish(ts, base))
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/token"
 )
 
 // reader turns YAML AST nodes into Go values, recording every problem as an ImportError with
@@ -14,6 +15,7 @@ type reader struct {
 	dagID   string
 	errs    []*ImportError
 	src     *sourceMap
+	pieces  *taskPieces // the task list, when it is parsed in pieces
 	anchors map[string]ast.Node
 	// reported dedupes the errors of inherited fields, reported once under default_args.
 	reported map[errKey]bool
@@ -70,6 +72,13 @@ func position(n ast.Node) srcPos {
 	tk := n.GetToken()
 	if tk == nil || tk.Position == nil {
 		return srcPos{}
+	}
+	if tk.Type == token.ImplicitNullType && tk.Next == nil && tk.Prev != nil && tk.Prev.Position != nil {
+		// A missing value at the end of the tokens: the parser places it by what came before
+		// the ':' or '-' (a column further, or a line down, than anywhere else), and a task
+		// list parsed in pieces has such an end after every piece. Just after its indicator,
+		// as everywhere else.
+		return srcPos{tk.Prev.Position.Line, tk.Prev.Position.Column + 1}
 	}
 	return srcPos{tk.Position.Line, tk.Position.Column}
 }
