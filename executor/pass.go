@@ -58,7 +58,7 @@ func (l *loop) pass(ctx context.Context) error {
 	}
 	reloaded, l.dagsReloaded = reloaded || l.dagsReloaded, false
 	l.dv = dv
-	if err := l.applyConfig(tx, now); err != nil {
+	if err := l.applyConfig(context.WithoutCancel(ctx), tx, now); err != nil {
 		return err
 	}
 	finished := map[int64]bool{}

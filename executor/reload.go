@@ -73,11 +73,24 @@ func (l *loop) syncStored(ctx context.Context, dv int64) {
 	l.reg.request(ctx, &refreshReq{stored: ps, haveStored: true}, storedWait)
 }
 
+// triggerPending reports whether the pass has a trigger to answer.
+func (l *loop) triggerPending() bool {
+	for _, ev := range l.pending {
+		if _, ok := ev.(*evTrigger); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // applyConfig applies a new configuration generation of the registry in the pass's transaction,
 // after load: file pools synced, l.pools re-read, rules and max_running taken. A pass that read
 // stored pools the registry has not validated against (another process committed after
-// syncStored looked) hands them over; the registry re-validates off the loop.
-func (l *loop) applyConfig(tx store.Tx, now time.Time) error {
+// syncStored looked) hands them over; the registry re-validates off the loop, or, when the
+// pass answers a trigger, before it: a DAG that a pool just created makes valid must be found
+// by a trigger sent right after the pool (the API's create wakes the loop, and the trigger may
+// join the pass that wake began).
+func (l *loop) applyConfig(ctx context.Context, tx store.Tx, now time.Time) error {
 	if l.dv != l.seenDV {
 		l.seenDV = l.dv
 		ps := make([]store.Pool, 0, len(l.pools))
@@ -85,7 +98,11 @@ func (l *loop) applyConfig(tx store.Tx, now time.Time) error {
 			ps = append(ps, p)
 		}
 		sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
-		if l.reg.storedStale(ps) {
+		switch {
+		case !l.reg.storedStale(ps):
+		case l.triggerPending():
+			l.reg.request(ctx, &refreshReq{stored: ps, haveStored: true, skipDir: true}, storedWait)
+		default:
 			l.reg.offer(ps)
 		}
 	}
