@@ -2,6 +2,7 @@ package executor
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -180,6 +181,13 @@ func (l *loop) queuedPerPool() map[string]int {
 func (l *loop) newEntry(p *passState, r readyTask) store.Entry {
 	run, ti := r.run, r.ti
 	needs, rule := l.requirements(run, ti, r.try)
+	if slices.Equal(needs, run.lastNeeds) {
+		// Most entries of a run need the same pools: they share one slice, which no one writes
+		// (reload and shared runs build new ones). 120 bytes per waiting entry.
+		needs = run.lastNeeds
+	} else {
+		run.lastNeeds = needs
+	}
 	e := store.Entry{Run: run.PK, TaskID: ti.TaskID, TryNumber: r.try, Label: label(run.DAGID, ti.TaskID, r.try),
 		Priority: run.weights[ti.TaskID], Due: run.due(), State: "waiting", Rule: rule, CreatedAt: p.now,
 		Needs: needs, Owner: l.cfg.DaemonID, DAGID: run.DAGID, RunID: run.RunID, Fingerprint: ti.fingerprint()}

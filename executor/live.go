@@ -36,6 +36,9 @@ type liveRun struct {
 	implicit map[string]bool
 	// dagPool names its max_active_tasks pool, built once rather than for each entry.
 	dagPool string
+	// lastNeeds are the requirements of the run's last new entry, shared by the next ones that
+	// need the same.
+	lastNeeds []store.Requirement
 	// away marks a dead owner's bound run (§9): in memory so that commands and deadlines apply
 	// to it, but never advanced or admitted here.
 	away bool
