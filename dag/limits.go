@@ -96,7 +96,8 @@ func (c *tokenCheck) all(tks token.Tokens) error {
 	return nil
 }
 
-// tokenCheck is checkTokens one token at a time, for a scan that does not keep the tokens.
+// tokenCheck is the state of checkTokens, which a task list parsed in pieces carries from the
+// header through the pieces (chunked.go).
 type tokenCheck struct {
 	stack []blockLevel
 	flow  int

@@ -55,8 +55,8 @@ func decodeWith(path string, data []byte, ch chunking) (*DAG, []*ImportError) {
 	return decodeFrom(path, data, nil)
 }
 
-// decodeFrom decodes data; with pieces, data is the file without its task list, which pieces
-// hands over.
+// decodeFrom decodes data; with pieces, data is the file without most of its task list,
+// which pieces hands over.
 func decodeFrom(path string, data []byte, pieces *taskPieces) (*DAG, []*ImportError) {
 	id := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	src := newSourceMap(path)
