@@ -150,19 +150,16 @@ func randomDAGFile(rng *rand.Rand) string {
 // A 10,000-task file is parsed in pieces by default and gives the DAG the whole parse does.
 func TestLargeFileIsParsedInPieces(t *testing.T) {
 	t.Parallel()
-	var b strings.Builder
-	b.WriteString("dag_id: big\ntasks:\n")
-	for i := range 10_000 {
-		fmt.Fprintf(&b, "  - {id: t%05d, command: [\"true\"]}\n", i)
+	for _, shape := range []string{"fanout", "chain"} {
+		data := genFile(shape, 10_000)
+		if len(data) < defaultChunking.minBytes {
+			t.Fatalf("%s: the file is %d bytes, under the %d that are parsed in pieces", shape, len(data), defaultChunking.minBytes)
+		}
+		if _, ok := planTasks(data); !ok {
+			t.Fatalf("%s: a plain 10,000-task file is not planned", shape)
+		}
+		sameDecode(t, shape+".yaml", data, defaultChunking.items)
 	}
-	data := []byte(b.String())
-	if len(data) < defaultChunking.minBytes {
-		t.Fatalf("the file is %d bytes, under the %d that are parsed in pieces", len(data), defaultChunking.minBytes)
-	}
-	if _, ok := planTasks(data); !ok {
-		t.Fatal("a plain 10,000-task file is not planned")
-	}
-	sameDecode(t, "big.yaml", data, defaultChunking.items)
 }
 
 // FuzzChunkedDecode holds the pieces equal to the whole parse on arbitrary files.
