@@ -73,31 +73,10 @@ type blockLevel struct {
 	keys  int
 }
 
-// checkTokens refuses nesting deeper than maxDepth and block mappings too large for the
+// tokenCheck refuses nesting deeper than maxDepth and block mappings too large for the
 // parser, looking only at the tokens: a block collection is a column at which '-' entries or
-// keys line up, a flow collection a bracket.
-func checkTokens(tks token.Tokens) error {
-	var c tokenCheck
-	return c.all(tks)
-}
-
-// all checks the tokens of one document (or piece) from a fresh stack; cost carries on.
-func (c *tokenCheck) all(tks token.Tokens) error {
-	c.stack, c.flow = c.stack[:0], 0
-	for _, tk := range tks {
-		key := tk.Prev
-		for key != nil && key.Type == token.CommentType {
-			key = key.Prev
-		}
-		if err := c.add(tk, key); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// tokenCheck is the state of checkTokens, which a task list parsed in pieces carries from the
-// header through the pieces (chunked.go).
+// keys line up, a flow collection a bracket. A task list parsed in pieces carries one from the
+// header through the pieces (chunked.go): the mapping cost adds up over the whole file.
 type tokenCheck struct {
 	stack []blockLevel
 	flow  int
@@ -105,8 +84,18 @@ type tokenCheck struct {
 	base  int // levels above the tokens checked (a piece of the task list is one down)
 }
 
-// add checks tk; prev is the token before it, comments skipped (the key of a ':').
-func (c *tokenCheck) add(tk, prev *token.Token) error {
+// all checks the tokens of one document (or piece) from a fresh stack; the cost carries on.
+func (c *tokenCheck) all(tks token.Tokens) error {
+	c.stack, c.flow = c.stack[:0], 0
+	for _, tk := range tks {
+		if err := c.add(tk); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *tokenCheck) add(tk *token.Token) error {
 	deep := func(tk *token.Token) error {
 		if c.base+len(c.stack)+c.flow > maxDepth {
 			return &limitError{pos: tokenPos(tk), msg: fmt.Sprintf("nested too deeply: over %d levels", maxDepth)}
@@ -131,11 +120,15 @@ func (c *tokenCheck) add(tk, prev *token.Token) error {
 	}
 	var col int
 	var isMap bool
+	var key *token.Token // of a ':'
 	switch tk.Type {
 	case token.SequenceEntryType:
 		col = tk.Position.Column
 	case token.MappingValueType:
-		key := prev
+		key = tk.Prev
+		for key != nil && key.Type == token.CommentType {
+			key = key.Prev
+		}
 		if key == nil || key.Position == nil || key.Position.Line != tk.Position.Line {
 			return nil // "? key" on an earlier line, or a malformed file the parser will report
 		}
@@ -160,10 +153,10 @@ func (c *tokenCheck) add(tk, prev *token.Token) error {
 			c.cost += 2*top.keys - 1 // keys² so far
 			switch {
 			case top.keys > maxMappingKeys:
-				return &limitError{pos: tokenPos(prev), msg: fmt.Sprintf(
+				return &limitError{pos: tokenPos(key), msg: fmt.Sprintf(
 					"block mapping with over %d keys; write a large mapping in flow style {key: value, ...}", maxMappingKeys)}
 			case c.cost > maxMappingCost:
-				return &limitError{pos: tokenPos(prev), msg: fmt.Sprintf(
+				return &limitError{pos: tokenPos(key), msg: fmt.Sprintf(
 					"block mappings too large together (their key counts squared add up to over %d); write large mappings in flow style {key: value, ...}", maxMappingCost)}
 			}
 		}
