@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -72,12 +73,12 @@ func (e *env) commandCmd(use, kind, short string) *cobra.Command {
 			if run.State != "queued" && run.State != "running" {
 				return fmt.Errorf("%s refused: dag run %s has ended (%s)", kind, args[1], run.State)
 			}
-			owners, err := st.ListOwners(ctx)
+			rows, err := st.ListOwners(ctx)
 			if err != nil {
 				return err
 			}
 			host, _ := os.Hostname()
-			target, ok, why := executor.CommandTarget(run, owners, time.Now(), host)
+			target, ok, why := owners.CommandTarget(run, rows, time.Now(), host)
 			if !ok {
 				return fmt.Errorf("%s refused: %s", kind, why)
 			}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/executor/runner"
 )
 
 // TestCrashRecovery kills the daemon with SIGKILL while an attempt holds a pool claim: the
@@ -92,7 +92,7 @@ tasks:
 			t.Errorf("%s: %s try %d, want success try 1", ti.TaskID, ti.State, ti.TryNumber)
 		}
 	}
-	log, err := os.ReadFile(executor.LogPath(p.state, "crash", "r1", "hold", 1))
+	log, err := os.ReadFile(runner.LogPath(p.state, "crash", "r1", "hold", 1))
 	if err != nil {
 		t.Fatal(err)
 	}

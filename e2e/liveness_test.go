@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/executor/runner"
 )
 
 // TestRemovedOrInvalidDAGKeepsTracking: a DAG deleted while its task runs, and one made invalid
@@ -356,7 +356,7 @@ func TestFullDiskDoesNotBlockTask(t *testing.T) {
 	p := newProject(t, "", map[string]string{
 		"loud.yaml": "dag_id: loud\ntasks:\n  - {id: t, bash: 'head -c 2000000 /dev/zero | tr \"\\\\0\" x; echo; echo done'}\n",
 	})
-	logPath := executor.LogPath(p.state, "loud", "r1", "t", 1)
+	logPath := runner.LogPath(p.state, "loud", "r1", "t", 1)
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func TestSetsidGrandchildrenDie(t *testing.T) {
 		return r.PK != 0 && tiOf(t, st, r, "c").State == "running" && exists(g2)
 	})
 	if ti := tiOf(t, st, runOf(st, "sid", "r"), "b"); ti.State != "success" {
-		log, _ := os.ReadFile(executor.LogPath(p.state, "sid", "r", "b", 1))
+		log, _ := os.ReadFile(runner.LogPath(p.state, "sid", "r", "b", 1))
 		t.Fatalf("b %s: a's setsid'ed grandchild outlived a: %s", ti.State, log)
 	}
 	pid2 := readPID(t, g2)

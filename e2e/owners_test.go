@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/executor/runner"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -177,14 +178,14 @@ func TestDeadDaemonsWorkIsTakenOver(t *testing.T) {
 	eventually(t, 5*time.Second, "a's task to die with a", func() bool { return !alive(holdPID) })
 	eventually(t, 20*time.Second, "mine to run on b", func() bool { return runOf(st, "mine", "m1").State != "running" })
 	if r := runOf(st, "mine", "m1"); r.State != "success" {
-		log, _ := os.ReadFile(executor.LogPath(p.state, "mine", "m1", "a", 1))
+		log, _ := os.ReadFile(runner.LogPath(p.state, "mine", "m1", "a", 1))
 		t.Fatalf("mine %s: %s", r.State, log)
 	}
 	eventually(t, 20*time.Second, "b to take the catch-up run over and finish it", func() bool {
 		r := runOf(st, "lead", first.RunID)
 		return r.Owner == "b" && r.State == "success"
 	})
-	log, err := os.ReadFile(executor.LogPath(p.state, "lead", first.RunID, "t", 1))
+	log, err := os.ReadFile(runner.LogPath(p.state, "lead", first.RunID, "t", 1))
 	if err != nil || !strings.Contains(string(log), "--- replay ---\nreplayed") {
 		t.Errorf("the taken-over attempt did not replay: %q %v", log, err)
 	}

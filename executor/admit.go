@@ -24,7 +24,7 @@ func (l *loop) explain(le *liveEntry, now time.Time) string {
 	}
 	le.reason = &r
 	if r.Kind == pools.ReasonNodeAway && l.view != nil {
-		return l.view.awayText(le.run.Owner)
+		return l.view.AwayText(le.run.Owner)
 	}
 	return r.String()
 }
@@ -154,7 +154,7 @@ func (l *loop) expireLeases(tx store.Tx, p *passState, claims []store.Claim) ([]
 	for _, c := range claims {
 		known := l.view == nil
 		if !known {
-			_, known = l.view.owners[c.Daemon]
+			_, known = l.view.Owners[c.Daemon]
 		}
 		if c.LeaseUntil.Before(p.now) && !known {
 			expired[c.Entry] = true

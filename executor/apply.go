@@ -5,27 +5,28 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor/attempt"
 	"github.com/poolflow/poolflow/store"
 )
 
 // apply folds one pending event into the pass.
 func (l *loop) apply(tx store.Tx, p *passState, ev event) error {
 	switch ev := ev.(type) {
-	case *evStarted:
-		le := l.entries[ev.entry]
+	case *attempt.Started:
+		le := l.entries[ev.Entry]
 		if le == nil || le.ti == nil {
 			return nil
 		}
 		if p.pgids == nil {
 			p.pgids = map[int64]int{}
 		}
-		p.pgids[ev.entry] = ev.pgid // written with the pass's other starts, once its events are applied
+		p.pgids[ev.Entry] = ev.PGID // written with the pass's other starts, once its events are applied
 		if le.pokes == 0 {
-			le.ti.StartDate = ev.start
+			le.ti.StartDate = ev.Start
 		}
 		l.touch(p, le.ti)
 		return nil
-	case *evFinished:
+	case *attempt.Ended:
 		return l.finish(tx, p, ev)
 	case *evTrigger:
 		return l.trigger(tx, p, ev)
@@ -41,31 +42,31 @@ func (l *loop) apply(tx store.Tx, p *passState, ev event) error {
 // state under the retry policy (§3.3), all in this pass's transaction. The end of an attempt
 // whose entry is not in memory is still written while its claims are held (§9: no code path
 // drops an attempt's end while its claim is held).
-func (l *loop) finish(tx store.Tx, p *passState, ev *evFinished) error {
-	delete(l.running, ev.entry)
-	le := l.entries[ev.entry]
+func (l *loop) finish(tx store.Tx, p *passState, ev *attempt.Ended) error {
+	delete(l.running, ev.Entry)
+	le := l.entries[ev.Entry]
 	if le == nil || le.ti == nil {
 		return l.finishUnknown(tx, p, ev)
 	}
 	ti, run := le.ti, le.run
 	if le.failWith != "" {
 		// Marked failed (or replaced) while it ran: it fails with no retry, whatever ended it.
-		ev.ok, ev.skip, ev.shutdown, ev.lost, ev.reschedule = false, false, false, false, false
-		ev.reason, ev.noRetry = le.failWith, true
+		ev.OK, ev.Skip, ev.Shutdown, ev.Lost, ev.Reschedule = false, false, false, false, false
+		ev.Reason, ev.NoRetry = le.failWith, true
 	}
-	if ev.shutdown || ev.lost {
+	if ev.Shutdown || ev.Lost {
 		// Back to the queue with the same try number, unless the lease lapsed and another
 		// pass already took the entry back.
-		l.dropEntry(ev.entry)
+		l.dropEntry(ev.Entry)
 		ti.entry = nil
 		ti.State = string(dag.StateScheduled) // RequeueHeld writes it
 		ti.noted()
-		_, err := tx.RequeueHeld(ev.entry, l.cfg.DaemonID, l.epoch)
+		_, err := tx.RequeueHeld(ev.Entry, l.cfg.DaemonID, l.epoch)
 		l.loaded = false
 		return err
 	}
-	if ev.reschedule {
-		held, err := tx.HoldsClaim(ev.entry, l.cfg.DaemonID, l.epoch)
+	if ev.Reschedule {
+		held, err := tx.HoldsClaim(ev.Entry, l.cfg.DaemonID, l.epoch)
 		if err != nil || !held {
 			l.loaded = l.loaded && held
 			return err
@@ -73,80 +74,80 @@ func (l *loop) finish(tx store.Tx, p *passState, ev *evFinished) error {
 		return l.rescheduleEntry(tx, p, le, ev)
 	}
 	if le.pokes > 0 {
-		ev.start = ti.StartDate // a reschedule sensor reports its first poke's start
+		ev.Start = ti.StartDate // a reschedule sensor reports its first poke's start
 	}
-	held, err := tx.ReleaseHeld(ev.entry, l.cfg.DaemonID, l.epoch, p.now)
+	held, err := tx.ReleaseHeld(ev.Entry, l.cfg.DaemonID, l.epoch, p.now)
 	if err != nil {
 		return err
 	}
 	if !held {
 		// The lease lapsed and the entry went back to the queue (or another life took it):
 		// a completion under an old epoch is refused (§4.8).
-		l.log.Warn("completion refused: claim no longer held", keyEntry, ev.entry)
+		l.log.Warn("completion refused: claim no longer held", keyEntry, ev.Entry)
 		l.loaded = false // memory still shows it admitted: read the store again
 		return nil
 	}
-	l.dropEntry(ev.entry)
+	l.dropEntry(ev.Entry)
 	ti.entry = nil
-	ti.StartDate, ti.EndDate = ev.start, ev.end
+	ti.StartDate, ti.EndDate = ev.Start, ev.End
 	ti.TryNumber = le.TryNumber
-	if ev.ok || ev.skip {
+	if ev.OK || ev.Skip {
 		state := "success"
-		if ev.skip {
+		if ev.Skip {
 			state = "skipped"
 		}
 		l.notify(p, Notice{Kind: NoticeAttemptEnded, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID,
-			Try: ti.TryNumber, State: state, Reason: ev.reason, Duration: ev.end.Sub(ev.start)})
+			Try: ti.TryNumber, State: state, Reason: ev.Reason, Duration: ev.End.Sub(ev.Start)})
 	}
 	switch {
-	case ev.ok:
+	case ev.OK:
 		ti.State, ti.Reason = string(dag.StateSuccess), ""
 		if err := l.retireJobRetries(tx, p, run.dag, run, "retry retired by a success"); err != nil { // a job is never shared
 			return err
 		}
 		p.attempts = append(p.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
-			State: "success", StartDate: ev.start, EndDate: ev.end, Daemon: l.cfg.DaemonID})
+			State: "success", StartDate: ev.Start, EndDate: ev.End, Daemon: l.cfg.DaemonID})
 		l.touch(p, ti)
 		return nil
-	case ev.skip:
-		ti.State, ti.Reason = string(dag.StateSkipped), ev.reason
+	case ev.Skip:
+		ti.State, ti.Reason = string(dag.StateSkipped), ev.Reason
 		p.attempts = append(p.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
-			State: "skipped", StartDate: ev.start, EndDate: ev.end, Reason: ev.reason, Daemon: l.cfg.DaemonID})
+			State: "skipped", StartDate: ev.Start, EndDate: ev.End, Reason: ev.Reason, Daemon: l.cfg.DaemonID})
 		l.touch(p, ti)
 		return nil
 	}
-	return l.failAttempt(tx, p, run, ti, le.TryNumber, ev.reason, ev.end, ev.noRetry)
+	return l.failAttempt(tx, p, run, ti, le.TryNumber, ev.Reason, ev.End, ev.NoRetry)
 }
 
 // finishUnknown writes the end of an attempt whose entry is not in memory (its run was reloaded
 // without it): if this daemon still holds its claims, they are released and the attempt and its
 // task instance are recorded from what the runner knows; the run is read again next pass.
-func (l *loop) finishUnknown(tx store.Tx, p *passState, ev *evFinished) error {
-	held, err := tx.ReleaseHeld(ev.entry, l.cfg.DaemonID, l.epoch, p.now)
+func (l *loop) finishUnknown(tx store.Tx, p *passState, ev *attempt.Ended) error {
+	held, err := tx.ReleaseHeld(ev.Entry, l.cfg.DaemonID, l.epoch, p.now)
 	if err != nil || !held {
 		if err == nil {
-			l.log.Warn("completion refused: claim no longer held", keyEntry, ev.entry)
+			l.log.Warn("completion refused: claim no longer held", keyEntry, ev.Entry)
 		}
 		return err
 	}
 	l.loaded = false
-	a := ev.a
+	a := ev.Spec
 	if a == nil {
-		l.log.Error("completion of an entry not in memory: claims released, outcome unknown", keyEntry, ev.entry)
+		l.log.Error("completion of an entry not in memory: claims released, outcome unknown", keyEntry, ev.Entry)
 		return nil
 	}
-	l.log.Warn("completion of an entry not in memory: claims released, outcome recorded", keyEntry, ev.entry,
-		keyDAG, a.dagID, keyRun, a.runID, keyTask, a.task.ID, keyTry, a.try)
-	state, reason := "success", ev.reason
+	l.log.Warn("completion of an entry not in memory: claims released, outcome recorded", keyEntry, ev.Entry,
+		keyDAG, a.DAGID, keyRun, a.RunID, keyTask, a.Task.ID, keyTry, a.Try)
+	state, reason := "success", ev.Reason
 	switch {
-	case ev.skip:
+	case ev.Skip:
 		state = "skipped"
-	case ev.shutdown || ev.lost || ev.reschedule:
+	case ev.Shutdown || ev.Lost || ev.Reschedule:
 		state, reason = "failed", orDefault(reason, "stopped")
-	case !ev.ok:
+	case !ev.OK:
 		state = "failed"
 	}
-	return tx.RecordEnd(ev.entry, &store.Attempt{TryNumber: a.try, State: state, StartDate: ev.start, EndDate: ev.end,
+	return tx.RecordEnd(ev.Entry, &store.Attempt{TryNumber: a.Try, State: state, StartDate: ev.Start, EndDate: ev.End,
 		Reason: reason, Daemon: l.cfg.DaemonID})
 }
 
@@ -255,8 +256,8 @@ func (l *loop) markFailed(tx store.Tx, p *passState, run *liveRun, ti *liveTI, r
 	}
 	if le := ti.entry; le != nil {
 		if le.State == string(store.EntryAdmitted) {
-			a := l.running[le.ID]
-			if a == nil && le.holder != "" && le.holder != l.cfg.DaemonID {
+			here := l.running[le.ID]
+			if !here && le.holder != "" && le.holder != l.cfg.DaemonID {
 				if le.ReasonCode == store.StopRequested {
 					return nil // asked already
 				}
@@ -266,13 +267,13 @@ func (l *loop) markFailed(tx store.Tx, p *passState, run *liveRun, ti *liveTI, r
 				le.ReasonCode, le.Reason, le.failWith = store.StopRequested, reason, reason
 				return nil
 			}
-			if a == nil {
+			if !here {
 				return fmt.Errorf("%w: task %s is starting; try again", store.ErrConflict, ti.TaskID)
 			}
 			if le.failWith == "" {
 				le.failWith = reason
 			}
-			a.kill(reason)
+			l.runner.Kill(le.ID, reason)
 			return nil
 		}
 		if err := tx.EndEntry(le.ID, store.EntryRetired, "failed", reason, p.now); err != nil {

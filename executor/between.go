@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor/runner"
+	"github.com/poolflow/poolflow/owners"
 )
 
 // Between passes: what makes the loop pass again (outside commits, DAG files, owners' liveness)
@@ -26,8 +28,8 @@ func (l *loop) passOnce(ctx context.Context) error {
 		}
 	case errors.Is(err, errSuperseded):
 		l.log.Error("another process took this daemon's id; stopping", "err", err)
-		for _, a := range l.running {
-			a.kill("lease lost")
+		for id := range l.running {
+			l.runner.Kill(id, runner.StopLeaseLost)
 		}
 		l.shutdown()
 		return err
@@ -105,19 +107,19 @@ func (l *loop) ownersChanged(ctx context.Context) bool {
 	if l.view == nil {
 		return true
 	}
-	owners, err := l.st.ListOwners(ctx)
+	rows, err := l.st.ListOwners(ctx)
 	if err != nil {
 		return false
 	}
-	v := newOwnerView(owners, l.cfg.DaemonID, l.clock.Now(), l.host, l.localAlive)
-	return v.sig != l.view.sig || l.takeoverReady(v)
+	v := owners.NewView(rows, l.cfg.DaemonID, l.clock.Now(), l.host, l.localAlive)
+	return v.Sig != l.view.Sig || l.takeoverReady(v)
 }
 
 // takeoverReady reports whether some dead owner's end can be handled now: its reap is not
 // requested yet, or it is done.
-func (l *loop) takeoverReady(v *ownerView) bool {
-	for _, t := range planTakeovers(v, l.cfg.DaemonID, l.serve(), l.host, l.reaped) {
-		if !t.reap || l.reaping[t.owner.ID] < t.owner.Epoch {
+func (l *loop) takeoverReady(v *owners.View) bool {
+	for _, t := range owners.PlanTakeovers(v, l.cfg.DaemonID, l.serve(), l.host, l.reaped) {
+		if !t.Reap || l.reaping[t.Owner.ID] < t.Owner.Epoch {
 			return true
 		}
 	}
@@ -162,11 +164,11 @@ func (l *loop) failPass(err error) {
 	if now.Sub(l.lastRenew) > l.cfg.Lease {
 		// The leases lapsed without renewal: another daemon may admit these entries again, so
 		// their processes must stop (§4.8).
-		for id, a := range l.running {
-			if a.stopReason() == "" {
+		for id := range l.running {
+			if l.runner.Stopping(id) == "" {
 				l.log.Warn("lease could not be renewed; killing the attempt", keyEntry, id)
 			}
-			a.kill("lease lost")
+			l.runner.Kill(id, runner.StopLeaseLost)
 		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -219,37 +218,5 @@ tasks:
 	}
 	if !entries["a"].AdmittedAt.Before(entries["b"].AdmittedAt) {
 		t.Errorf("b admitted %v, not after a %v", entries["b"].AdmittedAt, entries["a"].AdmittedAt)
-	}
-}
-
-// TestAttemptEnvironment: each name appears once in an attempt's environment; the task's env
-// wins over the daemon's, poolflow's variables over both, and the daemon's own poolflow
-// variables (a daemon started from a task) are not passed on. os.StartProcess does not dedupe,
-// and a child's getenv takes the first entry.
-func TestAttemptEnvironment(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "", nil)
-	l := b.daemon(t, nil).loop
-	l.envOnce.Do(func() {}) // the daemon's environment, as if read at its start:
-	l.envBase = withoutAttemptVars([]string{"HOME=/home/d", "PATH=/daemon/bin", "POOLFLOW_TASK_ID=outer", envEpoch + "=7"})
-	a := &attempt{dagID: "d", runID: "r", task: &dag.Task{ID: "t", Env: map[string]string{"PATH": "/task/bin",
-		"POOLFLOW_TRY_NUMBER": "99", "MINE": "x"}}, try: 2, tag: "tag1"}
-	env := l.env(a)
-	got := map[string][]string{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		got[k] = append(got[k], v)
-	}
-	want := map[string]string{"HOME": "/home/d", "PATH": "/task/bin", "MINE": "x", "POOLFLOW_TASK_ID": "t",
-		"POOLFLOW_TRY_NUMBER": "2", "POOLFLOW_PARAMS": "{}", envAttempt: "tag1", envEpoch: strconv.FormatInt(l.epoch, 10)}
-	for k, v := range want {
-		if len(got[k]) != 1 || got[k][0] != v {
-			t.Errorf("%s = %q, want once %q", k, got[k], v)
-		}
-	}
-	for k, vs := range got {
-		if len(vs) != 1 {
-			t.Errorf("%s appears %d times: %q", k, len(vs), vs)
-		}
 	}
 }

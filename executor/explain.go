@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
 )
@@ -79,12 +80,12 @@ func explainAll(ctx context.Context, st store.Store, now time.Time) (map[int64]e
 	if err != nil {
 		return nil, err
 	}
-	owners, err := st.ListOwners(ctx)
+	rows, err := st.ListOwners(ctx)
 	if err != nil {
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	view := newOwnerView(owners, "", now, host, aliveOn(st.Path()))
+	view := owners.NewView(rows, "", now, host, owners.AliveOn(st.Path()))
 
 	held := map[int64][]pools.Need{} // a waiting entry's claims: a reschedule sensor's kept ones
 	for _, c := range claims {
@@ -122,22 +123,22 @@ func explainAll(ctx context.Context, st store.Store, now time.Time) (map[int64]e
 			}
 			declare(&entries[i]) // its own _global capacity first
 		}
-		alive := view.isAlive(owner)
-		admits := alive && view.isDaemon(owner) // a live serve daemon admits shared entries too
+		alive := view.IsAlive(owner)
+		admits := alive && view.IsDaemon(owner) // a live serve daemon admits shared entries too
 		for i := range entries {
 			e := &entries[i]
 			declare(e)
 			block := pools.NotBlocked
 			local := e.Owner == owner
 			switch {
-			case e.Owner != owner && view.isAlive(e.Owner):
+			case e.Owner != owner && view.IsAlive(e.Owner):
 				block = pools.BlockNotMine
 				if admits && sharedEntry(e, view, held[e.ID]) {
 					block, local = pools.NotBlocked, true
 				}
-			case !view.isAlive(e.Owner):
+			case !view.IsAlive(e.Owner):
 				block = pools.BlockNodeAway
-			case view.owners[e.Owner].Kind != store.OwnerTest && flags[e.DAGID].Paused:
+			case view.Owners[e.Owner].Kind != store.OwnerTest && flags[e.DAGID].Paused:
 				block = pools.BlockPaused
 			}
 			if block == pools.NotBlocked && e.Owner != owner && flags[e.DAGID].Paused {
@@ -158,7 +159,7 @@ func explainAll(ctx context.Context, st store.Store, now time.Time) (map[int64]e
 			}
 			text := r.String()
 			if r.Kind == pools.ReasonNodeAway && !alive {
-				text = view.awayText(owner)
+				text = view.AwayText(owner)
 			}
 			out[e.ID] = explained{code: string(r.Kind), text: text}
 		}
@@ -171,8 +172,8 @@ func explainAll(ctx context.Context, st store.Store, now time.Time) (map[int64]e
 // (sensors between pokes hold claims or a poke time), without a stop request. A job's entries
 // and entries queued under another task definition stay with their owner too; the read path
 // has no DAGs and counts them as shared.
-func sharedEntry(e *store.Entry, v *ownerView, kept []pools.Need) bool {
-	return isLeaderOwned(e.RunType) && v.isDaemon(e.Owner) && len(kept) == 0 && e.NotBefore.IsZero() &&
+func sharedEntry(e *store.Entry, v *owners.View, kept []pools.Need) bool {
+	return owners.IsLeaderOwned(e.RunType) && v.IsDaemon(e.Owner) && len(kept) == 0 && e.NotBefore.IsZero() &&
 		e.ReasonCode != store.StopRequested
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/config"
+	"github.com/poolflow/poolflow/executor/runner"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/store/storetest"
 )
@@ -147,7 +148,7 @@ func (b *bundle) waitNotice(t testing.TB, ok func(Notice) bool) Notice {
 
 func readLog(t testing.TB, b *bundle, dagID, runID, taskID string, try int) string {
 	t.Helper()
-	data, err := os.ReadFile(LogPath(b.stateDir, dagID, runID, taskID, try))
+	data, err := os.ReadFile(runner.LogPath(b.stateDir, dagID, runID, taskID, try))
 	if err != nil {
 		t.Fatal(err)
 	}

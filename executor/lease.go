@@ -7,6 +7,9 @@ import (
 
 	"time"
 
+	"github.com/poolflow/poolflow/executor/runner"
+	"github.com/poolflow/poolflow/internal/procfs"
+	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -19,8 +22,8 @@ var errSuperseded = errors.New("owner id taken by another process")
 func (l *loop) register(tx store.Tx, now time.Time, again bool) error {
 	prev, err := tx.OwnerByID(l.cfg.DaemonID)
 	switch {
-	case err == nil && !again && prev.Epoch > 0 && ownerAlive(prev, now, l.host, l.localAlive):
-		return &OwnerLiveError{Owner: prev}
+	case err == nil && !again && prev.Epoch > 0 && owners.Alive(prev, now, l.host, l.localAlive):
+		return &owners.LiveError{Owner: prev}
 	case err != nil && !errors.Is(err, store.ErrNotFound):
 		return err
 	}
@@ -28,7 +31,7 @@ func (l *loop) register(tx store.Tx, now time.Time, again bool) error {
 	if l.cfg.Test != nil {
 		kind = store.OwnerTest
 	}
-	o := store.Owner{ID: l.cfg.DaemonID, Kind: kind, Host: l.host, PID: os.Getpid(), ProcStart: selfStart(),
+	o := store.Owner{ID: l.cfg.DaemonID, Kind: kind, Host: l.host, PID: os.Getpid(), ProcStart: procfs.SelfStart(),
 		StartedAt: now, Heartbeat: now, LeaseUntil: now.Add(l.cfg.Lease)}
 	if err := tx.PutOwner(&o); err != nil {
 		return err
@@ -56,11 +59,12 @@ func (l *loop) renew(tx store.Tx, now time.Time) error {
 	if err := l.register(tx, now, true); err != nil {
 		return err
 	}
-	setInProcess(l.st.Path(), l.cfg.DaemonID, l.epoch)
+	owners.SetInProcess(l.st.Path(), l.cfg.DaemonID, l.epoch)
 	l.log.Warn("this daemon's lease lapsed and its work was taken over; continuing under a new epoch",
 		"old_epoch", old, "epoch", l.epoch)
-	for _, a := range l.running {
-		a.kill("lease lost")
+	l.runner.SetEpoch(l.epoch)
+	for id := range l.running {
+		l.runner.Kill(id, runner.StopLeaseLost)
 	}
 	l.loaded = false
 	return nil
@@ -74,3 +78,7 @@ func (l *loop) release(tx store.Tx, now time.Time) error {
 	}
 	return tx.ReleaseOwner(l.cfg.DaemonID, l.epoch, now)
 }
+
+// localAlive is the loop's liveness check of an owner on this host: another process by pid and
+// start time, this process by the owners it runs.
+func (l *loop) localAlive(o store.Owner) bool { return owners.AliveOn(l.st.Path())(o) }

@@ -1,14 +1,14 @@
 package executor
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor/attempt"
+	"github.com/poolflow/poolflow/executor/runner"
+	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -39,19 +39,18 @@ func (l *loop) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	setInProcess(l.st.Path(), l.cfg.DaemonID, l.epoch)
-	becomeSubreaper()
-	if l.wd, err = startWatchdog(l.cfg.DaemonID, l.epoch, l.st.Path(), l.log.Warn); err != nil {
+	owners.SetInProcess(l.st.Path(), l.cfg.DaemonID, l.epoch)
+	if err := l.runner.Begin(l.epoch); err != nil {
 		l.log.Warn("no watchdog: attempts would outlive a crash of this daemon", "err", err)
 	}
 	// Kill before releasing, so an entry never runs twice at once.
-	groups := tagged(l.cfg.DaemonID, l.st.Path(), func(e int64) bool { return e < l.epoch })
+	groups := runner.Tagged(l.cfg.DaemonID, l.st.Path(), func(e int64) bool { return e < l.epoch })
 	for _, c := range old {
-		if c.PGID > 0 && ownedGroup(c.PGID, l.cfg.DaemonID, l.st.Path()) {
+		if c.PGID > 0 && runner.OwnedGroup(c.PGID, l.cfg.DaemonID, l.st.Path()) {
 			groups[c.PGID] = true
 		}
 	}
-	if !killGroups(groups, 10*time.Second) {
+	if !runner.KillGroups(groups, 10*time.Second) {
 		l.log.Warn("processes of a previous life survive SIGKILL; their claims are released anyway", "process_groups", len(groups))
 	}
 	if len(old) > 0 {
@@ -71,9 +70,8 @@ func (l *loop) start(ctx context.Context) error {
 
 // stopWatchdog ends the watchdog and forgets this owner in the process.
 func (l *loop) stopWatchdog() {
-	setInProcess(l.st.Path(), l.cfg.DaemonID, 0)
-	l.wd.close()
-	l.wd = nil
+	owners.SetInProcess(l.st.Path(), l.cfg.DaemonID, 0)
+	l.runner.Close()
 }
 
 func orDefault(s, def string) string {
@@ -96,13 +94,13 @@ const abandonAfter = time.Second
 // watchdog ends.
 func (l *loop) shutdown() {
 	defer l.stopWatchdog()
-	for _, a := range l.running {
-		a.terminate("shutdown")
+	for id := range l.running {
+		l.runner.Terminate(id, runner.StopShutdown)
 	}
 	ended := map[int64]bool{}
 	for _, ev := range l.pending {
-		if f, ok := ev.(*evFinished); ok {
-			ended[f.entry] = true
+		if f, ok := ev.(*attempt.Ended); ok {
+			ended[f.Entry] = true
 		}
 	}
 	grace := time.NewTimer(l.cfg.ShutdownGrace)
@@ -112,30 +110,30 @@ func (l *loop) shutdown() {
 		select {
 		case ev := <-l.events:
 			l.pending = append(l.pending, ev)
-			if f, ok := ev.(*evFinished); ok {
-				ended[f.entry] = true
+			if f, ok := ev.(*attempt.Ended); ok {
+				ended[f.Entry] = true
 			}
 		case <-grace.C:
-			for _, a := range l.running {
-				a.kill("shutdown")
+			for id := range l.running {
+				l.runner.Kill(id, runner.StopShutdown)
 			}
 			abandon = time.After(abandonAfter)
 		case <-abandon:
-			for id, a := range l.running {
+			for id := range l.running {
 				if ended[id] {
 					continue
 				}
 				ended[id] = true
-				if a.task.Kind != dag.KindGo {
+				a := l.entries[id]
+				if a == nil || a.ti == nil || a.ti.task == nil || a.ti.task.Kind != dag.KindGo {
 					// Its processes survive SIGKILL: the claims stay held until another daemon
 					// confirms them gone.
-					l.log.Warn("shutdown: an attempt's processes do not end; leaving its claims held",
-						keyDAG, a.dagID, keyRun, a.runID, keyTask, a.task.ID, keyTry, a.try)
+					l.log.Warn("shutdown: an attempt's processes do not end; leaving its claims held", keyEntry, id)
 					continue
 				}
 				l.log.Warn("shutdown: a Go task ignores its cancellation; abandoning it (its entry replays)",
-					keyDAG, a.dagID, keyRun, a.runID, keyTask, a.task.ID, keyTry, a.try)
-				l.pending = append(l.pending, &evFinished{entry: id, shutdown: true, a: a, end: l.clock.Now()})
+					keyDAG, a.run.DAGID, keyRun, a.run.RunID, keyTask, a.TaskID, keyTry, a.TryNumber)
+				l.pending = append(l.pending, &attempt.Ended{Entry: id, Shutdown: true, End: l.clock.Now()})
 			}
 		}
 	}
@@ -143,13 +141,13 @@ func (l *loop) shutdown() {
 	kept := l.pending[:0]
 	for _, ev := range l.pending {
 		switch ev.(type) {
-		case *evFinished, *evStarted:
+		case *attempt.Ended, *attempt.Started:
 			kept = append(kept, ev)
 		}
 	}
 	l.pending = kept
 	// Orphans of the attempts (setsid'ed descendants) end with the daemon.
-	for i := 0; i < 50 && sweepOnce(l.ownAttempt, true); i++ {
+	for i := 0; i < 50 && l.runner.SweepOrphans(); i++ {
 		time.Sleep(2 * time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), store.OpTimeout)
@@ -184,7 +182,7 @@ func (l *loop) shutdown() {
 	}
 }
 
-func allEnded(running map[int64]*attempt, ended map[int64]bool) bool {
+func allEnded(running map[int64]bool, ended map[int64]bool) bool {
 	for id := range running {
 		if !ended[id] {
 			return false
@@ -215,17 +213,6 @@ func (l *loop) interruptTest(tx store.Tx, p *passState) error {
 	return err
 }
 
-// ownAttempt matches the processes of this daemon's attempts, by their environment tags.
-func (l *loop) ownAttempt(pid int, _ procStat) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return false
-	}
-	env := append(append([]byte{0}, b...), 0)
-	return bytes.Contains(env, []byte("\x00"+envDaemonID+"="+l.cfg.DaemonID+"\x00")) &&
-		bytes.Contains(env, []byte("\x00"+envStore+"="+l.st.Path()+"\x00"))
-}
-
 // nextWake is the earliest moment the loop must pass again on its own: a retry, a queue
 // deadline, a starvation threshold, an approval timeout, a cron fire, a lease renewal or expiry.
 // Its cost follows the runs' clock-bound tasks and the cron schedules, not the waiting entries.
@@ -239,7 +226,7 @@ func (l *loop) nextWake(now time.Time) time.Time {
 	at(l.lastRenew.Add(l.cfg.RenewEvery))
 	at(l.minLease)
 	if l.view != nil {
-		at(l.view.nextExpiry) // another owner's lease ends: its work may need handling
+		at(l.view.NextExpiry) // another owner's lease ends: its work may need handling
 	}
 	at(l.nextFire(now))
 	for _, run := range l.runs {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -24,7 +25,7 @@ func TestOwnerIDHeldOnce(t *testing.T) {
 	}
 	d2 := b.daemon(t, nil)
 	err := d2.Start(context.Background())
-	var live *OwnerLiveError
+	var live *owners.LiveError
 	if !errors.As(err, &live) || live.Owner.PID != os.Getpid() {
 		t.Fatalf("second start: %v, want an OwnerLiveError naming pid %d", err, os.Getpid())
 	}

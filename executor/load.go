@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -100,13 +101,13 @@ func (l *loop) load(tx store.Tx, now time.Time) error {
 // daemon's shared run), or among the other owners' runs, kept for counting.
 func (l *loop) placeRun(tx store.Tx, r store.Run) error {
 	switch f := l.fate(r); f {
-	case fateTake:
+	case owners.Take:
 		r.Owner = l.cfg.DaemonID
 		if err := tx.UpdateRun(&r); err != nil {
 			return err
 		}
-		return l.addRun(tx, r, fateMine)
-	case fateMine, fateAway, fateShared:
+		return l.addRun(tx, r, owners.Mine)
+	case owners.Mine, owners.Away, owners.Shared:
 		return l.addRun(tx, r, f)
 	}
 	l.others[r.PK] = r
@@ -120,7 +121,7 @@ func (l *loop) placeEntry(e store.Entry, ix claimIndex) {
 	lr, inMemory := l.runs[e.Run]
 	if !inMemory {
 		if e.State == string(store.EntryWaiting) {
-			l.foreign[e.ID] = &liveEntry{Entry: e, kept: ix.kept[e.ID], away: !l.view.isAlive(e.Owner)}
+			l.foreign[e.ID] = &liveEntry{Entry: e, kept: ix.kept[e.ID], away: !l.view.IsAlive(e.Owner)}
 		} else {
 			delete(l.foreign, e.ID)
 		}
@@ -139,7 +140,7 @@ func (l *loop) placeEntry(e store.Entry, ix claimIndex) {
 
 // readCommands queues the operator commands stored for the runs this daemon applies them to.
 func (l *loop) readCommands(tx store.Tx) error {
-	cmds, err := tx.PendingCommands(commandOwners(l.view, l.cfg.DaemonID, l.serve()))
+	cmds, err := tx.PendingCommands(owners.CommandOwners(l.view, l.cfg.DaemonID, l.serve()))
 	if err != nil {
 		return err
 	}
@@ -167,13 +168,13 @@ func poolSignature(ps []store.Pool) string {
 	return sig.String()
 }
 
-// addRun puts an open run in memory with its task instances, under fate: fateAway marks a dead
-// owner's bound run, which this daemon neither advances nor admits; fateShared another live
+// addRun puts an open run in memory with its task instances, under fate: owners.Away marks a dead
+// owner's bound run, which this daemon neither advances nor admits; owners.Shared another live
 // daemon's leader-owned run, which it admits but does not advance.
-func (l *loop) addRun(tx store.Tx, r store.Run, f runFate) error {
+func (l *loop) addRun(tx store.Tx, r store.Run, f owners.Fate) error {
 	d := l.reg.get(r.DAGID)
 	lr := newLiveRun(r, d) // with d nil, its DAG is gone: retireRemoved ends it
-	lr.away, lr.shared = f == fateAway, f == fateShared
+	lr.away, lr.shared = f == owners.Away, f == owners.Shared
 	tis, err := tx.TaskInstances(r.PK)
 	if err != nil {
 		return err

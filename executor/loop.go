@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor/attempt"
+	"github.com/poolflow/poolflow/executor/runner"
+	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/rules"
 	"github.com/poolflow/poolflow/store"
@@ -25,30 +28,9 @@ const (
 	keyEntry = "queue_id"
 )
 
-type event interface{}
+type event = any
 
 var timeZero time.Time
-
-// evFinished is an attempt's end as its runner saw it.
-type evFinished struct {
-	entry      int64
-	start, end time.Time
-	ok         bool
-	skip       bool // sensor soft_fail timeout
-	noRetry    bool // sensor timeout: fails with no retry
-	reason     string
-	shutdown   bool // killed by our own shutdown: back to the queue, same try
-	lost       bool // killed because its lease could not be renewed
-	reschedule bool // a reschedule sensor's check is not met yet: poke again later
-	a          *attempt
-}
-
-// evStarted records an attempt's process group and start time.
-type evStarted struct {
-	entry int64
-	pgid  int
-	start time.Time
-}
 
 // loop is the scheduler loop: the daemon's only writer of state.
 type loop struct {
@@ -80,8 +62,11 @@ type loop struct {
 	others       map[int64]store.Run  // other owners' open runs not in memory, for counting (§9)
 	// seq is the store's change number memory is up to date with: refresh reads what was
 	// stamped after it (refresh.go).
-	seq       int64
-	running   map[int64]*attempt
+	seq int64
+	// running are the entries whose attempts this daemon's runner runs; the runner itself
+	// holds their handles.
+	running   map[int64]bool
+	runner    *runner.Runner
 	pending   []event
 	pools     map[string]store.Pool
 	dagStates map[string]store.DAGState
@@ -95,14 +80,10 @@ type loop struct {
 	qdirty    map[int64]struct{}
 	qimplicit map[string]bool
 	// used is the slots held per pool at the last pass, for naming the pool an entry waited on.
-	used       map[string]int
-	paths      pathCache // where PATH lookups found commands
-	envOnce    sync.Once // envBase: the daemon's environment, read once for every attempt
-	envBase    []string
-	dropped    map[string]time.Time // cron fires dropped while the store was unavailable (§4.9)
-	wakeAt     time.Time            // when the loop passes on its own next; zero = recompute
-	renewFail  bool
-	attemptsWG sync.WaitGroup
+	used      map[string]int
+	dropped   map[string]time.Time // cron fires dropped while the store was unavailable (§4.9)
+	wakeAt    time.Time            // when the loop passes on its own next; zero = recompute
+	renewFail bool
 	// ruleSet assigns the pool of a task that declares none (§6); nil = {default: 1}.
 	ruleSet *rules.Set
 	cfgGen  uint64 // the registry's configuration generation applied (reload.go)
@@ -114,11 +95,10 @@ type loop struct {
 
 	// Owners (§9): the liveness view the memory was built under, whether a check is due, and
 	// the dead owners on this host whose processes are being killed or confirmed gone.
-	view        *ownerView
+	view        *owners.View
 	ownersDirty bool
 	reaping     map[string]int64
 	reaped      map[string]int64
-	wd          *watchdog
 
 	// A failed pass backs off (doubling up to maxBackoff); warnings repeat at most once a
 	// minute per distinct text.
@@ -144,7 +124,7 @@ func newLoop(cfg *Config) (*loop, error) {
 		wakeCh:  make(chan struct{}, 1),
 		runs:    map[int64]*liveRun{},
 		entries: map[int64]*liveEntry{},
-		running: map[int64]*attempt{},
+		running: map[int64]bool{},
 		scheds:  map[*dag.DAG]*schedule{},
 		dropped: map[string]time.Time{},
 		stopped: make(chan struct{}),
@@ -155,6 +135,8 @@ func newLoop(cfg *Config) (*loop, error) {
 		testSuffix: fmt.Sprintf("_%06x", rand.IntN(1<<24)),
 	}
 	l.host, _ = os.Hostname()
+	l.runner = runner.New(runner.Config{StateDir: cfg.StateDir, DaemonID: cfg.DaemonID, StorePath: cfg.Store.Path(),
+		KillGrace: cfg.KillGrace, Clock: cfg.Clock, Logger: cfg.Logger, Post: l.post})
 	l.reg = newRegistry(cfg.DAGsDir, cfg.GoDAGs, cfg.Store, cfg.Settings, cfg.Logger)
 	return l, nil
 }
@@ -292,7 +274,7 @@ func (l *loop) coalesce() {
 func finished(evs []event) int {
 	n := 0
 	for _, ev := range evs {
-		if _, ok := ev.(*evFinished); ok {
+		if _, ok := ev.(*attempt.Ended); ok {
 			n++
 		}
 	}
@@ -301,7 +283,7 @@ func finished(evs []event) int {
 
 func onlyStarts(evs []event) bool {
 	for _, ev := range evs {
-		if _, ok := ev.(*evStarted); !ok {
+		if _, ok := ev.(*attempt.Started); !ok {
 			return false
 		}
 	}

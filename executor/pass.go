@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/poolflow/poolflow/executor/attempt"
+	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -24,7 +26,7 @@ func (l *loop) pass(ctx context.Context) error {
 			tx.Rollback()
 			if l.epoch != epoch { // a renewal under a new epoch that did not commit
 				l.epoch = epoch
-				setInProcess(l.st.Path(), l.cfg.DaemonID, epoch)
+				owners.SetInProcess(l.st.Path(), l.cfg.DaemonID, epoch)
 			}
 		}
 	}()
@@ -63,12 +65,12 @@ func (l *loop) pass(ctx context.Context) error {
 	}
 	finished := map[int64]bool{}
 	for _, ev := range l.pending {
-		if f, ok := ev.(*evFinished); ok {
-			finished[f.entry] = true
+		if f, ok := ev.(*attempt.Ended); ok {
+			finished[f.Entry] = true
 		}
 	}
 	for _, ev := range l.pending {
-		if s, ok := ev.(*evStarted); ok && finished[s.entry] {
+		if s, ok := ev.(*attempt.Started); ok && finished[s.Entry] {
 			continue // its end, written below, carries its start
 		}
 		if err := l.apply(tx, p, ev); err != nil {
@@ -176,6 +178,14 @@ type passState struct {
 	pgids    map[int64]int    // the process groups of attempts that started, by entry
 	reaps    []reapJob
 	rebooted bool // the @reboot fires were created in this pass
+}
+
+// spawn hands an admitted attempt to the runner.
+func (l *loop) spawn(le *liveEntry) {
+	run := le.run
+	l.running[le.ID] = true
+	l.runner.Start(&attempt.Spec{Entry: le.ID, DAGID: run.DAGID, RunID: run.RunID, Task: le.ti.task, Try: le.TryNumber,
+		Logical: run.LogicalDate, Params: run.params, Replay: le.Replay})
 }
 
 func (l *loop) afterCommit(p *passState) {

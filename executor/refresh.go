@@ -3,6 +3,7 @@ package executor
 import (
 	"time"
 
+	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -36,7 +37,7 @@ func (l *loop) refresh(tx store.Tx, now time.Time) (bool, error) {
 		open := store.RunState(r.State).Open()
 		switch {
 		case lr == nil:
-			if f := l.fate(r); open && (f == fateMine || f == fateAway) {
+			if f := l.fate(r); open && (f == owners.Mine || f == owners.Away) {
 				return false, nil // a run of this daemon's, or of a dead owner's, it does not hold: unusual
 			}
 		case !lr.shared && !lr.away:

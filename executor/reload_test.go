@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poolflow/poolflow/executor/runner"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
 )
@@ -127,7 +128,7 @@ func TestReloadPoolsDrainAndKeepAttempts(t *testing.T) {
 		return p.Slots == 3 && p.TargetSlots == store.NoTarget
 	})
 	// The attempt writes nothing: a log file, if any, could only hold a replay line.
-	if log, err := os.ReadFile(LogPath(rb.stateDir, "hold", "h", "t", 1)); err == nil && strings.Contains(string(log), "replay") {
+	if log, err := os.ReadFile(runner.LogPath(rb.stateDir, "hold", "h", "t", 1)); err == nil && strings.Contains(string(log), "replay") {
 		t.Fatalf("the attempt was replayed: %q", log)
 	}
 }

@@ -3,10 +3,7 @@ package executor
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
-	"strings"
 )
 
 // RequestError is a manual start refused for what it asked: Field names the part at fault
@@ -68,25 +65,4 @@ func (req TriggerRequest) check() error {
 		return CheckConf(len(b))
 	}
 	return nil
-}
-
-// maxParamsEnv is the largest POOLFLOW_PARAMS passed in the environment; larger params (a DAG's
-// own defaults can be large) go to a file named by POOLFLOW_PARAMS_FILE instead.
-const maxParamsEnv = 64 << 10
-
-// paramsEnv is the attempt's params variable: POOLFLOW_PARAMS with the JSON, or, when that would
-// be too large for the environment, POOLFLOW_PARAMS_FILE naming a file beside the attempt's log.
-func (l *loop) paramsEnv(a *attempt, params []byte) string {
-	if len(params) <= maxParamsEnv {
-		return "POOLFLOW_PARAMS=" + string(params)
-	}
-	path := strings.TrimSuffix(LogPath(l.cfg.StateDir, a.dagID, a.runID, a.task.ID, a.try), ".log") + ".params.json"
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
-		if err := os.WriteFile(path, params, 0o600); err == nil {
-			return "POOLFLOW_PARAMS_FILE=" + path
-		}
-	}
-	l.log.Warn("params too large for the environment and could not be written to a file; passing none",
-		keyDAG, a.dagID, keyRun, a.runID, keyTask, a.task.ID, "bytes", len(params))
-	return "POOLFLOW_PARAMS_FILE="
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor/attempt"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
 )
@@ -30,18 +31,18 @@ func (l *loop) keptPools(needs []store.Requirement) []string {
 }
 
 // rescheduleEntry handles a poke whose check is not met yet.
-func (l *loop) rescheduleEntry(tx store.Tx, p *passState, le *liveEntry, ev *evFinished) error {
+func (l *loop) rescheduleEntry(tx store.Tx, p *passState, le *liveEntry, ev *attempt.Ended) error {
 	ti := le.ti
 	s := ti.task.Sensor
 	first := ti.StartDate
 	if first.IsZero() {
-		first = ev.start
+		first = ev.Start
 	}
-	if !ev.end.Before(first.Add(s.Timeout)) {
-		return l.sensorTimedOut(tx, p, le, ev.end)
+	if !ev.End.Before(first.Add(s.Timeout)) {
+		return l.sensorTimedOut(tx, p, le, ev.End)
 	}
 	pokes := le.pokes + 1
-	next := ev.end.Add(pokeInterval(s, pokes))
+	next := ev.End.Add(pokeInterval(s, pokes))
 	if limit := first.Add(s.Timeout); next.After(limit) {
 		next = limit
 	}
@@ -60,7 +61,7 @@ func (l *loop) rescheduleEntry(tx store.Tx, p *passState, le *liveEntry, ev *evF
 	}
 	l.queueDirty(le.ID)
 	ti.State, ti.NextAt, ti.TryNumber = string(dag.StateUpForReschedule), next, le.TryNumber
-	ti.StartDate, ti.EndDate = first, ev.end
+	ti.StartDate, ti.EndDate = first, ev.End
 	l.touch(p, ti)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor/attempt"
 	"github.com/poolflow/poolflow/rules"
 )
 
@@ -105,12 +106,12 @@ func (l *loop) prepareRules(now time.Time) {
 			if d := l.reg.get(ev.req.DAGID); d != nil {
 				roots(d, "manual", ev.req)
 			}
-		case *evFinished:
-			le := l.entries[ev.entry]
+		case *attempt.Ended:
+			le := l.entries[ev.Entry]
 			if le == nil || le.ti == nil || le.run.layout == nil || le.ti.idx < 0 || le.run.shared {
 				continue
 			}
-			if t := le.ti.task; !ev.ok && t != nil && le.TryNumber <= t.Retries {
+			if t := le.ti.task; !ev.OK && t != nil && le.TryNumber <= t.Retries {
 				put(le.run, t, le.TryNumber+1) // a retry with no delay is queued in this pass
 			}
 			for _, c := range le.run.layout.Down[le.ti.idx] {

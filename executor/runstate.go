@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -38,7 +39,7 @@ func (l *loop) startQueuedRuns(tx store.Tx, p *passState) error {
 			continue
 		}
 		if run.RunType != "test" {
-			scheduled := isLeaderOwned(run.RunType)
+			scheduled := owners.IsLeaderOwned(run.RunType)
 			if l.dagStates[run.DAGID].Paused && scheduled {
 				continue
 			}

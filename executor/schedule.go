@@ -7,6 +7,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -126,12 +127,12 @@ func (l *loop) cronFires(tx store.Tx, p *passState, d *dag.DAG, cs cron.Schedule
 func (l *loop) openScheduledRuns(dagID string) int {
 	n := 0
 	for _, r := range l.runs {
-		if r.DAGID == dagID && isLeaderOwned(r.RunType) {
+		if r.DAGID == dagID && owners.IsLeaderOwned(r.RunType) {
 			n++
 		}
 	}
 	for _, r := range l.others {
-		if r.DAGID == dagID && isLeaderOwned(r.RunType) {
+		if r.DAGID == dagID && owners.IsLeaderOwned(r.RunType) {
 			n++
 		}
 	}

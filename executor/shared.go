@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
 )
@@ -34,34 +35,34 @@ import (
 // fate is what this loop does with an open run: runFateOf, narrowed by what this daemon can run
 // (a dags test process holds only its own run; a shared run needs its DAG loaded here, and is
 // not a job).
-func (l *loop) fate(r store.Run) runFate {
+func (l *loop) fate(r store.Run) owners.Fate {
 	if l.cfg.Test != nil {
 		if r.PK == l.testPK && l.testPK != 0 {
-			return fateMine
+			return owners.Mine
 		}
-		return fateForeign
+		return owners.Foreign
 	}
-	f := runFateOf(r, l.cfg.DaemonID, true, l.view)
+	f := owners.FateOf(r, l.cfg.DaemonID, true, l.view)
 	switch {
-	case f == fateAway && !l.view.handled(r.Owner):
-		return fateForeign // its end is being handled: its claims are still held
-	case f == fateShared:
+	case f == owners.Away && !l.view.Handled(r.Owner):
+		return owners.Foreign // its end is being handled: its claims are still held
+	case f == owners.Shared:
 		if d := l.reg.get(r.DAGID); d == nil || d.IsJob {
-			return fateForeign
+			return owners.Foreign
 		}
 	}
 	return f
 }
 
 // fate is the fate memory holds a run under.
-func (lr *liveRun) fate() runFate {
+func (lr *liveRun) fate() owners.Fate {
 	switch {
 	case lr.shared:
-		return fateShared
+		return owners.Shared
 	case lr.away:
-		return fateAway
+		return owners.Away
 	}
-	return fateMine
+	return owners.Mine
 }
 
 // claimIndex is the claims of one read, by entry: the daemon holding them and the pools (a
@@ -135,8 +136,8 @@ func (l *loop) noteStop(le *liveEntry) {
 		if le.failWith == "" {
 			le.failWith = reason
 		}
-		if a := l.running[le.ID]; a != nil {
-			a.kill(reason)
+		if l.running[le.ID] {
+			l.runner.Kill(le.ID, reason)
 		}
 	case string(store.EntryWaiting):
 		if !le.run.shared && !le.run.away {

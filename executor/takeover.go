@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/poolflow/poolflow/executor/runner"
+	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -27,22 +29,22 @@ type reapJob struct {
 }
 
 // checkOwners reads the owner rows when a check is due, handles the end of every dead owner it
-// may handle (takeover), and reports whether the view changed so memory must be rebuilt. It
+// may handle (owners.Takeover), and reports whether the view changed so memory must be rebuilt. It
 // runs inside the pass's transaction, before memory is loaded.
 func (l *loop) checkOwners(tx store.Tx, p *passState) (bool, error) {
-	if l.view != nil && !l.ownersDirty && (l.view.nextExpiry.IsZero() || p.now.Before(l.view.nextExpiry)) {
+	if l.view != nil && !l.ownersDirty && (l.view.NextExpiry.IsZero() || p.now.Before(l.view.NextExpiry)) {
 		return false, nil
 	}
 	l.ownersDirty = false
-	owners, err := tx.Owners()
+	rows, err := tx.Owners()
 	if err != nil {
 		return false, err
 	}
-	view := newOwnerView(owners, l.cfg.DaemonID, p.now, l.host, l.localAlive)
+	view := owners.NewView(rows, l.cfg.DaemonID, p.now, l.host, l.localAlive)
 	changed := false
-	for _, t := range planTakeovers(view, l.cfg.DaemonID, l.serve(), l.host, l.reaped) {
-		if t.reap {
-			if err := l.planReap(tx, p, t.owner); err != nil {
+	for _, t := range owners.PlanTakeovers(view, l.cfg.DaemonID, l.serve(), l.host, l.reaped) {
+		if t.Reap {
+			if err := l.planReap(tx, p, t.Owner); err != nil {
 				return false, err
 			}
 			continue
@@ -54,12 +56,12 @@ func (l *loop) checkOwners(tx store.Tx, p *passState) (bool, error) {
 		changed = changed || did
 	}
 	if changed {
-		if owners, err = tx.Owners(); err != nil {
+		if rows, err = tx.Owners(); err != nil {
 			return false, err
 		}
-		view = newOwnerView(owners, l.cfg.DaemonID, p.now, l.host, l.localAlive)
+		view = owners.NewView(rows, l.cfg.DaemonID, p.now, l.host, l.localAlive)
 	}
-	changed = changed || l.view == nil || view.sig != l.view.sig
+	changed = changed || l.view == nil || view.Sig != l.view.Sig
 	l.view = view
 	return changed, nil
 }
@@ -94,19 +96,19 @@ func (l *loop) reap(job reapJob) {
 	ok := true
 	// The owner may have come back (a restart under a new epoch) since the pass saw it dead.
 	if o, err := l.st.GetOwner(context.Background(), job.owner); err == nil &&
-		o.Epoch == job.epoch && ownerAlive(o, l.clock.Now(), l.host, l.localAlive) {
+		o.Epoch == job.epoch && owners.Alive(o, l.clock.Now(), l.host, l.localAlive) {
 		ok = false
 	} else {
-		groups := tagged(job.owner, l.st.Path(), func(e int64) bool { return e <= job.epoch })
+		groups := runner.Tagged(job.owner, l.st.Path(), func(e int64) bool { return e <= job.epoch })
 		for _, pgid := range job.pgids {
-			if ownedGroup(pgid, job.owner, l.st.Path()) {
+			if runner.OwnedGroup(pgid, job.owner, l.st.Path()) {
 				groups[pgid] = true
 			}
 		}
 		if len(groups) > 0 {
 			l.log.Info("killing the processes of a dead owner before releasing its claims", "owner", job.owner,
 				"process_groups", len(groups))
-			ok = killGroups(groups, 10*time.Second)
+			ok = runner.KillGroups(groups, 10*time.Second)
 		}
 	}
 	l.post(&evReaped{owner: job.owner, epoch: job.epoch, ok: ok})
@@ -117,8 +119,8 @@ func (l *loop) reap(job reapJob) {
 // process's runs fail with "test process gone", and a serve daemon moves the leader-owned runs
 // (scheduled, catch-up) to itself and marks the end handled. Bound work (manual runs) stays the
 // owner's and waits node_unavailable until it returns. It reports whether it changed anything.
-func (l *loop) takeOver(tx store.Tx, p *passState, t takeover) (bool, error) {
-	o := t.owner
+func (l *loop) takeOver(tx store.Tx, p *passState, t owners.Takeover) (bool, error) {
+	o := t.Owner
 	released, err := tx.ReleaseOwnerClaims(o.ID, o.Epoch)
 	if err != nil {
 		return false, err
@@ -128,12 +130,12 @@ func (l *loop) takeOver(tx store.Tx, p *passState, t takeover) (bool, error) {
 		return false, err
 	}
 	adopted, settled := 0, false
-	if t.adopt {
-		if adopted, err = tx.AdoptRuns(o.ID, l.cfg.DaemonID, leaderOwned...); err != nil {
+	if t.Adopt {
+		if adopted, err = tx.AdoptRuns(o.ID, l.cfg.DaemonID, owners.LeaderOwned...); err != nil {
 			return false, err
 		}
 	}
-	if skipped == 0 && (t.adopt || o.Kind == store.OwnerTest) {
+	if skipped == 0 && (t.Adopt || o.Kind == store.OwnerTest) {
 		settled = true
 		if o.Kind == store.OwnerTest {
 			err = tx.DeleteOwner(o.ID, o.Epoch) // a test process never comes back

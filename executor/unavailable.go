@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor/attempt"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -45,11 +46,11 @@ func (l *loop) unavailable(now time.Time, err error) {
 	}
 	deferred := map[string]bool{}
 	for _, ev := range l.pending {
-		f, ok := ev.(*evFinished)
-		if !ok || f.ok {
+		f, ok := ev.(*attempt.Ended)
+		if !ok || f.OK {
 			continue
 		}
-		if le := l.entries[f.entry]; le != nil {
+		if le := l.entries[f.Entry]; le != nil {
 			for _, n := range le.Needs {
 				if !n.Implicit {
 					deferred[n.Pool] = true

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
-	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -38,13 +38,13 @@ func (s *Server) sendCommand(ctx context.Context, run store.Run, kind, taskID, n
 	if run.State != string(dag.RunQueued) && run.State != string(dag.RunRunning) {
 		return conflict("dag run %s has ended (%s)", run.RunID, run.State)
 	}
-	owners, err := s.cfg.Store.ListOwners(ctx)
+	rows, err := s.cfg.Store.ListOwners(ctx)
 	if err != nil {
 		return err
 	}
 	host, _ := os.Hostname()
 	// Liveness is judged by the wall clock, like the owners' leases (s.now stamps records).
-	who, ok, why := executor.CommandTarget(run, owners, time.Now(), host)
+	who, ok, why := owners.CommandTarget(run, rows, time.Now(), host)
 	if !ok {
 		return conflict("%s of %s: %s", kind, taskID, why)
 	}

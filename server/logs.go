@@ -7,7 +7,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/executor/runner"
 )
 
 // getLog is GET .../taskInstances/{task_id}/logs/{try_number}: the attempt's log as text/plain,
@@ -31,7 +31,7 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
 	}
 	// The path is built from stored ids, never from the request's raw text, and LogPath
 	// flattens separators, so a request cannot point outside the logs folder.
-	path := executor.LogPath(s.cfg.StateDir, t.run.DAGID, t.run.RunID, t.ti.TaskID, try)
+	path := runner.LogPath(s.cfg.StateDir, t.run.DAGID, t.run.RunID, t.ti.TaskID, try)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		s.fail(w, r, notFound("no log for try %d of task %s", try, t.ti.TaskID))

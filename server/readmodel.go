@@ -11,6 +11,7 @@ import (
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/executor/runner"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -111,7 +112,7 @@ func (s *Server) PoolBoard(ctx context.Context) (BoardJSON, error) { return s.bo
 
 // LogPath is the file of an attempt's log.
 func (s *Server) LogPath(run store.Run, taskID string, try int) string {
-	return executor.LogPath(s.cfg.StateDir, run.DAGID, run.RunID, taskID, try)
+	return runner.LogPath(s.cfg.StateDir, run.DAGID, run.RunID, taskID, try)
 }
 
 // StatusOf maps an error of these reads to its HTTP status and message, as the API answers.

@@ -1,5 +1,5 @@
 //go:build !race
 
-package executor
+package procfs
 
 const raceEnabled = false

@@ -1,6 +1,6 @@
 //go:build race
 
-package executor
+package procfs
 
 // raceEnabled: the race detector's instrumentation moves some stack buffers to the heap, so
 // allocation bounds are not checked under it.

@@ -1,4 +1,4 @@
-package executor
+package runner
 
 import (
 	"bufio"
@@ -68,9 +68,9 @@ func watchdogMain(spec string) int {
 	}
 	// The daemon is gone (or stopping): nothing of this epoch may keep running.
 	for round := 0; round < 50; round++ {
-		kill := tagged(id, store, func(e int64) bool { return e == epoch })
+		kill := Tagged(id, store, func(e int64) bool { return e == epoch })
 		for pgid := range groups {
-			if ownedGroup(pgid, id, store) {
+			if OwnedGroup(pgid, id, store) {
 				kill[pgid] = true
 			}
 		}
@@ -78,7 +78,7 @@ func watchdogMain(spec string) int {
 		if len(kill) == 0 {
 			return 0
 		}
-		killGroups(kill, time.Second)
+		KillGroups(kill, time.Second)
 	}
 	return 1
 }

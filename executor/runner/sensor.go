@@ -1,4 +1,4 @@
-package executor
+package runner
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor/attempt"
 )
 
 // pokeResult is one check of a sensor.
@@ -22,34 +23,34 @@ const (
 // poke runs a sensor in poke mode: it holds its claims and checks every poke_interval (backed
 // off up to max_wait) until the check is met or timeout passes, measured from the first poke.
 // A timeout fails with no retry, or skips the task with soft_fail (§5.1).
-func (l *loop) poke(ctx context.Context, a *attempt, logf *attemptLog, ev *evFinished) {
-	s := a.task.Sensor
-	first := l.clock.Now()
+func (r *Runner) poke(ctx context.Context, a *attemptRun, logf *attemptLog, ev *attempt.Ended) {
+	s := a.spec.Task.Sensor
+	first := r.cfg.Clock.Now()
 	interval := s.PokeInterval
 	for n := 1; ; n++ {
-		res, msg := l.check(ctx, a, logf)
+		res, msg := r.check(ctx, a, logf)
 		fmt.Fprintf(logf, "poke %d: %s\n", n, msg)
 		switch res {
 		case pokeMet:
-			ev.ok = true
+			ev.OK = true
 			return
 		case pokeError:
-			ev.reason = "sensor check failed: " + msg
+			ev.Reason = "sensor check failed: " + msg
 			return
 		}
-		if l.clock.Now().Sub(first) >= s.Timeout {
+		if r.cfg.Clock.Now().Sub(first) >= s.Timeout {
 			timedOut(s, ev)
 			return
 		}
 		wait := interval
-		if left := s.Timeout - l.clock.Now().Sub(first); wait > left {
+		if left := s.Timeout - r.cfg.Clock.Now().Sub(first); wait > left {
 			wait = left
 		}
 		select {
 		case <-ctx.Done():
-			ev.reason = "sensor stopped"
+			ev.Reason = "sensor stopped"
 			return
-		case <-l.clock.After(wait):
+		case <-r.cfg.Clock.After(wait):
 		}
 		if s.ExponentialBackoff {
 			interval *= 2
@@ -62,31 +63,31 @@ func (l *loop) poke(ctx context.Context, a *attempt, logf *attemptLog, ev *evFin
 
 // pokeOnce is one admission of a reschedule sensor: one check, then the loop releases its
 // claims (but those of include_deferred pools) until the next poke (§5.1).
-func (l *loop) pokeOnce(ctx context.Context, a *attempt, logf *attemptLog, ev *evFinished) {
-	res, msg := l.check(ctx, a, logf)
+func (r *Runner) pokeOnce(ctx context.Context, a *attemptRun, logf *attemptLog, ev *attempt.Ended) {
+	res, msg := r.check(ctx, a, logf)
 	fmt.Fprintf(logf, "poke: %s\n", msg)
 	switch res {
 	case pokeMet:
-		ev.ok = true
+		ev.OK = true
 	case pokeError:
-		ev.reason = "sensor check failed: " + msg
+		ev.Reason = "sensor check failed: " + msg
 	default:
-		ev.reschedule = true
+		ev.Reschedule = true
 	}
 }
 
-func timedOut(s *dag.Sensor, ev *evFinished) {
-	ev.reason = fmt.Sprintf("sensor timeout %s passed", s.Timeout)
-	ev.noRetry = true
-	ev.skip = s.SoftFail
+func timedOut(s *dag.Sensor, ev *attempt.Ended) {
+	ev.Reason = fmt.Sprintf("sensor timeout %s passed", s.Timeout)
+	ev.NoRetry = true
+	ev.Skip = s.SoftFail
 }
 
 // check pokes once: a command (exit 0 met, 1 not yet, other an error), a file, or an HTTP URL.
-func (l *loop) check(ctx context.Context, a *attempt, logf *attemptLog) (pokeResult, string) {
-	s := a.task.Sensor
+func (r *Runner) check(ctx context.Context, a *attemptRun, logf *attemptLog) (pokeResult, string) {
+	s := a.spec.Task.Sensor
 	switch {
 	case len(s.Command) > 0:
-		ok, reason := l.runProcess(ctx, a, logf, s.Command)
+		ok, reason := r.runProcess(ctx, a, logf, s.Command)
 		switch {
 		case ok:
 			return pokeMet, "command exited 0"

@@ -1,4 +1,4 @@
-package executor
+package owners
 
 import (
 	"errors"
@@ -10,6 +10,9 @@ import (
 	"github.com/poolflow/poolflow/store"
 )
 
+// t0 is the tests' now.
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
 func owner(id string, kind store.OwnerKind, host string, pid int, lease time.Time) store.Owner {
 	return store.Owner{ID: id, Kind: kind, Host: host, PID: pid, Epoch: 1, StartedAt: t0.Add(-time.Hour),
 		Heartbeat: lease.Add(-30 * time.Second), LeaseUntil: lease}
@@ -19,7 +22,7 @@ func owner(id string, kind store.OwnerKind, host string, pid int, lease time.Tim
 // dead at once, lease or not.
 func TestOwnerAlive(t *testing.T) {
 	t.Parallel()
-	running := func(pid int) procCheck { return func(o store.Owner) bool { return o.PID == pid } }
+	running := func(pid int) Check { return func(o store.Owner) bool { return o.PID == pid } }
 	cases := []struct {
 		name string
 		o    store.Owner
@@ -33,7 +36,7 @@ func TestOwnerAlive(t *testing.T) {
 		{"released at a clean stop", owner("a", store.OwnerTest, "here", 10, t0), false},
 	}
 	for _, tc := range cases {
-		if got := ownerAlive(tc.o, t0, "here", running(10)); got != tc.want {
+		if got := Alive(tc.o, t0, "here", running(10)); got != tc.want {
 			t.Errorf("%s: alive = %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -50,22 +53,22 @@ func TestRunFate(t *testing.T) {
 		owner("dead", store.OwnerDaemon, "h", 3, t0.Add(-time.Minute)),
 		owner("test:h:4", store.OwnerTest, "h", 4, t0.Add(time.Minute)),
 	}
-	v := newOwnerView(owners, "me", t0, "h", func(store.Owner) bool { return true })
+	v := NewView(owners, "me", t0, "h", func(store.Owner) bool { return true })
 	cases := []struct {
 		owner, runType string
 		serve          bool
-		want           runFate
+		want           Fate
 	}{
-		{"me", "manual", true, fateMine}, {"", "manual", true, fateTake}, {"", "manual", false, fateForeign},
-		{"live", "manual", true, fateForeign}, {"dead", "manual", true, fateAway}, {"dead", "manual", false, fateAway},
-		{"unknown", "manual", true, fateAway},
-		{"me", "schedule", true, fateMine}, {"live", "schedule", true, fateShared}, {"live", "catchup", true, fateShared},
-		{"live", "schedule", false, fateForeign}, {"live", "test", true, fateForeign},
-		{"test:h:4", "test", true, fateForeign}, {"test:h:4", "schedule", true, fateForeign},
-		{"dead", "schedule", true, fateAway},
+		{"me", "manual", true, Mine}, {"", "manual", true, Take}, {"", "manual", false, Foreign},
+		{"live", "manual", true, Foreign}, {"dead", "manual", true, Away}, {"dead", "manual", false, Away},
+		{"unknown", "manual", true, Away},
+		{"me", "schedule", true, Mine}, {"live", "schedule", true, Shared}, {"live", "catchup", true, Shared},
+		{"live", "schedule", false, Foreign}, {"live", "test", true, Foreign},
+		{"test:h:4", "test", true, Foreign}, {"test:h:4", "schedule", true, Foreign},
+		{"dead", "schedule", true, Away},
 	}
 	for _, tc := range cases {
-		if got := runFateOf(store.Run{Owner: tc.owner, RunType: tc.runType}, "me", tc.serve, v); got != tc.want {
+		if got := FateOf(store.Run{Owner: tc.owner, RunType: tc.runType}, "me", tc.serve, v); got != tc.want {
 			t.Errorf("owner %q %s run, serve %v: fate %d, want %d", tc.owner, tc.runType, tc.serve, got, tc.want)
 		}
 	}
@@ -84,12 +87,12 @@ func TestPlanTakeovers(t *testing.T) {
 		owner("there", store.OwnerTest, "far", 3, t0.Add(-time.Minute)),
 		handled,
 	}
-	v := newOwnerView(owners, "me", t0, "h", func(store.Owner) bool { return true })
+	v := NewView(owners, "me", t0, "h", func(store.Owner) bool { return true })
 	plan := func(serve bool, reaped map[string]int64) []string {
 		var out []string
-		for _, tk := range planTakeovers(v, "me", serve, "h", reaped) {
-			out = append(out, tk.owner.ID+map[bool]string{true: "/reap", false: ""}[tk.reap]+
-				map[bool]string{true: "/adopt", false: ""}[tk.adopt])
+		for _, tk := range PlanTakeovers(v, "me", serve, "h", reaped) {
+			out = append(out, tk.Owner.ID+map[bool]string{true: "/reap", false: ""}[tk.Reap]+
+				map[bool]string{true: "/adopt", false: ""}[tk.Adopt])
 		}
 		return out
 	}
@@ -102,7 +105,7 @@ func TestPlanTakeovers(t *testing.T) {
 	if got, want := plan(false, map[string]int64{"here": 1}), []string{"here", "there"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("dags test: %v, want %v", got, want)
 	}
-	if got := commandOwners(v, "me", true); !reflect.DeepEqual(got, []string{"me", "handled"}) {
+	if got := CommandOwners(v, "me", true); !reflect.DeepEqual(got, []string{"me", "handled"}) {
 		t.Errorf("command owners %v", got)
 	}
 }
@@ -131,8 +134,8 @@ func TestCommandTarget(t *testing.T) {
 // TestOwnerLiveError names the live process.
 func TestOwnerLiveError(t *testing.T) {
 	t.Parallel()
-	err := error(&OwnerLiveError{Owner: owner("d", store.OwnerDaemon, "h", 77, t0)})
-	if !errors.Is(err, ErrOwnerLive) || !strings.Contains(err.Error(), "pid 77 on host h since") {
+	err := error(&LiveError{Owner: owner("d", store.OwnerDaemon, "h", 77, t0)})
+	if !errors.Is(err, ErrLive) || !strings.Contains(err.Error(), "pid 77 on host h since") {
 		t.Fatalf("%v", err)
 	}
 }

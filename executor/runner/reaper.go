@@ -1,4 +1,4 @@
-package executor
+package runner
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/poolflow/poolflow/internal/procfs"
 )
 
 // Orphans an attempt leaves behind. Every attempt leader runs in its own session and process
@@ -22,6 +24,7 @@ import (
 
 const prSetChildSubreaper = 36
 
+// becomeSubreaper makes this process the child subreaper of its descendants.
 var becomeSubreaper = sync.OnceFunc(func() {
 	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
 })
@@ -55,11 +58,6 @@ func leaderDone(pid int) {
 	delete(leaders.m, pid)
 	leaders.Unlock()
 }
-
-var selfSession = sync.OnceValue(func() int {
-	st, _ := readStat(os.Getpid())
-	return st.sid
-})
 
 // children lists this process's children attached to its main thread, where the kernel puts
 // the orphans it reparents to a subreaper; all threads are read when full is set.
@@ -121,7 +119,7 @@ func appendPids(out []int, b []byte) []int {
 // sweepOnce kills this process's children that belong to the attempt (its tag in their
 // environment, its group or session) and reaps attempt processes that have ended. match nil
 // matches every attempt process (shutdown). It reports whether a matching child was alive.
-func sweepOnce(match func(pid int, st procStat) bool, full bool) bool {
+func sweepOnce(match func(pid int, st procfs.Stat) bool, full bool) bool {
 	spawnMu.Lock()
 	defer spawnMu.Unlock()
 	alive := false
@@ -132,11 +130,11 @@ func sweepOnce(match func(pid int, st procStat) bool, full bool) bool {
 		if leader {
 			continue
 		}
-		st, ok := readStat(pid)
-		if !ok || st.sid == selfSession() {
+		st, ok := procfs.ReadStat(pid)
+		if !ok || st.Sid == procfs.SelfSession() {
 			continue
 		}
-		if st.state == 'Z' {
+		if st.State == 'Z' {
 			var ws syscall.WaitStatus
 			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
 			continue
@@ -145,8 +143,8 @@ func sweepOnce(match func(pid int, st procStat) bool, full bool) bool {
 			continue
 		}
 		alive = true
-		if st.pgrp > 1 && st.pgrp != syscall.Getpgrp() {
-			_ = syscall.Kill(-st.pgrp, syscall.SIGKILL)
+		if st.Pgrp > 1 && st.Pgrp != syscall.Getpgrp() {
+			_ = syscall.Kill(-st.Pgrp, syscall.SIGKILL)
 		}
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
@@ -158,8 +156,8 @@ func sweepOnce(match func(pid int, st procStat) bool, full bool) bool {
 // everything is gone; its claims are released only then.
 func sweepAttempt(tag string, pgid int, limit time.Duration) bool {
 	want := []byte("\x00" + envAttempt + "=" + tag + "\x00")
-	match := func(pid int, st procStat) bool {
-		if st.pgrp == pgid || st.sid == pgid {
+	match := func(pid int, st procfs.Stat) bool {
+		if st.Pgrp == pgid || st.Sid == pgid {
 			return true
 		}
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
