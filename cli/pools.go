@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/poolflow/poolflow/config"
-	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
 )
@@ -94,7 +93,7 @@ func poolViews(ctx context.Context, st store.Store, cfg *config.Config) ([]PoolV
 		}
 		views = append(views, v)
 	}
-	eff := executor.NewEffective(cfg, ps)
+	eff := config.NewEffective(cfg, ps)
 	for _, sp := range cfg.Pools {
 		if have[sp.Name] {
 			continue
@@ -191,7 +190,7 @@ func (e *env) poolsSetCmd() *cobra.Command {
 			}
 			// Only this pool's row is written; a running daemon re-validates and re-syncs.
 			err = st.WithTx(ctx, func(tx store.Tx) error {
-				return executor.SetPool(tx, cfg, dags, spec, force, time.Now().UTC())
+				return config.SetPool(tx, cfg, dags, spec, force, time.Now().UTC())
 			})
 			if err != nil {
 				return err
@@ -231,7 +230,7 @@ func (e *env) poolsDeleteCmd() *cobra.Command {
 				return err
 			}
 			err = st.WithTx(ctx, func(tx store.Tx) error {
-				return executor.DeletePool(tx, cfg, dags, args[0], force, time.Now().UTC())
+				return config.DeletePool(tx, cfg, dags, args[0], force, time.Now().UTC())
 			})
 			if errors.Is(err, store.ErrNotFound) {
 				return fmt.Errorf("pool %s not found", pools.ShortName(args[0]))

@@ -5,7 +5,6 @@ import (
 
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/dag"
-	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -29,15 +28,15 @@ func (e *env) openRead(ctx context.Context, cfg *config.Config) (store.Store, er
 	return st, err
 }
 
-// validation is the one DAG validation (executor.Validate) over the DAGs folder (or only files)
+// validation is the one DAG validation (config.Validate) over the DAGs folder (or only files)
 // and the Go DAGs, against poolflow.yaml and the pools st holds (none when st is nil).
-func (e *env) validation(ctx context.Context, cfg *config.Config, st store.Store, files []string) (executor.Validation, *executor.Effective, error) {
-	eff, err := executor.ReadEffective(ctx, st, cfg)
+func (e *env) validation(ctx context.Context, cfg *config.Config, st store.Store, files []string) (config.Validation, *config.Effective, error) {
+	eff, err := config.ReadEffective(ctx, st, cfg)
 	if err != nil {
-		return executor.Validation{}, nil, err
+		return config.Validation{}, nil, err
 	}
-	src := executor.Sources{Dir: e.dags(), GoDAGs: e.goDAGs, Files: files}
-	return executor.Validate(src, eff), eff, nil
+	src := config.Sources{Dir: e.dags(), GoDAGs: e.goDAGs, Files: files}
+	return config.Validate(src, eff), eff, nil
 }
 
 // loadDAGs is validation's valid DAGs and import errors.

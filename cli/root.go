@@ -15,7 +15,6 @@ import (
 
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/dag"
-	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/store"
 	_ "github.com/poolflow/poolflow/store/postgres" // the drivers store.Open offers
 	_ "github.com/poolflow/poolflow/store/sqlite"
@@ -188,7 +187,7 @@ func (e *env) settings() (*config.Config, error) {
 		return config.Default(), nil
 	}
 	// Every problem of the file at once: fields, pools and the rules' expressions.
-	return executor.LoadConfig(path)
+	return config.LoadChecked(path)
 }
 
 func (e *env) dags() string {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/rules"
 )
 
@@ -37,7 +37,7 @@ func (e *env) rulesCmd() *cobra.Command {
 			if st != nil {
 				defer st.Close()
 			}
-			eff, err := executor.ReadEffective(cmd.Context(), st, cfg)
+			eff, err := config.ReadEffective(cmd.Context(), st, cfg)
 			if err != nil {
 				return err
 			}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/explain"
 	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
 )
@@ -177,9 +177,9 @@ func Explain(ctx context.Context, st store.Store, dagID, runID, taskID string) (
 	if err == nil {
 		ep = &entry
 	}
-	fmt.Fprintf(&b, "%s.%s in run %s: %s (try %d)\n", dagID, taskID, runID, ti.State, executor.TryNumber(*ti, ep))
+	fmt.Fprintf(&b, "%s.%s in run %s: %s (try %d)\n", dagID, taskID, runID, ti.State, explain.TryNumber(*ti, ep))
 	if err == nil {
-		if err := executor.Explain(ctx, st, time.Now().UTC(), &entry); err != nil {
+		if err := explain.Fill(ctx, st, time.Now().UTC(), &entry); err != nil {
 			return "", err
 		}
 		var reqs, limits []string

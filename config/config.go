@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/poolflow/poolflow/pools"
+	"github.com/poolflow/poolflow/rules"
 )
 
 // DefaultMaxRunning is max_running when the file does not set it.
@@ -40,18 +41,8 @@ const (
 	SyncNormal = "normal"
 )
 
-// RuleSpec is one raw pool rule (§6) with its position in the file, compiled by package rules.
-type RuleSpec struct {
-	Name     string
-	Priority int
-	When     string
-	Pool     string
-	Slots    int // default 1
-	// Line and Column locate the rule; WhenLine and WhenColumn locate its `when` value, so a
-	// compile error can point into the expression.
-	Line, Column         int
-	WhenLine, WhenColumn int
-}
+// RuleSpec is one raw pool rule (§6), compiled by package rules.
+type RuleSpec = rules.Spec
 
 // Default is the configuration used without a poolflow.yaml: max_running 32 and the default
 // pool with 128 slots.

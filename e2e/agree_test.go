@@ -22,6 +22,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/poolflow/poolflow/cli"
+	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/server"
 	"github.com/poolflow/poolflow/store"
@@ -155,7 +156,7 @@ func newAgreement(t *testing.T) *agreement {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := executor.LoadConfig(a.cfgPath)
+	cfg, err := config.LoadChecked(a.cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}

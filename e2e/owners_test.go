@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/executor/runner"
+	"github.com/poolflow/poolflow/explain"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -68,7 +68,7 @@ func tiOf(t *testing.T, st store.Store, run store.Run, taskID string) store.Task
 func entryOf(st store.Store, dagID, runID, taskID string) store.Entry {
 	r := runOf(st, dagID, runID)
 	e, _ := st.LatestEntry(context.Background(), r.PK, taskID)
-	_ = executor.Explain(context.Background(), st, time.Now(), &e) // why it waits, as a reader sees it
+	_ = explain.Fill(context.Background(), st, time.Now(), &e) // why it waits, as a reader sees it
 	return e
 }
 

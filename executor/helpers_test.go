@@ -9,6 +9,7 @@ import (
 
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/executor/runner"
+	"github.com/poolflow/poolflow/explain"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/store/storetest"
 )
@@ -36,7 +37,7 @@ func (b *bundle) latest(run int64, taskID string) (store.Entry, error) {
 	if b.clock != nil {
 		now = b.clock.Now()
 	}
-	return e, Explain(context.Background(), b.st, now, &e)
+	return e, explain.Fill(context.Background(), b.st, now, &e)
 }
 
 func setup(t testing.TB, cfgYAML string, dags map[string]string) *bundle {
@@ -153,4 +154,8 @@ func readLog(t testing.TB, b *bundle, dagID, runID, taskID string, try int) stri
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+func storedPool(name string, slots int) store.Pool {
+	return store.Pool{Name: name, Slots: slots, TargetSlots: store.NoTarget, Ordering: "backfill", OnResize: "immediate", Source: "store"}
 }

@@ -306,7 +306,7 @@ tasks:
 					t.Fatal(err)
 				}
 				defer cli.Close()
-				if err := cli.WithTx(context.Background(), func(tx store.Tx) error { return SyncPools(tx, cfg, time.Now()) }); err != nil {
+				if err := cli.WithTx(context.Background(), func(tx store.Tx) error { return config.SyncPools(tx, cfg, time.Now()) }); err != nil {
 					t.Fatal(err)
 				}
 				ps, _ := b.st.ListPools(context.Background())

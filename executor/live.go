@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/explain"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
 )
@@ -268,7 +269,7 @@ type liveEntry struct {
 // each daemon on its own (§9). It is built for each put into the queue and not kept: the queue
 // holds its own copy, and at 100,000 waiting entries a second one costs 20 MB.
 func (le *liveEntry) admission(block pools.Block) pools.Entry {
-	pe := poolEntry(&le.Entry, block)
+	pe := explain.Entry(&le.Entry, block)
 	if needs, kept := le.remaining(); kept != nil {
 		pe.Needs, pe.Kept = requirementsToNeeds(needs), requirementsToNeeds(kept)
 	}
@@ -321,14 +322,4 @@ func (r *liveRun) due() time.Time {
 
 func label(dagID, taskID string, try int) string {
 	return fmt.Sprintf("%s.%s try %d", dagID, taskID, try)
-}
-
-// poolEntry converts an entry to what pools.Admit sees.
-func poolEntry(e *store.Entry, block pools.Block) pools.Entry {
-	pe := pools.Entry{ID: e.ID, Label: e.Label, Priority: e.Priority, Due: e.Due, Deadline: e.Deadline,
-		Block: block, Force: e.Force, Needs: make([]pools.Need, len(e.Needs))}
-	for i, n := range e.Needs {
-		pe.Needs[i] = pools.Need{Pool: n.Pool, Slots: n.Slots}
-	}
-	return pe
 }

@@ -3,6 +3,7 @@ package executor
 import (
 	"time"
 
+	"github.com/poolflow/poolflow/explain"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
 )
@@ -58,7 +59,7 @@ func (l *loop) syncEntries() {
 func (l *loop) syncQueue(now time.Time, claims []store.Claim) {
 	l.syncEntries()
 	for _, sp := range l.pools {
-		l.queue.SetPool(namedPool(sp))
+		l.queue.SetPool(explain.Pool(sp))
 	}
 	holders := make(map[string][]pools.Holder, len(l.pools))
 	for _, c := range claims {
@@ -79,7 +80,7 @@ func (l *loop) rebuildQueue() {
 		l.qimplicit[pools.GlobalPool] = true
 	}
 	for _, sp := range l.pools {
-		l.queue.SetPool(namedPool(sp))
+		l.queue.SetPool(explain.Pool(sp))
 	}
 	for _, le := range l.entries {
 		l.putEntry(le)
@@ -164,9 +165,4 @@ func queueEntry(le *liveEntry, block pools.Block) pools.Entry {
 		pe.Queued = le.NotBefore
 	}
 	return pe
-}
-
-func namedPool(sp store.Pool) pools.Pool {
-	return pools.Pool{Name: sp.Name, Slots: sp.Slots, Ordering: pools.Ordering(sp.Ordering),
-		StarvationAfter: sp.StarvationAfter}
 }

@@ -19,7 +19,7 @@ import (
 )
 
 // registry holds the loaded DAGs and the configuration they were validated against: YAML files
-// of the DAGs folder and the DAGs registered from Go, checked by Validate against the Effective
+// of the DAGs folder and the DAGs registered from Go, checked by config.Validate against the config.Effective
 // configuration (poolflow.yaml plus the stored pools). It re-validates every DAG when any input
 // changes — a DAG file, poolflow.yaml, a stored pool — off the scheduler loop (watch), decoding
 // only the files that changed (dag.Loader). A broken file is reported and leaves the others
@@ -40,7 +40,7 @@ type registry struct {
 	errs   []*dag.ImportError
 	stamp  string
 	gen    uint64 // incremented by every refresh that changed what is loaded or the configuration
-	eff    *Effective
+	eff    *config.Effective
 	cfgGen uint64 // incremented when the effective configuration changed (file or stored pools)
 	stored string // digest of the stored pools eff was built from
 	status ConfigStatus
@@ -73,7 +73,7 @@ type ConfigStatus struct {
 func newRegistry(dir string, goDAGs []*dag.DAG, st store.Store, settings *config.Config, log *slog.Logger) *registry {
 	r := &registry{dir: dir, goDAGs: goDAGs, st: st, log: log, dags: map[string]*dag.DAG{}, sleep: time.Sleep,
 		reqs: make(chan *refreshReq), offers: make(chan []store.Pool, 1)}
-	r.eff = NewEffective(settings, nil)
+	r.eff = config.NewEffective(settings, nil)
 	r.status = ConfigStatus{File: settings.File, LoadedAt: time.Now().UTC()}
 	if settings.File != "" {
 		r.cfgStamp, _ = fileStamp(settings.File)
@@ -231,7 +231,7 @@ func (r *registry) refresh(req *refreshReq) bool {
 	}
 	effChanged := settings != eff.Settings || storedChanged || !loaded
 	if effChanged {
-		eff = NewEffective(settings, stored)
+		eff = config.NewEffective(settings, stored)
 		if eff.Rules != nil {
 			eff.Rules.SetLogger(r.log)
 		}
@@ -255,7 +255,7 @@ func (r *registry) refresh(req *refreshReq) bool {
 		r.mu.Unlock()
 		return false
 	}
-	v := Validate(Sources{Dir: r.dir, GoDAGs: r.goDAGs, Loader: &r.loader}, eff)
+	v := config.Validate(config.Sources{Dir: r.dir, GoDAGs: r.goDAGs, Loader: &r.loader}, eff)
 	m := make(map[string]*dag.DAG, len(v.DAGs))
 	for _, d := range v.DAGs {
 		m[d.ID] = d
@@ -287,8 +287,8 @@ func (r *registry) readConfig(file string, cur *config.Config, stored []store.Po
 	var next *config.Config
 	if err != nil {
 		err = fmt.Errorf("read config: %w", err)
-	} else if next, err = ParseConfig(file, data); err == nil {
-		err = NewEffective(next, stored).Problems()
+	} else if next, err = config.ParseChecked(file, data); err == nil {
+		err = config.NewEffective(next, stored).Problems()
 	}
 	if err != nil {
 		msg := file + " was not reloaded; the previous configuration stays in force:\n" + err.Error()
@@ -354,7 +354,7 @@ func (r *registry) generation() uint64 {
 }
 
 // effective is the configuration in force and its generation.
-func (r *registry) effective() (*Effective, uint64) {
+func (r *registry) effective() (*config.Effective, uint64) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.eff, r.cfgGen

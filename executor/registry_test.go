@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/poolflow/poolflow/config"
 )
 
 // TestRegistryWaitsForWriters: a poolflow.yaml caught between its truncation and its write is
@@ -108,7 +110,7 @@ func registryOver(t *testing.T, cfgYAML, dagYAML string, age time.Duration) (cfg
 			}
 		}
 	}
-	cfg, err := LoadConfig(cfgPath)
+	cfg, err := config.LoadChecked(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}

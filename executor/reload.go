@@ -13,7 +13,7 @@ import (
 )
 
 // Live configuration. The registry (registry.go) watches poolflow.yaml and learns of stored
-// pool changes from the loop; it builds the new Effective configuration and re-validates the
+// pool changes from the loop; it builds the new config.Effective configuration and re-validates the
 // DAGs off the loop. The loop then applies a new configuration generation inside its next pass
 // (applyConfig): it syncs the file pools into the store (on_resize: drain keeps the old capacity
 // while the queue drains, §4.7), takes the new rules (waiting entries keep the pools they were
@@ -35,13 +35,10 @@ func (d *Daemon) Reload(ctx context.Context) error {
 	}
 	d.loop.wake()
 	if st := d.loop.reg.configStatus(); st.Error != "" {
-		return fmt.Errorf("%w: %s", ErrInvalidConfig, st.Error)
+		return fmt.Errorf("%w: %s", config.ErrInvalid, st.Error)
 	}
 	return nil
 }
-
-// ErrInvalidConfig is a configuration whose problems keep it from being used.
-var ErrInvalidConfig = errors.New("invalid configuration")
 
 // ConfigStatus says which configuration is in force and what is wrong with the newest one.
 func (d *Daemon) ConfigStatus() ConfigStatus { return d.loop.reg.configStatus() }
@@ -53,7 +50,7 @@ func (d *Daemon) Settings() *config.Config {
 }
 
 // Effective is the configuration in force: file pools, stored pools and rules.
-func (d *Daemon) Effective() *Effective {
+func (d *Daemon) Effective() *config.Effective {
 	eff, _ := d.loop.reg.effective()
 	return eff
 }
@@ -113,7 +110,7 @@ func (l *loop) applyConfig(ctx context.Context, tx store.Tx, now time.Time) erro
 	prev := l.cfg.Settings
 	l.cfg.Settings = eff.Settings
 	if err := l.syncPools(tx, now); err != nil {
-		if !errors.Is(err, ErrInvalidConfig) {
+		if !errors.Is(err, config.ErrInvalid) {
 			return err
 		}
 		// Reported by the registry (health, UI); the pools that do hold were written.
@@ -159,4 +156,14 @@ func (l *loop) setGlobalLimit(tx store.Tx, maxRunning int) error {
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	return tx.SetImplicitLimit(ids, pools.GlobalPool, maxRunning)
+}
+
+// syncPools is config.SyncPools for this loop. A `dags test` process only adds the file pools
+// the store does not have yet: the pool table belongs to the serve daemons, and a test run with
+// another poolflow.yaml (or none) must not change or drop the pools they admit against.
+func (l *loop) syncPools(tx store.Tx, now time.Time) error {
+	if l.cfg.Test == nil {
+		return config.SyncPools(tx, l.cfg.Settings, now)
+	}
+	return config.AddMissingPools(tx, l.cfg.Settings, now)
 }

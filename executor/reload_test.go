@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/executor/runner"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
@@ -25,7 +26,7 @@ func setupReload(t *testing.T, cfgYAML string, dags map[string]string) *reloadBu
 	b := setup(t, "", dags)
 	rb := &reloadBundle{bundle: b, cfgPath: filepath.Join(b.dir, "poolflow.yaml")}
 	rb.writeConfig(t, cfgYAML)
-	cfg, err := LoadConfig(rb.cfgPath)
+	cfg, err := config.LoadChecked(rb.cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func TestStoredPoolRevalidates(t *testing.T) {
 	}
 	defer other.Close()
 	err = other.WithTx(context.Background(), func(tx store.Tx) error {
-		return SetPool(tx, rb.cfg, nil, pools.Spec{Name: "extra", Slots: 2}, false, time.Now())
+		return config.SetPool(tx, rb.cfg, nil, pools.Spec{Name: "extra", Slots: 2}, false, time.Now())
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -278,7 +279,7 @@ func TestStoredPoolRevalidates(t *testing.T) {
 		t.Fatalf("run %s (%s)", n.State, n.Reason)
 	}
 	err = other.WithTx(context.Background(), func(tx store.Tx) error {
-		return DeletePool(tx, rb.cfg, nil, "extra", true, time.Now())
+		return config.DeletePool(tx, rb.cfg, nil, "extra", true, time.Now())
 	})
 	if err != nil {
 		t.Fatal(err)

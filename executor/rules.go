@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/executor/attempt"
 	"github.com/poolflow/poolflow/rules"
@@ -17,7 +18,7 @@ func (l *loop) compileRules() error {
 	l.reg.ensure()
 	eff, gen := l.reg.effective()
 	if err := eff.Problems(); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return fmt.Errorf("%w: %w", config.ErrInvalid, err)
 	}
 	l.cfg.Settings, l.ruleSet, l.cfgGen = eff.Settings, eff.Rules, gen
 	return nil

@@ -7,13 +7,11 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/poolflow/poolflow/config"
 )
 
 // mustCompile compiles specs against any pool name, failing the test on error. Warnings are
 // discarded; tests about them set their own logger.
-func mustCompile(t testing.TB, specs ...config.RuleSpec) *Set {
+func mustCompile(t testing.TB, specs ...Spec) *Set {
 	t.Helper()
 	set, err := Compile(specs, nil, "default")
 	if err != nil {
@@ -25,17 +23,17 @@ func mustCompile(t testing.TB, specs ...config.RuleSpec) *Set {
 
 func TestAssign(t *testing.T) {
 	t.Parallel()
-	heavy := config.RuleSpec{Name: "heavy-etl", Priority: 10, When: `dag_id startsWith "etl_" and "heavy" in tags`, Pool: "warehouse", Slots: 2}
-	manual := config.RuleSpec{Name: "manual", Priority: 5, When: `trigger == "manual"`, Pool: "interactive"}
-	anyETL := config.RuleSpec{Name: "any-etl", Priority: 20, When: `dag_id startsWith "etl_"`, Pool: "etl"}
-	retry := config.RuleSpec{Name: "retries", Priority: 1, When: `try_number > 1`, Pool: "retry"}
-	night := config.RuleSpec{Name: "night", Priority: 3, When: `logical_date.Hour() < 6 and kind in ["command", "bash"]`, Pool: "night"}
-	eu := config.RuleSpec{Name: "eu", Priority: 4, When: `params.region == "eu" and owner == "ana"`, Pool: "eu"}
+	heavy := Spec{Name: "heavy-etl", Priority: 10, When: `dag_id startsWith "etl_" and "heavy" in tags`, Pool: "warehouse", Slots: 2}
+	manual := Spec{Name: "manual", Priority: 5, When: `trigger == "manual"`, Pool: "interactive"}
+	anyETL := Spec{Name: "any-etl", Priority: 20, When: `dag_id startsWith "etl_"`, Pool: "etl"}
+	retry := Spec{Name: "retries", Priority: 1, When: `try_number > 1`, Pool: "retry"}
+	night := Spec{Name: "night", Priority: 3, When: `logical_date.Hour() < 6 and kind in ["command", "bash"]`, Pool: "night"}
+	eu := Spec{Name: "eu", Priority: 4, When: `params.region == "eu" and owner == "ana"`, Pool: "eu"}
 
 	noon := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name      string
-		specs     []config.RuleSpec
+		specs     []Spec
 		attrs     Attrs
 		wantRule  string
 		wantPool  string
@@ -44,32 +42,32 @@ func TestAssign(t *testing.T) {
 	}{
 		{
 			name:  "single match with slots",
-			specs: []config.RuleSpec{heavy}, attrs: Attrs{DAGID: "etl_sales", Tags: []string{"nightly", "heavy"}},
+			specs: []Spec{heavy}, attrs: Attrs{DAGID: "etl_sales", Tags: []string{"nightly", "heavy"}},
 			wantRule: "heavy-etl", wantPool: "warehouse", wantSlots: 2, wantTrace: []string{"heavy-etl"},
 		},
 		{
 			name:  "slots default to 1",
-			specs: []config.RuleSpec{anyETL}, attrs: Attrs{DAGID: "etl_sales"},
+			specs: []Spec{anyETL}, attrs: Attrs{DAGID: "etl_sales"},
 			wantRule: "any-etl", wantPool: "etl", wantSlots: 1, wantTrace: []string{"any-etl"},
 		},
 		{
 			name:  "lowest priority is evaluated first, whatever the file order",
-			specs: []config.RuleSpec{anyETL, heavy}, attrs: Attrs{DAGID: "etl_sales", Tags: []string{"heavy"}},
+			specs: []Spec{anyETL, heavy}, attrs: Attrs{DAGID: "etl_sales", Tags: []string{"heavy"}},
 			wantRule: "heavy-etl", wantPool: "warehouse", wantSlots: 2, wantTrace: []string{"heavy-etl"},
 		},
 		{
 			name:  "first match wins and later rules are not evaluated",
-			specs: []config.RuleSpec{anyETL, heavy, manual}, attrs: Attrs{DAGID: "etl_sales", Tags: []string{"heavy"}, Trigger: "manual"},
+			specs: []Spec{anyETL, heavy, manual}, attrs: Attrs{DAGID: "etl_sales", Tags: []string{"heavy"}, Trigger: "manual"},
 			wantRule: "manual", wantPool: "interactive", wantSlots: 1, wantTrace: []string{"manual"},
 		},
 		{
 			name:  "falls through non-matching rules",
-			specs: []config.RuleSpec{anyETL, heavy, manual}, attrs: Attrs{DAGID: "etl_sales", Trigger: "schedule"},
+			specs: []Spec{anyETL, heavy, manual}, attrs: Attrs{DAGID: "etl_sales", Trigger: "schedule"},
 			wantRule: "any-etl", wantPool: "etl", wantSlots: 1, wantTrace: []string{"manual", "heavy-etl", "any-etl"},
 		},
 		{
 			name:  "no match gives the default pool with one slot",
-			specs: []config.RuleSpec{anyETL, heavy, manual}, attrs: Attrs{DAGID: "report", Trigger: "schedule"},
+			specs: []Spec{anyETL, heavy, manual}, attrs: Attrs{DAGID: "report", Trigger: "schedule"},
 			wantRule: "", wantPool: "default", wantSlots: 1, wantTrace: []string{"manual", "heavy-etl", "any-etl"},
 		},
 		{
@@ -79,27 +77,27 @@ func TestAssign(t *testing.T) {
 		},
 		{
 			name:  "first try does not match a retry rule",
-			specs: []config.RuleSpec{retry, anyETL}, attrs: Attrs{DAGID: "etl_sales", TryNumber: 1},
+			specs: []Spec{retry, anyETL}, attrs: Attrs{DAGID: "etl_sales", TryNumber: 1},
 			wantRule: "any-etl", wantPool: "etl", wantSlots: 1, wantTrace: []string{"retries", "any-etl"},
 		},
 		{
 			name:  "logical date and kind",
-			specs: []config.RuleSpec{night}, attrs: Attrs{Kind: "bash", LogicalDate: noon.Add(-9 * time.Hour)},
+			specs: []Spec{night}, attrs: Attrs{Kind: "bash", LogicalDate: noon.Add(-9 * time.Hour)},
 			wantRule: "night", wantPool: "night", wantSlots: 1, wantTrace: []string{"night"},
 		},
 		{
 			name:  "logical date outside the window",
-			specs: []config.RuleSpec{night}, attrs: Attrs{Kind: "bash", LogicalDate: noon},
+			specs: []Spec{night}, attrs: Attrs{Kind: "bash", LogicalDate: noon},
 			wantRule: "", wantPool: "default", wantSlots: 1, wantTrace: []string{"night"},
 		},
 		{
 			name:  "params",
-			specs: []config.RuleSpec{eu}, attrs: Attrs{Owner: "ana", Params: map[string]any{"region": "eu"}},
+			specs: []Spec{eu}, attrs: Attrs{Owner: "ana", Params: map[string]any{"region": "eu"}},
 			wantRule: "eu", wantPool: "eu", wantSlots: 1, wantTrace: []string{"eu"},
 		},
 		{
 			name:  "missing param reads as nil and does not match",
-			specs: []config.RuleSpec{eu}, attrs: Attrs{Owner: "ana"},
+			specs: []Spec{eu}, attrs: Attrs{Owner: "ana"},
 			wantRule: "", wantPool: "default", wantSlots: 1, wantTrace: []string{"eu"},
 		},
 	}
@@ -149,9 +147,9 @@ func (b *syncBuffer) String() string {
 func TestAssignRuntimeErrorIsNonMatchWarnedOncePerRule(t *testing.T) {
 	t.Parallel()
 	set := mustCompile(t,
-		config.RuleSpec{Name: "big-batch", Priority: 1, When: `params.batch > 100`, Pool: "big"},
-		config.RuleSpec{Name: "third-tag", Priority: 2, When: `tags[2] == "x"`, Pool: "x"},
-		config.RuleSpec{Name: "fallback", Priority: 3, When: `kind == "go"`, Pool: "go"},
+		Spec{Name: "big-batch", Priority: 1, When: `params.batch > 100`, Pool: "big"},
+		Spec{Name: "third-tag", Priority: 2, When: `tags[2] == "x"`, Pool: "x"},
+		Spec{Name: "fallback", Priority: 3, When: `kind == "go"`, Pool: "go"},
 	)
 	var logs syncBuffer
 	set.SetLogger(slog.New(slog.NewTextHandler(&logs, nil)))
@@ -198,7 +196,7 @@ func TestAssignRuntimeErrorIsNonMatchWarnedOncePerRule(t *testing.T) {
 func TestAssignNonBoolResultIsNonMatch(t *testing.T) {
 	t.Parallel()
 	// params values are typed any, so `params.flag` compiles and may hold a non-boolean.
-	set := mustCompile(t, config.RuleSpec{Name: "flag", Priority: 1, When: `params.flag`, Pool: "p"})
+	set := mustCompile(t, Spec{Name: "flag", Priority: 1, When: `params.flag`, Pool: "p"})
 	got := set.Assign(Attrs{Params: map[string]any{"flag": "yes"}})
 	if got.Rule != "" || got.Rules[0].Error == "" {
 		t.Errorf("Assign = %+v, want no match with an error", got)
@@ -213,7 +211,7 @@ func TestAssignNonBoolResultIsNonMatch(t *testing.T) {
 // assigned afresh with its own try number.
 func TestAssignDeterministicAndRetry(t *testing.T) {
 	t.Parallel()
-	specs := []config.RuleSpec{
+	specs := []Spec{
 		{Name: "retries", Priority: 1, When: `try_number > 1`, Pool: "retry"},
 		{Name: "etl", Priority: 2, When: `dag_id startsWith "etl_"`, Pool: "etl", Slots: 2},
 	}
@@ -225,7 +223,7 @@ func TestAssignDeterministicAndRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	changed := append([]config.RuleSpec(nil), specs...)
+	changed := append([]Spec(nil), specs...)
 	changed[1].Pool, changed[1].Slots = "warehouse", 4
 	reloaded := mustCompile(t, changed...)
 	if got := reloaded.Assign(first); got.Pool != "warehouse" || got.Slots != 4 {

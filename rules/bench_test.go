@@ -3,8 +3,6 @@ package rules
 import (
 	"fmt"
 	"testing"
-
-	"github.com/poolflow/poolflow/config"
 )
 
 // BenchmarkAssign50 is the worst realistic case: 49 rules that do not match, of the shapes
@@ -17,12 +15,12 @@ func BenchmarkAssign50(b *testing.B) {
 		`params.region == "region-%d" and kind in ["command", "bash"]`,
 		`try_number > %d + 1 and task_id matches "^load"`,
 	}
-	var specs []config.RuleSpec
+	var specs []Spec
 	for i := range 49 {
 		when := fmt.Sprintf(shapes[i%len(shapes)], i)
-		specs = append(specs, config.RuleSpec{Name: fmt.Sprintf("r%02d", i), Priority: i, When: when, Pool: "p"})
+		specs = append(specs, Spec{Name: fmt.Sprintf("r%02d", i), Priority: i, When: when, Pool: "p"})
 	}
-	specs = append(specs, config.RuleSpec{Name: "heavy-etl", Priority: 100,
+	specs = append(specs, Spec{Name: "heavy-etl", Priority: 100,
 		When: `dag_id startsWith "etl_" and "heavy" in tags`, Pool: "warehouse", Slots: 2})
 	set := mustCompile(b, specs...)
 	a := Attrs{DAGID: "etl_sales", TaskID: "load_orders", RunID: "scheduled__2024-05-01", Owner: "data",

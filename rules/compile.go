@@ -13,8 +13,6 @@ import (
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
-
-	"github.com/poolflow/poolflow/config"
 )
 
 // DefaultPool is the pool used when Compile is given no default pool name.
@@ -66,7 +64,7 @@ func (e *ConfigError) Error() string {
 func (e *ConfigError) Position() (line, column int) { return e.Line, e.Column }
 
 // Compile compiles specs; see CompileFile. Errors carry no file name.
-func Compile(specs []config.RuleSpec, poolExists func(name string) bool, defaultPool string) (*Set, error) {
+func Compile(specs []Spec, poolExists func(name string) bool, defaultPool string) (*Set, error) {
 	return CompileFile("", specs, poolExists, defaultPool)
 }
 
@@ -74,13 +72,13 @@ func Compile(specs []config.RuleSpec, poolExists func(name string) bool, default
 // reports whether a pool is configured; nil skips the check (e.g. a `rules test` without pools).
 // An empty defaultPool means DefaultPool. Every invalid rule is reported, one *ConfigError per
 // problem, joined with errors.Join so each is on its own line.
-func CompileFile(file string, specs []config.RuleSpec, poolExists func(name string) bool, defaultPool string) (*Set, error) {
+func CompileFile(file string, specs []Spec, poolExists func(name string) bool, defaultPool string) (*Set, error) {
 	if defaultPool == "" {
 		defaultPool = DefaultPool
 	}
 	s := &Set{defaultPool: defaultPool}
 	var errs []error
-	fail := func(sp config.RuleSpec, label, field string, line, col int, format string, args ...any) {
+	fail := func(sp Spec, label, field string, line, col int, format string, args ...any) {
 		if line == 0 {
 			line, col = sp.Line, sp.Column
 		}
@@ -167,14 +165,14 @@ func oneLine(err error) string {
 	return strings.ReplaceAll(err.Error(), "\n", " ")
 }
 
-func labelOf(sp config.RuleSpec, i int) string {
+func labelOf(sp Spec, i int) string {
 	if sp.Name == "" {
 		return fmt.Sprintf("#%d", i+1)
 	}
 	return sp.Name
 }
 
-func firstRef(sp config.RuleSpec, i int) string {
+func firstRef(sp Spec, i int) string {
 	if sp.Line > 0 {
 		return fmt.Sprintf("the rule at %d:%d", sp.Line, sp.Column)
 	}

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"slices"
 	"testing"
-
-	"github.com/poolflow/poolflow/config"
 )
 
 func knownPools(names ...string) func(string) bool {
@@ -14,24 +12,24 @@ func knownPools(names ...string) func(string) bool {
 
 func TestCompileErrors(t *testing.T) {
 	t.Parallel()
-	ok := func(name string, priority, line int) config.RuleSpec {
-		return config.RuleSpec{Name: name, Priority: priority, When: `kind == "go"`, Pool: "warehouse",
+	ok := func(name string, priority, line int) Spec {
+		return Spec{Name: name, Priority: priority, When: `kind == "go"`, Pool: "warehouse",
 			Line: line, Column: 5, WhenLine: line + 2, WhenColumn: 11}
 	}
-	with := func(sp config.RuleSpec, edit func(*config.RuleSpec)) config.RuleSpec {
+	with := func(sp Spec, edit func(*Spec)) Spec {
 		edit(&sp)
 		return sp
 	}
 	tests := []struct {
 		name  string
 		file  string
-		specs []config.RuleSpec
+		specs []Spec
 		want  string
 	}{
 		{
 			name: "unknown name in when",
 			file: "poolflow.yaml",
-			specs: []config.RuleSpec{with(ok("heavy-etl", 10, 10), func(s *config.RuleSpec) {
+			specs: []Spec{with(ok("heavy-etl", 10, 10), func(s *Spec) {
 				s.When = `dag_id startsWith "etl_" and "heavy" in tagz`
 			})},
 			want: `poolflow.yaml:12:11: rule heavy-etl: when: unknown name tagz (1:41)`,
@@ -39,7 +37,7 @@ func TestCompileErrors(t *testing.T) {
 		{
 			name: "position on a later line of a block scalar",
 			file: "poolflow.yaml",
-			specs: []config.RuleSpec{with(ok("heavy-etl", 10, 10), func(s *config.RuleSpec) {
+			specs: []Spec{with(ok("heavy-etl", 10, 10), func(s *Spec) {
 				s.When = "dag_id == \"a\" and\n  try_number > \"x\""
 			})},
 			want: `poolflow.yaml:12:11: rule heavy-etl: when: invalid operation: > (mismatched types int and string) (2:14)`,
@@ -47,66 +45,66 @@ func TestCompileErrors(t *testing.T) {
 		{
 			name:  "not a boolean",
 			file:  "poolflow.yaml",
-			specs: []config.RuleSpec{with(ok("r", 1, 3), func(s *config.RuleSpec) { s.When = "dag_id" })},
+			specs: []Spec{with(ok("r", 1, 3), func(s *Spec) { s.When = "dag_id" })},
 			want:  `poolflow.yaml:5:11: rule r: when: expected bool, but got string`,
 		},
 		{
 			name:  "syntax error",
 			file:  "poolflow.yaml",
-			specs: []config.RuleSpec{with(ok("r", 1, 3), func(s *config.RuleSpec) { s.When = "dag_id ==" })},
+			specs: []Spec{with(ok("r", 1, 3), func(s *Spec) { s.When = "dag_id ==" })},
 			want:  `poolflow.yaml:5:11: rule r: when: unexpected token EOF (1:9)`,
 		},
 		{
 			name:  "now is disabled",
 			file:  "poolflow.yaml",
-			specs: []config.RuleSpec{with(ok("r", 1, 3), func(s *config.RuleSpec) { s.When = "now() > logical_date" })},
+			specs: []Spec{with(ok("r", 1, 3), func(s *Spec) { s.When = "now() > logical_date" })},
 			want:  `poolflow.yaml:5:11: rule r: when: unknown name now (1:1)`,
 		},
 		{
 			name:  "empty when",
 			file:  "poolflow.yaml",
-			specs: []config.RuleSpec{with(ok("r", 1, 3), func(s *config.RuleSpec) { s.When = "  " })},
+			specs: []Spec{with(ok("r", 1, 3), func(s *Spec) { s.When = "  " })},
 			want:  `poolflow.yaml:5:11: rule r: when: must not be empty`,
 		},
 		{
 			name:  "unknown pool",
 			file:  "poolflow.yaml",
-			specs: []config.RuleSpec{with(ok("heavy-etl", 10, 8), func(s *config.RuleSpec) { s.Pool = "warehous" })},
+			specs: []Spec{with(ok("heavy-etl", 10, 8), func(s *Spec) { s.Pool = "warehous" })},
 			want:  `poolflow.yaml:8:5: rule heavy-etl: pool: unknown pool "warehous"`,
 		},
 		{
 			name:  "empty pool",
 			file:  "poolflow.yaml",
-			specs: []config.RuleSpec{with(ok("heavy-etl", 10, 8), func(s *config.RuleSpec) { s.Pool = "" })},
+			specs: []Spec{with(ok("heavy-etl", 10, 8), func(s *Spec) { s.Pool = "" })},
 			want:  `poolflow.yaml:8:5: rule heavy-etl: pool: must not be empty`,
 		},
 		{
 			name:  "duplicate name",
 			file:  "poolflow.yaml",
-			specs: []config.RuleSpec{ok("heavy-etl", 10, 8), ok("heavy-etl", 20, 14)},
+			specs: []Spec{ok("heavy-etl", 10, 8), ok("heavy-etl", 20, 14)},
 			want:  `poolflow.yaml:14:5: rule heavy-etl: name: duplicate; first used by the rule at 8:5`,
 		},
 		{
 			name:  "duplicate priority",
 			file:  "poolflow.yaml",
-			specs: []config.RuleSpec{ok("heavy-etl", 10, 8), ok("light", 10, 14)},
+			specs: []Spec{ok("heavy-etl", 10, 8), ok("light", 10, 14)},
 			want:  `poolflow.yaml:14:5: rule light: priority: 10 is also the priority of rule heavy-etl`,
 		},
 		{
 			name:  "empty name",
 			file:  "poolflow.yaml",
-			specs: []config.RuleSpec{ok("a", 1, 8), ok("", 2, 14)},
+			specs: []Spec{ok("a", 1, 8), ok("", 2, 14)},
 			want:  `poolflow.yaml:14:5: rule #2: name: must not be empty`,
 		},
 		{
 			name:  "negative slots",
 			file:  "poolflow.yaml",
-			specs: []config.RuleSpec{with(ok("r", 1, 8), func(s *config.RuleSpec) { s.Slots = -2 })},
+			specs: []Spec{with(ok("r", 1, 8), func(s *Spec) { s.Slots = -2 })},
 			want:  `poolflow.yaml:8:5: rule r: slots: must be at least 1, got -2`,
 		},
 		{
 			name: "no positions, no file",
-			specs: []config.RuleSpec{
+			specs: []Spec{
 				{Name: "a", Priority: 1, When: "true", Pool: "warehouse"},
 				{Name: "a", Priority: 1, When: "tagz", Pool: "nope"},
 			},
@@ -118,9 +116,9 @@ func TestCompileErrors(t *testing.T) {
 		{
 			name: "every error is reported, in file order",
 			file: "poolflow.yaml",
-			specs: []config.RuleSpec{
-				with(ok("heavy-etl", 10, 8), func(s *config.RuleSpec) { s.When = `"heavy" in tagz` }),
-				with(ok("", 20, 14), func(s *config.RuleSpec) { s.Pool = "gpu"; s.Slots = -1 }),
+			specs: []Spec{
+				with(ok("heavy-etl", 10, 8), func(s *Spec) { s.When = `"heavy" in tagz` }),
+				with(ok("", 20, 14), func(s *Spec) { s.Pool = "gpu"; s.Slots = -1 }),
 				ok("heavy-etl", 20, 20),
 			},
 			want: "poolflow.yaml:10:11: rule heavy-etl: when: unknown name tagz (1:12)\n" +
@@ -151,7 +149,7 @@ func TestCompileErrors(t *testing.T) {
 
 func TestCompileDefaults(t *testing.T) {
 	t.Parallel()
-	specs := []config.RuleSpec{
+	specs := []Spec{
 		{Name: "late", Priority: 30, When: "true", Pool: "p"},
 		{Name: "early", Priority: -5, When: "true", Pool: "p", Slots: 3},
 		{Name: "mid", Priority: 7, When: "true", Pool: "p"},

@@ -4,8 +4,6 @@ import (
 	"reflect"
 	"testing"
 	"time"
-
-	"github.com/poolflow/poolflow/config"
 )
 
 func TestEnvCoversEveryName(t *testing.T) {
@@ -39,7 +37,7 @@ func TestAssignSeesEveryAttribute(t *testing.T) {
 		`logical_date >= date("2024-05-01 04:00:00") and logical_date < date("2024-05-01 05:00", "2006-01-02 15:04")`,
 	}
 	for _, c := range conds {
-		set := mustCompile(t, config.RuleSpec{Name: "r", Priority: 1, When: c, Pool: "p"})
+		set := mustCompile(t, Spec{Name: "r", Priority: 1, When: c, Pool: "p"})
 		if got := set.Assign(a); got.Rule != "r" {
 			t.Errorf("%s: did not match: %+v", c, got.Rules)
 		}

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/poolflow/poolflow/config"
 )
 
 // FuzzRule compiles an arbitrary condition and evaluates it against arbitrary attributes:
@@ -29,7 +27,7 @@ func FuzzRule(f *testing.F) {
 		f.Add(s, "etl_sales", "heavy,nightly", i, `{"region":"eu","n":4,"a":{"b":{"c":true}}}`, int64(i)*3600)
 	}
 	f.Fuzz(func(t *testing.T, when, dagID, tags string, try int, paramsJSON string, unix int64) {
-		set, err := Compile([]config.RuleSpec{{Name: "fz", Priority: 1, When: when, Pool: "p", Slots: 2}}, nil, "default")
+		set, err := Compile([]Spec{{Name: "fz", Priority: 1, When: when, Pool: "p", Slots: 2}}, nil, "default")
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("compile error spans lines: %q", err)

@@ -2,16 +2,14 @@ package rules
 
 import (
 	"testing"
-
-	"github.com/poolflow/poolflow/config"
 )
 
 func explainSet(t *testing.T) *Set {
 	t.Helper()
 	set := mustCompile(t,
-		config.RuleSpec{Name: "manual", Priority: 1, When: `trigger == "manual"`, Pool: "interactive"},
-		config.RuleSpec{Name: "big-batch", Priority: 5, When: `params.batch > 100`, Pool: "big"},
-		config.RuleSpec{Name: "heavy-etl", Priority: 10, When: `dag_id startsWith "etl_" and "heavy" in tags`, Pool: "warehouse", Slots: 2},
+		Spec{Name: "manual", Priority: 1, When: `trigger == "manual"`, Pool: "interactive"},
+		Spec{Name: "big-batch", Priority: 5, When: `params.batch > 100`, Pool: "big"},
+		Spec{Name: "heavy-etl", Priority: 10, When: `dag_id startsWith "etl_" and "heavy" in tags`, Pool: "warehouse", Slots: 2},
 	)
 	return set
 }

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/explain"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -119,7 +119,7 @@ func (s *Server) board(ctx context.Context) (BoardJSON, error) {
 	if err != nil {
 		return BoardJSON{}, err
 	}
-	why, err := executor.Reasons(ctx, s.cfg.Store, s.now())
+	why, err := explain.Reasons(ctx, s.cfg.Store, s.now())
 	if err != nil {
 		return BoardJSON{}, err
 	}

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
 )
@@ -219,7 +219,7 @@ func (s *Server) createPool(w http.ResponseWriter, r *http.Request) {
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		return executor.SetPool(tx, s.Settings(), s.loadedDAGs(), spec, false, s.now())
+		return config.SetPool(tx, s.Settings(), s.loadedDAGs(), spec, false, s.now())
 	})
 	s.afterPoolWrite(w, r, spec.Name, http.StatusOK, err)
 }
@@ -251,14 +251,14 @@ func (s *Server) patchPool(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		if prev.Source == "file" {
-			return fmt.Errorf("%w: pool %s is defined in %s; change it there", executor.ErrFilePool, name,
+			return fmt.Errorf("%w: pool %s is defined in %s; change it there", config.ErrFilePool, name,
 				orText(s.Settings().File, "poolflow.yaml"))
 		}
 		spec, err := body.spec(specOf(prev))
 		if err != nil {
 			return err
 		}
-		return executor.SetPool(tx, s.Settings(), s.loadedDAGs(), spec, force, s.now())
+		return config.SetPool(tx, s.Settings(), s.loadedDAGs(), spec, force, s.now())
 	})
 	s.afterPoolWrite(w, r, name, http.StatusOK, err)
 }
@@ -273,7 +273,7 @@ func (s *Server) deletePool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err = s.writer.WithTx(r.Context(), func(tx store.Tx) error {
-		err := executor.DeletePool(tx, s.Settings(), s.loadedDAGs(), name, force, s.now())
+		err := config.DeletePool(tx, s.Settings(), s.loadedDAGs(), name, force, s.now())
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound("pool %s not found", name)
 		}

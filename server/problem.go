@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/store"
 )
@@ -76,7 +77,7 @@ func (s *Server) classify(err error) (int, string) {
 		return http.StatusServiceUnavailable, unavailableDetail
 	case errors.Is(err, executor.ErrRefused), errors.Is(err, store.ErrConflict):
 		return http.StatusConflict, trimSentinel(err)
-	case errors.Is(err, executor.ErrPoolInUse), errors.Is(err, executor.ErrFilePool):
+	case errors.Is(err, config.ErrPoolInUse), errors.Is(err, config.ErrFilePool):
 		return http.StatusConflict, err.Error()
 	case errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound, err.Error()

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/rules"
 	"github.com/poolflow/poolflow/store"
 )
@@ -97,12 +97,12 @@ func (s *Server) testRules(w http.ResponseWriter, r *http.Request) {
 // compileRules gives the rules in force against the pools that exist now, configured and
 // stored: the same Effective configuration the daemon assigns with.
 func (s *Server) compileRules(r *http.Request) (*rules.Set, error) {
-	eff, err := executor.ReadEffective(r.Context(), s.cfg.Store, s.Settings())
+	eff, err := config.ReadEffective(r.Context(), s.cfg.Store, s.Settings())
 	if err != nil && !errors.Is(err, store.ErrUnavailable) {
 		return nil, err
 	}
 	if err != nil {
-		eff = executor.NewEffective(s.Settings(), nil)
+		eff = config.NewEffective(s.Settings(), nil)
 	}
 	if perr := eff.Problems(); perr != nil {
 		// The daemon would refuse this configuration too: say so rather than pretend a rule matched.

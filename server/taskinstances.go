@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
-	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/explain"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -104,7 +104,7 @@ func tiView(run store.Run, ti store.TaskInstance, task *dag.Task, weight int, en
 	if entry != nil {
 		reqs, limits := splitNeeds(entry.Needs)
 		v.Requirements, v.Limits = reqs, limits
-		v.TryNumber = executor.TryNumber(ti, entry)
+		v.TryNumber = explain.TryNumber(ti, entry)
 		id, state := entry.ID, entry.State
 		v.QueueID, v.QueueState = &id, &state
 		v.QueueDeadline, v.Due, v.QueuedWhen = ts(entry.Deadline), ts(entry.Due), ts(entry.CreatedAt)
@@ -424,7 +424,7 @@ func (s *Server) explain(ctx context.Context, entries map[string]store.Entry) er
 	if !waiting {
 		return nil
 	}
-	why, err := executor.Reasons(ctx, s.cfg.Store, s.now())
+	why, err := explain.Reasons(ctx, s.cfg.Store, s.now())
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package executor
+package config
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/rules"
@@ -24,7 +23,7 @@ import (
 // source "store". The default pool's `slots: remainder` is max_running minus every other
 // finite pool, file-defined or stored.
 type Effective struct {
-	Settings *config.Config
+	Settings *Config
 	// Stored are the store's own pools (source "store"), by name.
 	Stored []store.Pool
 	// Rules assign a pool to tasks that declare none; nil when the file has no rules. They are
@@ -37,11 +36,11 @@ type Effective struct {
 	problems []error
 }
 
-// NewEffective builds the effective configuration of cfg (nil = config.Default()) and the
+// NewEffective builds the effective configuration of cfg (nil = Default()) and the
 // store's pools. It never fails: what is wrong is in Problems.
-func NewEffective(cfg *config.Config, stored []store.Pool) *Effective {
+func NewEffective(cfg *Config, stored []store.Pool) *Effective {
 	if cfg == nil {
-		cfg = config.Default()
+		cfg = Default()
 	}
 	e := &Effective{Settings: cfg, caps: map[string]int{}}
 	file := orDefault(cfg.File, "poolflow.yaml")
@@ -85,9 +84,9 @@ func NewEffective(cfg *config.Config, stored []store.Pool) *Effective {
 	return e
 }
 
-func remainderError(cfg *config.Config, slots, finite int) error {
+func remainderError(cfg *Config, slots, finite int) error {
 	def, _ := cfg.Pool(pools.DefaultPool)
-	return &config.Error{File: cfg.File, Line: def.Line, Column: def.Column, Field: "pools.default.slots",
+	return &Error{File: cfg.File, Line: def.Line, Column: def.Column, Field: "pools.default.slots",
 		Msg: fmt.Sprintf("remainder is %d (max_running %d minus %d slots of the other pools, file-defined and stored); it must be at least 1",
 			slots, cfg.MaxRunning, finite)}
 }
@@ -132,7 +131,7 @@ func splitJoined(err error) []error {
 
 // ReadEffective builds the effective configuration of cfg with the pools st holds now; st nil
 // means no stored pools (no database yet).
-func ReadEffective(ctx context.Context, st store.Store, cfg *config.Config) (*Effective, error) {
+func ReadEffective(ctx context.Context, st store.Store, cfg *Config) (*Effective, error) {
 	if st == nil {
 		return NewEffective(cfg, nil), nil
 	}
@@ -236,3 +235,34 @@ func (v Validation) ValidDAG(id string) (*dag.DAG, error) {
 
 // ErrInvalidDAG is a DAG that exists but failed validation.
 var ErrInvalidDAG = errors.New("invalid dag")
+
+// LoadChecked reads poolflow.yaml and reports every problem of the file in one report, in file
+// order: unknown or invalid fields, pool resolution (remainder, strict pools) and the rules'
+// expressions, names and priorities. Whether a rule's pool exists depends on the stored pools
+// too, so that is checked by NewEffective. The daemon, the CLI and the API read it this way.
+func LoadChecked(path string) (*Config, error) {
+	return LoadWith(path, Options{CheckRules: checkRules})
+}
+
+// ParseChecked is LoadChecked on contents read from path.
+func ParseChecked(path string, data []byte) (*Config, error) {
+	return ParseWith(path, data, Options{CheckRules: checkRules})
+}
+
+// checkRules compiles the rules of a file so that their errors come in the file's own report.
+func checkRules(file string, specs []RuleSpec) []error {
+	if _, err := rules.CompileFile(file, specs, nil, rules.DefaultPool); err != nil {
+		return splitJoined(err)
+	}
+	return nil
+}
+
+// ErrInvalid is a configuration whose problems keep it from being used.
+var ErrInvalid = errors.New("invalid configuration")
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

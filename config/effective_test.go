@@ -1,4 +1,4 @@
-package executor
+package config
 
 import (
 	"context"
@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/store/storetest"
 )
 
-func mustParse(t *testing.T, src string) *config.Config {
+func mustParse(t *testing.T, src string) *Config {
 	t.Helper()
-	cfg, err := ParseConfig("poolflow.yaml", []byte(src))
+	cfg, err := ParseChecked("poolflow.yaml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,22 +117,22 @@ func TestValidateFolderAndFilesAgree(t *testing.T) {
 // synced stay as they are, even from a command that runs with another configuration.
 func TestPoolOpsWriteOnlyTheirPool(t *testing.T) {
 	t.Parallel()
-	b := setup(t, "", nil)
+	st := storetest.Open(t, filepath.Join(t.TempDir(), "poolflow.db"), store.Options{})
 	ctx := context.Background()
 	daemonCfg := mustParse(t, "max_running: 10\npools:\n  db: 2\n  default: {slots: remainder}\n")
 	now := time.Now()
-	if err := b.st.WithTx(ctx, func(tx store.Tx) error { return SyncPools(tx, daemonCfg, now) }); err != nil {
+	if err := st.WithTx(ctx, func(tx store.Tx) error { return SyncPools(tx, daemonCfg, now) }); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := b.st.ListPools(ctx)
-	cliCfg := config.Default() // a command run without --config
-	write := func(fn func(tx store.Tx) error) error { return b.st.WithTx(ctx, fn) }
+	before, _ := st.ListPools(ctx)
+	cliCfg := Default() // a command run without --config
+	write := func(fn func(tx store.Tx) error) error { return st.WithTx(ctx, fn) }
 	if err := write(func(tx store.Tx) error {
 		return SetPool(tx, cliCfg, nil, pools.Spec{Name: "api", Slots: 3}, false, now)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := b.st.ListPools(ctx)
+	after, _ := st.ListPools(ctx)
 	if len(after) != len(before)+1 {
 		t.Fatalf("pools %v -> %v", before, after)
 	}
@@ -163,11 +163,11 @@ func TestPoolOpsWriteOnlyTheirPool(t *testing.T) {
 // rule's slots, without force.
 func TestRulePoolsAreInUse(t *testing.T) {
 	t.Parallel()
-	b := setup(t, "", nil)
+	st := storetest.Open(t, filepath.Join(t.TempDir(), "poolflow.db"), store.Options{})
 	ctx := context.Background()
 	now := time.Now()
 	cfg := mustParse(t, "rules:\n  - {name: to-api, priority: 1, when: 'true', pool: api, slots: 2}\n")
-	write := func(fn func(tx store.Tx) error) error { return b.st.WithTx(ctx, fn) }
+	write := func(fn func(tx store.Tx) error) error { return st.WithTx(ctx, fn) }
 	if err := write(func(tx store.Tx) error { return SetPool(tx, cfg, nil, pools.Spec{Name: "api", Slots: 3}, false, now) }); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package executor
+package explain
 
 import "github.com/poolflow/poolflow/store"
 

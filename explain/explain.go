@@ -1,4 +1,12 @@
-package executor
+// Package explain is the read model of why a waiting entry waits (§4.5). Reasons are not kept
+// by the scheduler loop: they are computed when someone reads them, from the store's state at
+// that moment, by the same pure walk that admits (pools.Admit), so they are never stale when
+// shown and a pass writes no reason rows. The API's task instances and pools board (and so the
+// UI) and `poolflow tasks explain` all read them here, in the same words.
+//
+// It also says how a stored pool and a stored entry look to admission (Pool, Entry), for the
+// loop's queue as for the reads, and which try a task instance reports (TryNumber).
+package explain
 
 import (
 	"context"
@@ -10,7 +18,7 @@ import (
 	"github.com/poolflow/poolflow/store"
 )
 
-// Explain sets the ReasonCode and Reason of every waiting entry among es to why it waits now
+// Fill sets the ReasonCode and Reason of every waiting entry among es to why it waits now
 // (§4.5). Reasons are not kept by the scheduler loop: they are computed when someone reads
 // them, from the store's state at that moment, by the same pure walk that admits (pools.Admit),
 // so they are never stale when shown and a pass writes no reason rows. Entries that do not wait
@@ -22,7 +30,7 @@ import (
 // _global; every other owner's as entries that keep their room; and _global counting only that
 // owner's claims (max_running limits each daemon, §9). A shared entry's reason is its owner's
 // view. The cost is one read of the queue and a walk per owner with waiting entries.
-func Explain(ctx context.Context, st store.Store, now time.Time, es ...*store.Entry) error {
+func Fill(ctx context.Context, st store.Store, now time.Time, es ...*store.Entry) error {
 	waiting := false
 	for _, e := range es {
 		waiting = waiting || e.State == string(store.EntryWaiting)
@@ -45,7 +53,7 @@ type Explanation struct{ reasons map[int64]explained }
 
 type explained struct{ code, text string }
 
-// Reasons computes why every waiting entry of the store waits now (see Explain).
+// Reasons computes why every waiting entry of the store waits now (see Fill).
 func Reasons(ctx context.Context, st store.Store, now time.Time) (*Explanation, error) {
 	x, err := explainAll(ctx, st, now)
 	if err != nil {
@@ -99,7 +107,7 @@ func explainAll(ctx context.Context, st store.Store, now time.Time) (map[int64]e
 	for owner, mine := range byOwner {
 		snap := &pools.Snapshot{Pools: map[string]pools.Pool{}, Holders: map[string][]pools.Holder{}}
 		for _, sp := range ps {
-			snap.Pools[sp.Name] = namedPool(sp)
+			snap.Pools[sp.Name] = Pool(sp)
 		}
 		for _, c := range claims {
 			if c.Pool == pools.GlobalPool && c.Daemon != owner {
@@ -192,10 +200,10 @@ func localizeGlobal(needs []pools.Need, global *store.Requirement, local bool) [
 	return out
 }
 
-// explainEntry is a stored waiting entry as admission sees it (queueEntry for the store's
-// rows): a re-poking sensor needs only the pools it does not hold.
+// explainEntry is a stored waiting entry as admission sees it (the loop's queue entry for the
+// store's rows): a re-poking sensor needs only the pools it does not hold.
 func explainEntry(e *store.Entry, kept []pools.Need, block pools.Block) pools.Entry {
-	pe := poolEntry(e, block)
+	pe := Entry(e, block)
 	if len(kept) > 0 {
 		pe.Kept = kept
 		pe.Needs = pe.Needs[:0:0]
@@ -212,6 +220,23 @@ func explainEntry(e *store.Entry, kept []pools.Need, block pools.Block) pools.En
 	pe.NotBefore, pe.Queued = e.NotBefore, e.CreatedAt
 	if e.NotBefore.After(pe.Queued) {
 		pe.Queued = e.NotBefore
+	}
+	return pe
+}
+
+// Pool is a stored pool as admission sees it.
+func Pool(sp store.Pool) pools.Pool {
+	return pools.Pool{Name: sp.Name, Slots: sp.Slots, Ordering: pools.Ordering(sp.Ordering),
+		StarvationAfter: sp.StarvationAfter}
+}
+
+// Entry is a stored entry as admission sees it, with its block: its needs in requirement
+// order, its priority, due time, deadline and force flag.
+func Entry(e *store.Entry, block pools.Block) pools.Entry {
+	pe := pools.Entry{ID: e.ID, Label: e.Label, Priority: e.Priority, Due: e.Due, Deadline: e.Deadline,
+		Block: block, Force: e.Force, Needs: make([]pools.Need, len(e.Needs))}
+	for i, n := range e.Needs {
+		pe.Needs[i] = pools.Need{Pool: n.Pool, Slots: n.Slots}
 	}
 	return pe
 }

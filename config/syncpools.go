@@ -1,11 +1,10 @@
-package executor
+package config
 
 import (
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -17,8 +16,8 @@ import (
 // configuration or a stored pool changed; commands never do ("reads never write").
 //
 // A file pool whose name is also a stored pool, and a remainder below 1, are configuration
-// problems: the rest is still written, and the problems come back wrapped in ErrInvalidConfig.
-func SyncPools(tx store.Tx, cfg *config.Config, now time.Time) error {
+// problems: the rest is still written, and the problems come back wrapped in ErrInvalid.
+func SyncPools(tx store.Tx, cfg *Config, now time.Time) error {
 	var problems []error
 	inFile := map[string]bool{}
 	remainder := false
@@ -78,14 +77,14 @@ func SyncPools(tx store.Tx, cfg *config.Config, now time.Time) error {
 		}
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(problems...))
+		return fmt.Errorf("%w: %w", ErrInvalid, errors.Join(problems...))
 	}
 	return nil
 }
 
 // syncRemainder sets the default pool to max_running minus the other finite pools; below 1 it
 // keeps its previous capacity and reports the problem.
-func syncRemainder(tx store.Tx, cfg *config.Config, all []store.Pool, inFile map[string]bool, now time.Time) error {
+func syncRemainder(tx store.Tx, cfg *Config, all []store.Pool, inFile map[string]bool, now time.Time) error {
 	finite := 0
 	for _, p := range all {
 		slots := p.Slots
@@ -112,19 +111,9 @@ func syncRemainder(tx store.Tx, cfg *config.Config, all []store.Pool, inFile map
 	return tx.PutPool(&def, now)
 }
 
-// syncPools is SyncPools for this loop. A `dags test` process only adds the file pools the
-// store does not have yet: the pool table belongs to the serve daemons, and a test run with
-// another poolflow.yaml (or none) must not change or drop the pools they admit against.
-func (l *loop) syncPools(tx store.Tx, now time.Time) error {
-	if l.cfg.Test == nil {
-		return SyncPools(tx, l.cfg.Settings, now)
-	}
-	return addMissingPools(tx, l.cfg.Settings, now)
-}
-
-// addMissingPools writes the file pools of cfg that the store lacks (a remainder default pool
+// AddMissingPools writes the file pools of cfg that the store lacks (a remainder default pool
 // gets what the others leave, at least 1), and nothing else.
-func addMissingPools(tx store.Tx, cfg *config.Config, now time.Time) error {
+func AddMissingPools(tx store.Tx, cfg *Config, now time.Time) error {
 	all, err := tx.Pools()
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package executor
+package config
 
 import (
 	"errors"
@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/rules"
@@ -27,7 +26,7 @@ var ErrFilePool = errors.New("pool is defined in the configuration file")
 // pool of poolflow.yaml — in cfg, or synced into the store by a daemon — is refused; shrinking
 // below what a loaded DAG or a rule requires, or below the slots held now, is refused unless
 // force; so is a change that would make the configuration invalid (a remainder below 1).
-func SetPool(tx store.Tx, cfg *config.Config, dags []*dag.DAG, spec pools.Spec, force bool, now time.Time) error {
+func SetPool(tx store.Tx, cfg *Config, dags []*dag.DAG, spec pools.Spec, force bool, now time.Time) error {
 	prev, err := tx.PoolByName(spec.Name)
 	exists := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -74,7 +73,7 @@ func SetPool(tx store.Tx, cfg *config.Config, dags []*dag.DAG, spec pools.Spec, 
 
 // DeletePool deletes a stored pool in tx, refused while a loaded DAG, a pool rule or a claim
 // needs it unless force. It writes nothing else (see SetPool).
-func DeletePool(tx store.Tx, cfg *config.Config, dags []*dag.DAG, name string, force bool, now time.Time) error {
+func DeletePool(tx store.Tx, cfg *Config, dags []*dag.DAG, name string, force bool, now time.Time) error {
 	prev, err := tx.PoolByName(name)
 	exists := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -116,7 +115,7 @@ func (e *defaultPoolError) Error() string        { return e.msg }
 func (e *defaultPoolError) Is(target error) bool { return target == ErrFilePool }
 
 // defaultWhere says where the default pool's capacity comes from.
-func defaultWhere(cfg *config.Config) string {
+func defaultWhere(cfg *Config) string {
 	file := orDefault(cfg.File, "poolflow.yaml")
 	if def, ok := cfg.Pool(pools.DefaultPool); ok && def.Line > 0 {
 		return fmt.Sprintf("its capacity is set in %s:%d under pools.default", file, def.Line)
@@ -127,7 +126,7 @@ func defaultWhere(cfg *config.Config) string {
 
 // checkStoredName refuses a name that belongs to poolflow.yaml: in cfg, the default pool, or a
 // pool a daemon synced from its file (which cfg, the CLI's own copy, may not know).
-func checkStoredName(cfg *config.Config, name string, prev store.Pool, exists bool) error {
+func checkStoredName(cfg *Config, name string, prev store.Pool, exists bool) error {
 	if name == pools.DefaultPool {
 		return &defaultPoolError{fmt.Sprintf("pool default cannot be stored: it is the default pool; %s", defaultWhere(cfg))}
 	}
@@ -146,7 +145,7 @@ func checkStoredName(cfg *config.Config, name string, prev store.Pool, exists bo
 // it did not have, such as a remainder default pool below 1. Problems it already had do not
 // stop unrelated changes. With force, a rule left without its pool (or with too few slots) is
 // accepted, as a DAG left without its pool is: the daemon then reports it.
-func checkStillValid(tx store.Tx, cfg *config.Config, name string, row *store.Pool, force bool) error {
+func checkStillValid(tx store.Tx, cfg *Config, name string, row *store.Pool, force bool) error {
 	all, err := tx.Pools()
 	if err != nil {
 		return err
@@ -179,7 +178,7 @@ func problemSet(e *Effective) map[string]bool {
 
 // needers lists what needs more than capacity slots of pool (any slots when capacity is 0):
 // "dag.task" of loaded DAGs, and "rule <name>" of the pool rules naming it.
-func needers(cfg *config.Config, dags []*dag.DAG, pool string, capacity int) []string {
+func needers(cfg *Config, dags []*dag.DAG, pool string, capacity int) []string {
 	var out []string
 	for _, d := range dags {
 		for _, t := range d.Tasks {
