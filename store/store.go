@@ -96,6 +96,13 @@ type Tx interface {
 	// seq the Seq of an earlier transaction, exactly what every later commit wrote.
 	ChangesSince(seq int64) (Changes, error)
 
+	// NextIDs are the ids the next run and the next queue entry inserted get: exact under the
+	// writers' lock, so a pass gives its new rows their ids itself (InsertRun and
+	// InsertEntries keep an id that is set).
+	NextIDs() (run, entry int64, err error)
+	// RunExists reports whether dag dagID has a run runID.
+	RunExists(dagID, runID string) (bool, error)
+
 	// Runs, task instances, attempts, DAGs, commands.
 	InsertRun(r *Run) error
 	UpdateRun(r *Run) error

@@ -86,7 +86,7 @@ func Open(ctx context.Context, dsn string, opts store.Options) (store.Store, err
 				_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, key)
 				return err
 			},
-			Classify: classify, ResetSequences: resetSequences,
+			Classify: classify, ResetSequences: resetSequences, NextIDs: nextIDs, IDsTaken: idsTaken,
 			Snapshot: &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}},
 		Changes: ch,
 		Writer:  db, Reader: db, Path: path, Options: opts,
@@ -157,6 +157,21 @@ func Redact(dsn string) string {
 }
 
 // resetSequences makes each identity column continue after the largest id a copy inserted.
+// nextIDs reads the next values of the identity sequences without taking them (a pass that
+// inserts nothing leaves no gap), or past the highest id when rows were inserted around them.
+const nextIDs = `SELECT
+	GREATEST((SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM dag_runs_id_seq),
+		COALESCE((SELECT MAX(id) FROM dag_runs), 0) + 1),
+	GREATEST((SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM queue_entries_id_seq),
+		COALESCE((SELECT MAX(id) FROM queue_entries), 0) + 1)`
+
+// idsTaken moves table's identity sequence past max, the highest id a pass inserted itself.
+func idsTaken(q sqlstore.RowQuerier, table string, max int64) error {
+	var v int64
+	return q.QueryRow(`SELECT setval(pg_get_serial_sequence($1, 'id'), GREATEST($2::bigint,
+		(SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM `+table+`_id_seq)))`, table, max).Scan(&v)
+}
+
 func resetSequences(ctx context.Context, tx *sql.Tx) error {
 	for _, table := range []string{"dag_runs", "queue_entries", "commands"} {
 		if _, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence($1, 'id'),

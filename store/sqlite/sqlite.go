@@ -86,7 +86,11 @@ func newDB(ctx context.Context, w, r *sql.DB, path string, opts store.Options) (
 	return sqlstore.New(ctx, sqlstore.Config{
 		Dialect: &sqlstore.Dialect{Name: "sqlite", Prepare: true, Migrations: Migrations(),
 			Lock:     func(context.Context, *sql.Tx) error { return nil }, // BEGIN IMMEDIATE took it
-			Classify: classify, ResetSequences: func(context.Context, *sql.Tx) error { return nil }},
+			Classify: classify, ResetSequences: func(context.Context, *sql.Tx) error { return nil },
+			// dag_runs hands out MAX(id)+1; queue_entries (AUTOINCREMENT) never reuses an id.
+			NextIDs: `SELECT COALESCE((SELECT MAX(id) FROM dag_runs), 0) + 1,
+				MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'queue_entries'), 0),
+					COALESCE((SELECT MAX(id) FROM queue_entries), 0)) + 1`},
 		Changes: &changes{w: w},
 		Writer:  w, Reader: r, Path: path, Options: opts,
 		Reopen: func(ctx context.Context) (store.Store, error) { return Open(ctx, path, opts) },

@@ -38,6 +38,7 @@ func Run(t *testing.T, h Harness) {
 		{"LockTimeoutIsUnavailable", testLockTimeoutIsUnavailable},
 		{"ConcurrentAdmission", testConcurrentAdmission},
 		{"ChangeStamps", testChangeStamps},
+		{"NextIDs", testNextIDs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -39,6 +39,12 @@ type Dialect struct {
 	Snapshot *sql.TxOptions
 	// ResetSequences makes the id generators follow the ids a copy inserted.
 	ResetSequences func(ctx context.Context, tx *sql.Tx) error
+	// NextIDs is the statement that reads the ids the next run and the next queue entry
+	// inserted get (Tx.NextIDs); IDsTaken, when set, runs after rows of table were inserted
+	// with ids of their own, up to max, so the id generator goes on after them (PostgreSQL's
+	// sequences; SQLite's follow by themselves).
+	NextIDs  string
+	IDsTaken func(q RowQuerier, table string, max int64) error
 }
 
 // Changes is how a driver tells outside commits from a handle's own (store.Store.DataVersion).

@@ -18,21 +18,32 @@ func (t *Tx) InsertEntry(e *store.Entry) error { return t.InsertEntries([]*store
 const insertEntriesChunk = 64
 
 // InsertEntries queues entries with their requirement rows; the queue IDs follow the order
-// given, so callers insert in (due time, run_id, task order) order (§4.4). Per chunk, one
+// given, so callers insert in (due time, run_id, task order) order (§4.4). Entries whose ID is
+// set (from NextIDs, in order) are inserted with it; a batch has ids on all or none. Per chunk, one
 // INSERT of the entries, whose ids are matched back by (run, task, try) since RETURNING
 // promises no order, and one of their requirement rows: a pass that starts a 3,000-task
 // fan-out queues it in about a hundred statements instead of 6,000.
 func (t *Tx) InsertEntries(es []*store.Entry) error {
+	explicit := len(es) > 0 && es[0].ID != 0
+	var maxID int64
 	for len(es) > 0 {
 		chunk := es[:min(len(es), insertEntriesChunk)]
 		es = es[len(chunk):]
-		args := make([]any, 0, 14*len(chunk))
+		args := make([]any, 0, 15*len(chunk))
 		for _, e := range chunk {
+			if explicit {
+				args = append(args, e.ID)
+				maxID = max(maxID, e.ID)
+			}
 			args = append(args, e.Run, e.TaskID, e.TryNumber, e.Label, e.Priority, store.Micros(e.Due), nullMicros(e.Deadline),
 				e.State, e.Force, nullString(e.Rule), e.Replay, e.Fingerprint, store.Micros(e.CreatedAt), t.stamp())
 		}
-		q := `INSERT INTO queue_entries (run, task_id, try_number, label, priority, due, deadline, state, force, rule,
-			replay, fingerprint, created_at, seq) VALUES ` + rowsOf(len(chunk), "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)") +
+		cols, tuple := "", "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+		if explicit {
+			cols, tuple = "id, ", "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+		}
+		q := `INSERT INTO queue_entries (` + cols + `run, task_id, try_number, label, priority, due, deadline, state, force, rule,
+			replay, fingerprint, created_at, seq) VALUES ` + rowsOf(len(chunk), tuple) +
 			` RETURNING id, run, task_id, try_number`
 		rows, err := t.query(q, args...)
 		if err != nil {
@@ -75,6 +86,9 @@ func (t *Tx) InsertEntries(es []*store.Entry) error {
 			}
 			args, n = args[5*m:], n-m
 		}
+	}
+	if explicit {
+		return t.idsTaken("queue_entries", maxID)
 	}
 	return nil
 }

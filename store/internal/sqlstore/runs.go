@@ -25,23 +25,56 @@ func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
 	return r, err
 }
 
-// InsertRun creates a run; a scheduled fire that another daemon created already is ErrConflict.
+// InsertRun creates a run, with the id r.PK when it is set (from NextIDs), else the next one;
+// a scheduled fire that another daemon created already is ErrConflict.
 func (t *Tx) InsertRun(r *store.Run) error {
 	// ON CONFLICT DO NOTHING rather than a unique violation: on PostgreSQL a failed statement
 	// would end the whole pass's transaction.
-	id, ok, err := t.insertID(`INSERT INTO dag_runs (dag_id, run_id, run_type, logical_date, state, conf, note, no_queue, owner,
-		queued_at, start_date, end_date, reason, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT DO NOTHING RETURNING id`,
-		r.DAGID, r.RunID, r.RunType, store.Micros(r.LogicalDate), r.State, orJSON(r.Conf), r.Note, r.NoQueue, nullString(r.Owner),
-		store.Micros(r.QueuedAt), nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(r.Reason), t.stamp())
+	cols, vals := "", ""
+	args := []any{r.DAGID, r.RunID, r.RunType, store.Micros(r.LogicalDate), r.State, orJSON(r.Conf), r.Note, r.NoQueue,
+		nullString(r.Owner), store.Micros(r.QueuedAt), nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(r.Reason), t.stamp()}
+	if r.PK != 0 {
+		cols, vals, args = "id, ", "?, ", append([]any{r.PK}, args...)
+	}
+	id, ok, err := t.insertID(`INSERT INTO dag_runs (`+cols+`dag_id, run_id, run_type, logical_date, state, conf, note,
+		no_queue, owner, queued_at, start_date, end_date, reason, seq) VALUES (`+vals+`?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING RETURNING id`, args...)
 	switch {
 	case err != nil:
 		return err
 	case !ok:
 		return fmt.Errorf("%w: dag run %s of %s exists", store.ErrConflict, r.RunID, r.DAGID)
 	}
+	if r.PK != 0 {
+		if err := t.idsTaken("dag_runs", r.PK); err != nil {
+			return err
+		}
+	}
 	r.PK = id
 	return nil
+}
+
+// NextIDs reads the ids the next run and the next queue entry inserted get. Under the
+// writers' lock they are exact: a pass gives its new runs and entries their ids itself
+// (InsertRun, InsertEntries with ids set) and decides on them before it writes.
+func (t *Tx) NextIDs() (run, entry int64, err error) {
+	err = t.queryRow(t.s.d.NextIDs).Scan(&run, &entry)
+	return run, entry, unavailable(err)
+}
+
+// idsTaken tells the id generator of table that ids up to max are used.
+func (t *Tx) idsTaken(table string, max int64) error {
+	if t.s.d.IDsTaken == nil {
+		return nil
+	}
+	return unavailable(t.s.d.IDsTaken(txRows{t}, table, max))
+}
+
+// RunExists reports whether dag dagID has a run runID.
+func (t *Tx) RunExists(dagID, runID string) (bool, error) {
+	var n int
+	err := t.queryRow(`SELECT COUNT(*) FROM dag_runs WHERE dag_id = ? AND run_id = ?`, dagID, runID).Scan(&n)
+	return n > 0, unavailable(err)
 }
 
 func orJSON(s string) string {
