@@ -5,9 +5,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor/decide"
 	"github.com/poolflow/poolflow/executor/runner"
 	"github.com/poolflow/poolflow/owners"
+	"github.com/poolflow/poolflow/store"
 )
 
 // Between passes: what makes the loop pass again (outside commits, DAG files, owners' liveness)
@@ -17,18 +18,23 @@ import (
 // process took this daemon's id).
 func (l *loop) passOnce(ctx context.Context) error {
 	defer func() { l.wakeAt = time.Time{} }() // recomputed from the state this pass left
-	err := l.pass(ctx)
+	_, err := l.pass(ctx)
 	switch {
 	case err == nil:
 		l.failures, l.retryAt = 0, time.Time{}
-		if !l.loaded {
+		if !l.mem.Loaded {
 			// The pass put entries of its own back in the queue: the next one, reading memory
 			// again, admits them.
 			l.wake()
 		}
+	case isStale(err):
+		// Memory was behind the store: read it again and pass at once, with every event.
+		l.log.Warn("memory was behind the store; reading it again", "err", err)
+		l.mem.Invalidate()
+		l.wake()
 	case errors.Is(err, errSuperseded):
 		l.log.Error("another process took this daemon's id; stopping", "err", err)
-		for id := range l.running {
+		for id := range l.mem.Running {
 			l.runner.Kill(id, runner.StopLeaseLost)
 		}
 		l.shutdown()
@@ -47,9 +53,7 @@ const slowEvery = time.Second
 func (l *loop) slowChecks(ctx context.Context) bool {
 	if g := l.reg.generation(); g != l.regGen {
 		// The registry's watcher parsed the DAG folder again, off this goroutine.
-		l.regGen = g
-		l.regChanged = true
-		l.scheds = map[*dag.DAG]*schedule{}
+		l.takeDAGs(g)
 		return true
 	}
 	if l.ownersChanged(ctx) {
@@ -95,16 +99,16 @@ func (l *loop) outsideChange(ctx context.Context) bool {
 	if err != nil {
 		return true // let the pass report the store's state
 	}
-	if v != l.dv {
+	if v != l.mem.DV {
 		l.syncStored(ctx, v)
 	}
-	return v != l.dv
+	return v != l.mem.DV
 }
 
 // ownersChanged reads the owner rows outside any transaction and reports whether their
 // liveness differs from the view memory was built under, or a dead owner waits to be handled.
 func (l *loop) ownersChanged(ctx context.Context) bool {
-	if l.view == nil {
+	if l.mem.View == nil {
 		return true
 	}
 	rows, err := l.st.ListOwners(ctx)
@@ -112,14 +116,14 @@ func (l *loop) ownersChanged(ctx context.Context) bool {
 		return false
 	}
 	v := owners.NewView(rows, l.cfg.DaemonID, l.clock.Now(), l.host, l.localAlive)
-	return v.Sig != l.view.Sig || l.takeoverReady(v)
+	return v.Sig != l.mem.View.Sig || l.takeoverReady(v)
 }
 
 // takeoverReady reports whether some dead owner's end can be handled now: its reap is not
 // requested yet, or it is done.
 func (l *loop) takeoverReady(v *owners.View) bool {
 	for _, t := range owners.PlanTakeovers(v, l.cfg.DaemonID, l.serve(), l.host, l.reaped) {
-		if !t.Reap || l.reaping[t.Owner.ID] < t.Owner.Epoch {
+		if t.Reap && l.reaping[t.Owner.ID] < t.Owner.Epoch || !t.Reap && l.tookOver[t.Owner.ID] < t.Owner.Epoch {
 			return true
 		}
 	}
@@ -130,7 +134,7 @@ func (l *loop) takeoverReady(v *owners.View) bool {
 // the next pass; completions stay pending and are rewritten then; callers waiting on a trigger or
 // a command hear the error.
 func (l *loop) failPass(err error) {
-	l.loaded = false
+	l.mem.Invalidate()
 	if errors.Is(err, context.Canceled) {
 		return
 	}
@@ -144,13 +148,13 @@ func (l *loop) failPass(err error) {
 	kept := l.pending[:0]
 	for _, ev := range l.pending {
 		switch ev := ev.(type) {
-		case *evTrigger:
-			if ev.reply != nil {
-				ev.reply <- triggerReply{err: err}
+		case *decide.Trigger:
+			if ev.Reply != nil {
+				ev.Reply <- decide.TriggerReply{Err: err}
 			}
-		case *evCommand:
-			if ev.reply != nil {
-				ev.reply <- err
+		case *decide.Command:
+			if ev.Reply != nil {
+				ev.Reply <- err
 			}
 			// A command read from the store is read again with memory; kept, it would be
 			// applied twice.
@@ -160,11 +164,15 @@ func (l *loop) failPass(err error) {
 	}
 	l.pending = kept
 	now := l.clock.Now()
-	l.unavailable(now, err)
+	if errors.Is(err, store.ErrUnavailable) {
+		for _, w := range l.dec.Unavailable(now, l.pending) {
+			l.log.Warn(w)
+		}
+	}
 	if now.Sub(l.lastRenew) > l.cfg.Lease {
 		// The leases lapsed without renewal: another daemon may admit these entries again, so
 		// their processes must stop (§4.8).
-		for id := range l.running {
+		for id := range l.mem.Running {
 			if l.runner.Stopping(id) == "" {
 				l.log.Warn("lease could not be renewed; killing the attempt", keyEntry, id)
 			}

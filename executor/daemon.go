@@ -11,6 +11,7 @@ import (
 
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor/decide"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -40,12 +41,6 @@ type Config struct {
 	// Test, when set, makes the daemon run only this one run (dags test): no schedules, no other
 	// runs; pause and max_active_runs are ignored.
 	Test *TestRun
-}
-
-// TestRun describes the single run of `poolflow dags test`.
-type TestRun struct {
-	DAGID string
-	Conf  map[string]any
 }
 
 func (c *Config) fill() error {
@@ -201,16 +196,16 @@ func (d *Daemon) TestRunResult() (store.Run, bool) { return d.loop.testResult() 
 
 // Trigger starts a manual run and answers after the run's first pass.
 func (d *Daemon) Trigger(ctx context.Context, req TriggerRequest) (TriggerResult, error) {
-	if err := req.check(); err != nil {
+	if err := checkTrigger(req); err != nil {
 		return TriggerResult{}, err
 	}
-	reply := make(chan triggerReply, 1)
-	if err := d.loop.send(ctx, &evTrigger{req: req, reply: reply}); err != nil {
+	reply := make(chan decide.TriggerReply, 1)
+	if err := d.loop.send(ctx, &decide.Trigger{Req: req, Reply: reply}); err != nil {
 		return TriggerResult{}, err
 	}
 	select {
 	case r := <-reply:
-		return r.res, r.err
+		return r.Res, r.Err
 	case <-ctx.Done():
 		return TriggerResult{}, ctx.Err()
 	case <-d.done:
@@ -221,7 +216,7 @@ func (d *Daemon) Trigger(ctx context.Context, req TriggerRequest) (TriggerResult
 // Command applies an operator command (cancel, force, fail, approve, reject) through the loop.
 func (d *Daemon) Command(ctx context.Context, c store.Command) error {
 	reply := make(chan error, 1)
-	if err := d.loop.send(ctx, &evCommand{cmd: c, reply: reply}); err != nil {
+	if err := d.loop.send(ctx, &decide.Command{Cmd: c, Reply: reply}); err != nil {
 		return err
 	}
 	select {

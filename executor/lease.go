@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-
 	"time"
 
 	"github.com/poolflow/poolflow/executor/runner"
@@ -42,7 +41,7 @@ func (l *loop) register(tx store.Tx, now time.Time, again bool) error {
 
 // renew renews this owner's lease and its claims'. When another daemon handled this owner's
 // end while it could not renew (its claims were released, its leader-owned runs moved), the
-// daemon starts a new epoch: its running attempts are stopped and memory is rebuilt. When
+// daemon starts a new epoch: its running attempts are stopped and memory is loaded again. When
 // another process took the id, the daemon must stop (errSuperseded).
 func (l *loop) renew(tx store.Tx, now time.Time) error {
 	row, err := tx.Heartbeat(l.cfg.DaemonID, l.epoch, now, now.Add(l.cfg.Lease))
@@ -60,13 +59,13 @@ func (l *loop) renew(tx store.Tx, now time.Time) error {
 		return err
 	}
 	owners.SetInProcess(l.st.Path(), l.cfg.DaemonID, l.epoch)
+	l.runner.SetEpoch(l.epoch)
 	l.log.Warn("this daemon's lease lapsed and its work was taken over; continuing under a new epoch",
 		"old_epoch", old, "epoch", l.epoch)
-	l.runner.SetEpoch(l.epoch)
-	for id := range l.running {
+	for id := range l.mem.Running {
 		l.runner.Kill(id, runner.StopLeaseLost)
 	}
-	l.loaded = false
+	l.mem.Invalidate()
 	return nil
 }
 

@@ -3,9 +3,12 @@ package executor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor/apply"
 	"github.com/poolflow/poolflow/executor/attempt"
 	"github.com/poolflow/poolflow/executor/runner"
 	"github.com/poolflow/poolflow/owners"
@@ -20,13 +23,14 @@ func (l *loop) start(ctx context.Context) error {
 	if err := l.compileRules(); err != nil {
 		return err
 	}
-	l.reg.ensure()
-	l.regChanged, l.regGen = true, l.reg.generation()
-	l.reboot = true
+	l.takeDAGs(l.reg.generation())
+	if t := l.cfg.Test; t != nil && l.dec.DAG(t.DAGID) == nil {
+		return fmt.Errorf("%w: dag %s is not loaded", store.ErrNotFound, t.DAGID)
+	}
 	now := l.clock.Now()
 	var old []store.Claim
 	err := l.st.WithTx(ctx, func(tx store.Tx) error {
-		if err := l.syncPools(tx, now); err != nil { // syncpools.go: a dags test only adds missing pools
+		if err := l.syncPools(tx, now); err != nil {
 			return err
 		}
 		if err := l.register(tx, now, false); err != nil {
@@ -40,6 +44,10 @@ func (l *loop) start(ctx context.Context) error {
 		return err
 	}
 	owners.SetInProcess(l.st.Path(), l.cfg.DaemonID, l.epoch)
+	if l.harness {
+		l.lastRenew = now
+		return nil // a test steps the passes and runs no attempt
+	}
 	if err := l.runner.Begin(l.epoch); err != nil {
 		l.log.Warn("no watchdog: attempts would outlive a crash of this daemon", "err", err)
 	}
@@ -68,6 +76,33 @@ func (l *loop) start(ctx context.Context) error {
 	return nil
 }
 
+// compileRules takes the configuration the daemon starts with (§6): the DAGs are loaded and
+// validated against it, and its rules compiled against the file's and the stored pools. A
+// configuration with problems is refused at start (a reload with problems keeps the previous
+// one instead).
+func (l *loop) compileRules() error {
+	l.reg.ensure()
+	eff, gen := l.reg.effective()
+	if err := eff.Problems(); err != nil {
+		return fmt.Errorf("%w: %w", config.ErrInvalid, err)
+	}
+	l.cfg.Settings = eff.Settings
+	l.dec.Settings, l.dec.Rules, l.dec.CfgGen = eff.Settings, eff.Rules, gen
+	l.mem.MaxRunning = eff.Settings.MaxRunning
+	return nil
+}
+
+// syncPools writes the file pools of the configuration the daemon starts with. A `dags test`
+// process only adds the file pools the store does not have yet: the pool table belongs to the
+// serve daemons, and a test run with another poolflow.yaml (or none) must not change or drop the
+// pools they admit against.
+func (l *loop) syncPools(tx store.Tx, now time.Time) error {
+	if l.cfg.Test == nil {
+		return config.SyncPools(tx, l.cfg.Settings, now)
+	}
+	return config.AddMissingPools(tx, l.cfg.Settings, now)
+}
+
 // stopWatchdog ends the watchdog and forgets this owner in the process.
 func (l *loop) stopWatchdog() {
 	owners.SetInProcess(l.st.Path(), l.cfg.DaemonID, 0)
@@ -90,11 +125,10 @@ const abandonAfter = time.Second
 // SIGKILLs what is left, and puts the stopped attempts' entries back in the queue with the same
 // try number; attempts that ended on their own in the meantime are recorded as usual (§4.8).
 // It is bounded: a Go task that ignores its cancellation is abandoned (its entry replays) a
-// second after the SIGKILL. Last, the owner's lease is released and the
-// watchdog ends.
+// second after the SIGKILL. Last, the owner's lease is released and the watchdog ends.
 func (l *loop) shutdown() {
 	defer l.stopWatchdog()
-	for id := range l.running {
+	for id := range l.mem.Running {
 		l.runner.Terminate(id, runner.StopShutdown)
 	}
 	ended := map[int64]bool{}
@@ -106,7 +140,7 @@ func (l *loop) shutdown() {
 	grace := time.NewTimer(l.cfg.ShutdownGrace)
 	defer grace.Stop()
 	var abandon <-chan time.Time
-	for !allEnded(l.running, ended) {
+	for !allEnded(l.mem.Running, ended) {
 		select {
 		case ev := <-l.events:
 			l.pending = append(l.pending, ev)
@@ -114,25 +148,25 @@ func (l *loop) shutdown() {
 				ended[f.Entry] = true
 			}
 		case <-grace.C:
-			for id := range l.running {
+			for id := range l.mem.Running {
 				l.runner.Kill(id, runner.StopShutdown)
 			}
 			abandon = time.After(abandonAfter)
 		case <-abandon:
-			for id := range l.running {
+			for id := range l.mem.Running {
 				if ended[id] {
 					continue
 				}
 				ended[id] = true
-				a := l.entries[id]
-				if a == nil || a.ti == nil || a.ti.task == nil || a.ti.task.Kind != dag.KindGo {
+				le := l.mem.Entries[id]
+				if le == nil || le.TI == nil || le.TI.Task == nil || le.TI.Task.Kind != dag.KindGo {
 					// Its processes survive SIGKILL: the claims stay held until another daemon
 					// confirms them gone.
 					l.log.Warn("shutdown: an attempt's processes do not end; leaving its claims held", keyEntry, id)
 					continue
 				}
 				l.log.Warn("shutdown: a Go task ignores its cancellation; abandoning it (its entry replays)",
-					keyDAG, a.run.DAGID, keyRun, a.run.RunID, keyTask, a.TaskID, keyTry, a.TryNumber)
+					keyDAG, le.Run.DAGID, keyRun, le.Run.RunID, keyTask, le.TaskID, keyTry, le.TryNumber)
 				l.pending = append(l.pending, &attempt.Ended{Entry: id, Shutdown: true, End: l.clock.Now()})
 			}
 		}
@@ -148,35 +182,31 @@ func (l *loop) shutdown() {
 	l.pending = kept
 	// Orphans of the attempts (setsid'ed descendants) end with the daemon.
 	for i := 0; i < 50 && l.runner.SweepOrphans(); i++ {
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond) // a SIGKILLed process ends on its own time; nothing to wait on
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), store.OpTimeout)
 	defer cancel()
+	l.stopping = true
 	if err := l.st.WithTx(ctx, func(tx store.Tx) error {
-		if !l.loaded {
-			if err := l.load(tx, l.clock.Now()); err != nil {
-				return err
-			}
-		}
-		p := &passState{now: l.clock.Now()}
-		for _, ev := range l.pending {
-			if err := l.apply(tx, p, ev); err != nil {
-				return err
-			}
-		}
-		if err := tx.SetPGIDs(p.pgids, l.cfg.DaemonID, l.epoch); err != nil {
+		now := l.clock.Now()
+		in, _, err := l.read(ctx, tx, now)
+		if err != nil {
 			return err
 		}
-		if err := l.endRuns(tx, p); err != nil {
+		in.NoWait = true
+		plan := l.dec.Decide(in)
+		if _, err := apply.Plan(tx, plan); err != nil {
 			return err
 		}
-		if err := flushPass(tx, p); err != nil {
+		if run, done := l.dec.TestResult(); done {
+			l.testMu.Lock()
+			l.testRun, l.testDone = run, true
+			l.testMu.Unlock()
+		}
+		if err := l.interruptTest(tx, now); err != nil {
 			return err
 		}
-		if err := l.interruptTest(tx, p); err != nil {
-			return err
-		}
-		return l.release(tx, p.now)
+		return l.release(tx, now)
 	}); err != nil {
 		l.log.Warn("shutdown: could not record the last completions; they replay on restart", "err", err)
 	}
@@ -193,15 +223,15 @@ func allEnded(running map[int64]bool, ended map[int64]bool) bool {
 
 // interruptTest ends an interrupted dags test run: nobody will run it on, so it fails at once
 // ("test process gone") instead of when its lease would have run out.
-func (l *loop) interruptTest(tx store.Tx, p *passState) error {
-	if l.cfg.Test == nil || l.testPK == 0 || l.isTestDone() {
+func (l *loop) interruptTest(tx store.Tx, now time.Time) error {
+	if l.cfg.Test == nil || l.mem.TestPK == 0 || l.isTestDone() {
 		return nil
 	}
-	run := l.runs[l.testPK]
+	run := l.mem.Runs[l.mem.TestPK]
 	if run == nil {
 		return nil
 	}
-	err := tx.FailRun(&run.Run, "test process gone", p.now)
+	err := tx.FailRun(&run.Run, "test process gone", now)
 	if errors.Is(err, store.ErrConflict) {
 		return nil // an attempt is still admitted: others handle it once the lease runs out
 	}
@@ -213,31 +243,15 @@ func (l *loop) interruptTest(tx store.Tx, p *passState) error {
 	return err
 }
 
-// nextWake is the earliest moment the loop must pass again on its own: a retry, a queue
-// deadline, a starvation threshold, an approval timeout, a cron fire, a lease renewal or expiry.
-// Its cost follows the runs' clock-bound tasks and the cron schedules, not the waiting entries.
+// nextWake is the earliest moment the loop must pass again on its own: what memory waits for
+// (decide.NextWake) and this daemon's lease renewal, at most an hour away.
 func (l *loop) nextWake(now time.Time) time.Time {
 	wake := now.Add(time.Hour)
-	at := func(t time.Time) {
-		if !t.IsZero() && t.Before(wake) {
-			wake = t
-		}
+	if t := l.lastRenew.Add(l.cfg.RenewEvery); t.Before(wake) {
+		wake = t
 	}
-	at(l.lastRenew.Add(l.cfg.RenewEvery))
-	at(l.minLease)
-	if l.view != nil {
-		at(l.view.NextExpiry) // another owner's lease ends: its work may need handling
-	}
-	at(l.nextFire(now))
-	for _, run := range l.runs {
-		for ti := range run.timers {
-			at(clockWake(ti))
-		}
-	}
-	// Queue deadlines, starvation thresholds and sensors' not-before times come from the
-	// admission queue's indexes by time: a wake-up never walks the waiting entries.
-	if l.queue != nil {
-		at(l.queue.NextWake(now))
+	if t := l.dec.NextWake(now); !t.IsZero() && t.Before(wake) {
+		wake = t
 	}
 	if wake.Before(now) {
 		return now

@@ -9,12 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/executor/attempt"
+	"github.com/poolflow/poolflow/executor/decide"
 	"github.com/poolflow/poolflow/executor/runner"
-	"github.com/poolflow/poolflow/owners"
-	"github.com/poolflow/poolflow/pools"
-	"github.com/poolflow/poolflow/rules"
+	"github.com/poolflow/poolflow/executor/state"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -24,15 +22,17 @@ const (
 	keyRun   = "run_id"
 	keyTask  = "task_id"
 	keyTry   = "try_number"
-	keyPool  = "pool"
 	keyEntry = "queue_id"
 )
 
+// event is what wakes the loop: *attempt.Started, *attempt.Ended (from the runner),
+// *decide.Trigger, *decide.Command (from the API), *evReaped (a dead owner's processes are
+// gone).
 type event = any
 
-var timeZero time.Time
-
-// loop is the scheduler loop: the daemon's only writer of state.
+// loop is the scheduler loop, the daemon's only writer of state: it waits for events, and
+// passes — reads what memory needs under the writers' lock, has the decider make the plan,
+// writes it (package apply), commits, then starts and stops attempts and answers callers.
 type loop struct {
 	cfg   *Config
 	st    store.Store
@@ -46,59 +46,28 @@ type loop struct {
 	stopped chan struct{} // closed when the loop has ended: late attempt ends are dropped
 
 	// Everything below belongs to the loop goroutine.
-	epoch      int64
-	dv         int64
-	loaded     bool
-	regChanged bool
-	regGen     uint64 // the registry generation the loop last applied
-	// poolSig is the pools' capacities the DAGs were last validated under; dagsReloaded says
-	// load validated them again in this pass.
-	poolSig      string
-	dagsReloaded bool
-	reboot       bool // @reboot runs still to create (or to drop with the §4.9 warning)
-	runs         map[int64]*liveRun
-	entries      map[int64]*liveEntry // waiting and admitted entries of the runs in memory
-	foreign      map[int64]*liveEntry // other owners' waiting entries (of runs not in memory)
-	others       map[int64]store.Run  // other owners' open runs not in memory, for counting (§9)
-	// seq is the store's change number memory is up to date with: refresh reads what was
-	// stamped after it (refresh.go).
-	seq int64
-	// running are the entries whose attempts this daemon's runner runs; the runner itself
-	// holds their handles.
-	running   map[int64]bool
-	runner    *runner.Runner
-	pending   []event
-	pools     map[string]store.Pool
-	dagStates map[string]store.DAGState
-	scheds    map[*dag.DAG]*schedule
-	lastRenew time.Time
-	minLease  time.Time // earliest lease expiry among claims seen in the last pass
-	// queue is the admission queue kept between passes (queue.go): valid until the next load,
-	// with the entries changed since the last pass in qdirty and the implicit pools it has.
-	queue     *pools.Queue
-	qvalid    bool
-	qdirty    map[int64]struct{}
-	qimplicit map[string]bool
-	// used is the slots held per pool at the last pass, for naming the pool an entry waited on.
-	used      map[string]int
-	dropped   map[string]time.Time // cron fires dropped while the store was unavailable (§4.9)
-	wakeAt    time.Time            // when the loop passes on its own next; zero = recompute
-	renewFail bool
-	// ruleSet assigns the pool of a task that declares none (§6); nil = {default: 1}.
-	ruleSet *rules.Set
-	cfgGen  uint64 // the registry's configuration generation applied (reload.go)
-	seenDV  int64  // the data_version whose stored pools the registry was last offered
-	// ruleCache holds pool rule assignments evaluated before a pass's transaction (rules.go).
-	ruleCache map[ruleKey]assignment
-	// ruleMisses counts assignments evaluated inside a transaction, for tests.
-	ruleMisses int
+	mem    *state.State
+	dec    *decide.Decider
+	runner *runner.Runner
+	epoch  int64
 
-	// Owners (§9): the liveness view the memory was built under, whether a check is due, and
-	// the dead owners on this host whose processes are being killed or confirmed gone.
-	view        *owners.View
+	pending []event
+	// regChanged: the registry validated the DAGs again (regGen is the generation the loop
+	// took); memory is loaded again and open runs follow the new definitions.
+	regChanged bool
+	regGen     uint64
+	seenDV     int64 // the data_version whose stored pools the registry was last offered
+
+	lastRenew time.Time
+	renewFail bool
+	wakeAt    time.Time // when the loop passes on its own next; zero = recompute
+
+	// Owners (§9): whether a look at the owners is due, and the dead owners on this host whose
+	// processes are being killed or confirmed gone.
 	ownersDirty bool
 	reaping     map[string]int64
 	reaped      map[string]int64
+	tookOver    map[string]int64 // per dead owner, the epoch whose end this daemon handled
 
 	// A failed pass backs off (doubling up to maxBackoff); warnings repeat at most once a
 	// minute per distinct text.
@@ -107,37 +76,38 @@ type loop struct {
 	warned   map[string]time.Time
 	lastSlow time.Time // the last look at the DAG folder and the owners
 
-	testPK     int64
-	testSuffix string // several dags test processes may start in the same millisecond
-	testMu     sync.Mutex
-	testRun    store.Run
-	testDone   bool
+	// stopping: the shutdown's last transaction, which takes over nobody.
+	stopping bool
+	// harness: passes are stepped by a test (Harness), which starts no attempt.
+	harness bool
+
+	testMu   sync.Mutex
+	testRun  store.Run
+	testDone bool
 }
 
 func newLoop(cfg *Config) (*loop, error) {
 	l := &loop{
-		cfg:     cfg,
-		st:      cfg.Store,
-		log:     cfg.Logger,
-		clock:   cfg.Clock,
-		events:  make(chan event, 1024),
-		wakeCh:  make(chan struct{}, 1),
-		runs:    map[int64]*liveRun{},
-		entries: map[int64]*liveEntry{},
-		running: map[int64]bool{},
-		scheds:  map[*dag.DAG]*schedule{},
-		dropped: map[string]time.Time{},
-		stopped: make(chan struct{}),
-		reaping: map[string]int64{},
-		reaped:  map[string]int64{},
-		warned:  map[string]time.Time{},
-		// A test run's id ends with a random suffix, fixed before any pass needs it.
-		testSuffix: fmt.Sprintf("_%06x", rand.IntN(1<<24)),
+		cfg:      cfg,
+		st:       cfg.Store,
+		log:      cfg.Logger,
+		clock:    cfg.Clock,
+		events:   make(chan event, 1024),
+		wakeCh:   make(chan struct{}, 1),
+		stopped:  make(chan struct{}),
+		reaping:  map[string]int64{},
+		reaped:   map[string]int64{},
+		tookOver: map[string]int64{},
+		warned:   map[string]time.Time{},
 	}
 	l.host, _ = os.Hostname()
+	l.reg = newRegistry(cfg.DAGsDir, cfg.GoDAGs, cfg.Store, cfg.Settings, cfg.Logger)
 	l.runner = runner.New(runner.Config{StateDir: cfg.StateDir, DaemonID: cfg.DaemonID, StorePath: cfg.Store.Path(),
 		KillGrace: cfg.KillGrace, Clock: cfg.Clock, Logger: cfg.Logger, Post: l.post})
-	l.reg = newRegistry(cfg.DAGsDir, cfg.GoDAGs, cfg.Store, cfg.Settings, cfg.Logger)
+	l.mem = state.New(cfg.DaemonID, cfg.Test == nil)
+	// A test run's id ends with a random suffix, fixed before any pass needs it.
+	l.dec = decide.New(decide.Config{DaemonID: cfg.DaemonID, Host: l.host, Lease: cfg.Lease, Test: cfg.Test,
+		TestSuffix: fmt.Sprintf("_%06x", rand.IntN(1<<24)), Notices: cfg.Notify != nil}, l.mem, cfg.Settings, nil, 0)
 	return l, nil
 }
 
@@ -256,12 +226,12 @@ const coalesceWindow = 400 * time.Microsecond
 // lasts, waits for more completions to join this pass.
 func (l *loop) coalesce() {
 	l.drainEvents()
-	if len(l.running) <= 1 {
+	if len(l.mem.Running) <= 1 {
 		return
 	}
 	deadline := time.NewTimer(coalesceWindow)
 	defer deadline.Stop()
-	for finished(l.pending) < len(l.running) {
+	for finished(l.pending) < len(l.mem.Running) {
 		select {
 		case ev := <-l.events:
 			l.pending = append(l.pending, ev)

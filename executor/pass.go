@@ -2,22 +2,25 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"time"
 
-	"github.com/poolflow/poolflow/executor/attempt"
+	"github.com/poolflow/poolflow/executor/apply"
+	"github.com/poolflow/poolflow/executor/decide"
 	"github.com/poolflow/poolflow/owners"
-	"github.com/poolflow/poolflow/store"
 )
 
-// pass is one decision: apply events, advance runs, admit, and commit once.
-func (l *loop) pass(ctx context.Context) error {
+// pass is one pass of the loop: in one write transaction, read what memory needs (read.go),
+// decide (package decide: pure), write the plan (package apply: the one writer), commit; then
+// start and stop attempts, answer callers, tell observers. Nothing the plan does outside the
+// store happens before the commit, so a process never runs without its claims.
+func (l *loop) pass(ctx context.Context) (*decide.Plan, error) {
 	now := l.clock.Now()
-	l.prepareRules(now) // CPU work stays out of the write transaction
-	defer clear(l.ruleCache)
+	l.dec.PrepareRules(l.pending, now) // user code stays out of the write transaction
 	// A pass that began finishes (within the store's bound) even when Stop cancels ctx.
 	tx, err := l.st.Begin(context.WithoutCancel(ctx))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	committed := false
 	epoch := l.epoch
@@ -27,200 +30,106 @@ func (l *loop) pass(ctx context.Context) error {
 			if l.epoch != epoch { // a renewal under a new epoch that did not commit
 				l.epoch = epoch
 				owners.SetInProcess(l.st.Path(), l.cfg.DaemonID, epoch)
+				l.runner.SetEpoch(epoch)
 			}
 		}
 	}()
 	// Events that came while Begin waited for the writers' lock (other daemons' passes) join
 	// this pass: under contention one commit covers more of them.
 	l.drainEvents()
-	dv, err := tx.DataVersion()
+	in, renewed, err := l.read(ctx, tx, now)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	l.notePending()
-	if dv != l.dv {
-		l.ownersDirty = true // memory is read again: under the owners' liveness as of now
-	}
-	p := &passState{now: now}
-	// Renew first: a daemon that can pass is alive, and its own claims must not look expired
-	// to the expiry check below.
-	if now.Sub(l.lastRenew) >= l.cfg.RenewEvery {
-		if err := l.renew(tx, now); err != nil {
-			return err
-		}
-		p.renewed = true
-	}
-	ownersChanged, err := l.checkOwners(tx, p)
+	plan := l.dec.Decide(in)
+	out, err := apply.Plan(tx, plan)
 	if err != nil {
-		return err
-	}
-	reloaded := l.regChanged
-	if err := l.catchUp(tx, now, dv, l.regChanged || ownersChanged); err != nil {
-		return err
-	}
-	reloaded, l.dagsReloaded = reloaded || l.dagsReloaded, false
-	l.dv = dv
-	if err := l.applyConfig(context.WithoutCancel(ctx), tx, now); err != nil {
-		return err
-	}
-	finished := map[int64]bool{}
-	for _, ev := range l.pending {
-		if f, ok := ev.(*attempt.Ended); ok {
-			finished[f.Entry] = true
-		}
-	}
-	for _, ev := range l.pending {
-		if s, ok := ev.(*attempt.Started); ok && finished[s.Entry] {
-			continue // its end, written below, carries its start
-		}
-		if err := l.apply(tx, p, ev); err != nil {
-			return err
-		}
-	}
-	if err := tx.SetPGIDs(p.pgids, l.cfg.DaemonID, l.epoch); err != nil {
-		return err
-	}
-	if reloaded {
-		if err := l.applyChanges(tx, p); err != nil {
-			return err
-		}
-	}
-	if err := l.createRuns(tx, p); err != nil {
-		return err
-	}
-	if err := l.retireRemoved(tx, p); err != nil {
-		return err
-	}
-	if err := l.advanceAll(tx, p); err != nil {
-		return err
-	}
-	if err := l.admit(tx, p); err != nil {
-		return err
-	}
-	if err := l.settleTriggers(tx, p); err != nil {
-		return err
-	}
-	if err := l.endRuns(tx, p); err != nil {
-		return err
-	}
-	if err := flushPass(tx, p); err != nil {
-		return err
+		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		return err
+		return nil, err
 	}
 	committed = true
-	l.seq = tx.Seq() // this pass's own writes are in memory already
-	l.pending = l.pending[:0]
-	if p.renewed {
+	l.mem.Seq = tx.Seq() // this pass's own writes are in memory already
+	if plan.Again {
+		l.ownersDirty = true // the takeover's pass is done: the next one loads after it
+	} else {
+		l.pending = l.pending[:0]
+	}
+	if renewed {
 		l.lastRenew = now
 		l.renewFail = false
 	}
-	l.afterCommit(p)
-	return nil
+	l.dec.Committed(plan, out.Drained)
+	l.after(plan, out)
+	return plan, nil
 }
 
-// catchUp makes memory current inside tx: load reads everything again on the first pass, after
-// a failed one, when DAGs or owners changed (full); otherwise, when another process committed,
-// refresh reads what it wrote (refresh.go), or load everything when the change is one only
-// load handles.
-func (l *loop) catchUp(tx store.Tx, now time.Time, dv int64, full bool) error {
-	full = full || !l.loaded
-	if !full && (dv != l.dv || tx.Seq() != l.seq) {
-		ok, err := l.refresh(tx, now)
-		if err != nil {
-			return err
-		}
-		full = !ok
-	}
-	if full {
-		return l.load(tx, now)
-	}
-	return nil
-}
-
-// notePending takes what concerns owners from the pending events: a confirmed reap, and
-// commands or triggers (which may be about a dead owner's work) make the pass check owners.
-func (l *loop) notePending() {
-	kept := l.pending[:0]
-	for _, ev := range l.pending {
-		switch ev := ev.(type) {
-		case *evReaped:
-			if ev.ok && l.reaped[ev.owner] < ev.epoch {
-				l.reaped[ev.owner] = ev.epoch
-			}
-			if !ev.ok && l.reaping[ev.owner] == ev.epoch {
-				delete(l.reaping, ev.owner) // try again at the next check
-			}
-			l.ownersDirty = true
-			continue
-		case *evCommand, *evTrigger:
-			l.ownersDirty = true
-		}
-		kept = append(kept, ev)
-	}
-	l.pending = kept
-}
-
-// passState collects what one pass decided, applied after its commit.
-type passState struct {
-	now      time.Time
-	admitted []*liveEntry
-	newRuns  []*liveRun
-	started  []*liveRun // runs that went from queued to running in this pass
-	replies  []func()
-	ended    []*liveRun
-	renewed  bool
-	triggers []*pendingTrigger
-	notices  []Notice
-	dirtyTIs []*liveTI        // written once, before the commit
-	attempts []*store.Attempt // the attempts that ended, written with them
-	pgids    map[int64]int    // the process groups of attempts that started, by entry
-	reaps    []reapJob
-	rebooted bool // the @reboot fires were created in this pass
-}
-
-// spawn hands an admitted attempt to the runner.
-func (l *loop) spawn(le *liveEntry) {
-	run := le.run
-	l.running[le.ID] = true
-	l.runner.Start(&attempt.Spec{Entry: le.ID, DAGID: run.DAGID, RunID: run.RunID, Task: le.ti.task, Try: le.TryNumber,
-		Logical: run.LogicalDate, Params: run.params, Replay: le.Replay})
-}
-
-func (l *loop) afterCommit(p *passState) {
-	if p.rebooted {
-		l.reboot = false // consumed only with the commit that created the runs
-	}
-	for _, job := range p.reaps {
-		if l.reaping[job.owner] < job.epoch {
-			l.reaping[job.owner] = job.epoch
+// after carries out what a committed plan does outside the store.
+func (l *loop) after(p *decide.Plan, out apply.Outcome) {
+	for _, job := range p.Reaps {
+		if l.reaping[job.Owner] < job.Epoch {
+			l.reaping[job.Owner] = job.Epoch
 			go l.reap(job)
 		}
 	}
-	for _, le := range p.admitted {
-		l.spawn(le)
+	for _, k := range p.Kills {
+		l.runner.Kill(k.Entry, k.Reason)
 	}
-	for _, r := range p.replies {
-		r()
-	}
-	for _, r := range p.ended {
-		l.forgetRun(r)
-		l.log.Info("run ended", keyDAG, r.DAGID, keyRun, r.RunID, "state", r.State)
-		l.notify(p, Notice{Kind: NoticeRunEnded, DAGID: r.DAGID, RunID: r.RunID, State: r.State, Reason: r.Reason})
-		if r.PK == l.testPK && l.testPK != 0 {
-			l.testMu.Lock()
-			l.testRun, l.testDone = r.Run, true
-			l.testMu.Unlock()
+	if !l.harness {
+		for _, s := range p.Starts {
+			l.runner.Start(s)
 		}
 	}
-	for _, n := range p.notices {
-		l.cfg.Notify(n)
+	for _, r := range p.Replies {
+		r()
+	}
+	ctx := context.Background()
+	for _, lg := range p.Logs {
+		l.log.Log(ctx, lg.Level, lg.Msg, lg.Args...)
+	}
+	if out.Orphans > 0 {
+		l.log.Info("retired waiting entries of runs that have ended", "entries", out.Orphans)
+	}
+	for _, w := range out.Warnings {
+		l.log.Warn(w)
+	}
+	for _, name := range out.Drained {
+		l.log.Info("pool drained; new capacity in force", "pool", name)
+	}
+	var notices []decide.Notice
+	for _, t := range out.Takeovers {
+		o := t.Owner
+		l.tookOver[o.ID] = max(l.tookOver[o.ID], o.Epoch)
+		if len(t.Released) > 0 || len(t.Failed) > 0 || t.Adopted > 0 {
+			l.log.Warn("owner is gone; its work is taken over", "owner", o.ID, "kind", o.Kind, "pid", o.PID, "host", o.Host,
+				"last_heartbeat", o.Heartbeat, "claims_released", len(t.Released), "test_runs_failed", len(t.Failed),
+				"runs_taken_over", t.Adopted)
+		}
+		for _, r := range t.Failed {
+			notices = append(notices, decide.Notice{Kind: NoticeRunEnded, DAGID: r.DAGID, RunID: r.RunID, State: r.State, Reason: r.Reason})
+		}
+	}
+	if run, done := l.dec.TestResult(); done {
+		l.testMu.Lock()
+		l.testRun, l.testDone = run, true
+		l.testMu.Unlock()
 	}
 	if l.cfg.Notify != nil {
-		l.cfg.Notify(Notice{Kind: NoticePass, At: p.now})
+		for _, n := range notices {
+			l.cfg.Notify(n)
+		}
+		for _, n := range p.Notices {
+			l.cfg.Notify(n)
+		}
+		l.cfg.Notify(Notice{Kind: NoticePass, At: p.Now})
 	}
-	if len(p.ended) > 0 {
+	if len(p.Ended) > 0 || p.Wake || p.Again {
 		l.wake() // a queued run (max_active_runs, forbid, catch-up) may start now
 	}
 }
+
+// errStale is a pass whose writes the store refused because memory was behind it.
+func isStale(err error) bool { return errors.Is(err, apply.ErrStale) }
+
+var _ = time.Now

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -53,6 +54,7 @@ func BenchmarkCatchUp(b *testing.B) {
 		b.Fatal(err)
 	}
 	l.reg.ensure()
+	l.takeDAGs(l.reg.generation())
 	// inTx runs fn in a transaction of the sharer, timed without the wait for the writers' lock
 	// (the owner daemon passes too) when timed is set.
 	inTx := func(fn func(tx store.Tx) error, timed ...*testing.B) {
@@ -69,16 +71,55 @@ func BenchmarkCatchUp(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	inTx(func(tx store.Tx) error {
-		if _, err := l.checkOwners(tx, &passState{now: time.Now()}); err != nil {
+	// load reads every open run again, as a pass that loads memory does; refresh reads what
+	// other processes stamped since memory's sequence (l.read's two ways of catching up).
+	load := func(tx store.Tx) error {
+		rows, err := tx.Owners()
+		if err != nil {
 			return err
 		}
-		return l.load(tx, time.Now())
-	})
+		l.mem.View = owners.NewView(rows, l.cfg.DaemonID, time.Now(), l.host, l.localAlive)
+		ps, err := tx.Pools()
+		if err != nil {
+			return err
+		}
+		claims, err := tx.Claims()
+		if err != nil {
+			return err
+		}
+		all, err := l.readAll(tx, ps, claims)
+		if err != nil {
+			return err
+		}
+		dv, _ := tx.DataVersion()
+		l.mem.Load(all, dv, tx.Seq())
+		return nil
+	}
+	refresh := func(tx store.Tx) error {
+		ps, err := tx.Pools()
+		if err != nil {
+			return err
+		}
+		claims, err := tx.Claims()
+		if err != nil {
+			return err
+		}
+		ch, err := l.readChanges(tx, ps, claims)
+		if err != nil {
+			return err
+		}
+		if ch == nil {
+			return fmt.Errorf("refresh fell back to load")
+		}
+		dv, _ := tx.DataVersion()
+		l.mem.Refresh(ch, dv, tx.Seq())
+		return nil
+	}
+	inTx(load)
 	var shared int
-	for _, r := range l.runs {
-		if r.shared {
-			shared += len(r.tis)
+	for _, r := range l.mem.Runs {
+		if r.Shared {
+			shared += len(r.TIs)
 		}
 	}
 	if shared != n {
@@ -111,21 +152,15 @@ func BenchmarkCatchUp(b *testing.B) {
 		b.StopTimer()
 		for i := 0; i < b.N; i++ {
 			ownerPass()
-			inTx(func(tx store.Tx) error { return l.load(tx, time.Now()) }, b)
+			inTx(load, b)
 		}
 	})
 	b.Run(fmt.Sprintf("refresh/%d", n), func(b *testing.B) {
-		inTx(func(tx store.Tx) error { return l.load(tx, time.Now()) })
+		inTx(load)
 		b.StopTimer()
 		for i := 0; i < b.N; i++ {
 			ownerPass()
-			inTx(func(tx store.Tx) error {
-				ok, err := l.refresh(tx, time.Now())
-				if err == nil && !ok {
-					err = fmt.Errorf("refresh fell back to load")
-				}
-				return err
-			}, b)
+			inTx(refresh, b)
 		}
 	})
 }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/poolflow/poolflow/config"
-	"github.com/poolflow/poolflow/pools"
-	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/executor/decide"
 )
 
 // Live configuration. The registry (registry.go) watches poolflow.yaml and learns of stored
@@ -73,97 +71,9 @@ func (l *loop) syncStored(ctx context.Context, dv int64) {
 // triggerPending reports whether the pass has a trigger to answer.
 func (l *loop) triggerPending() bool {
 	for _, ev := range l.pending {
-		if _, ok := ev.(*evTrigger); ok {
+		if _, ok := ev.(*decide.Trigger); ok {
 			return true
 		}
 	}
 	return false
-}
-
-// applyConfig applies a new configuration generation of the registry in the pass's transaction,
-// after load: file pools synced, l.pools re-read, rules and max_running taken. A pass that read
-// stored pools the registry has not validated against (another process committed after
-// syncStored looked) hands them over; the registry re-validates off the loop, or, when the
-// pass answers a trigger, before it: a DAG that a pool just created makes valid must be found
-// by a trigger sent right after the pool (the API's create wakes the loop, and the trigger may
-// join the pass that wake began).
-func (l *loop) applyConfig(ctx context.Context, tx store.Tx, now time.Time) error {
-	if l.dv != l.seenDV {
-		l.seenDV = l.dv
-		ps := make([]store.Pool, 0, len(l.pools))
-		for _, p := range l.pools {
-			ps = append(ps, p)
-		}
-		sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
-		switch {
-		case !l.reg.storedStale(ps):
-		case l.triggerPending():
-			l.reg.request(ctx, &refreshReq{stored: ps, haveStored: true, skipDir: true}, storedWait)
-		default:
-			l.reg.offer(ps)
-		}
-	}
-	eff, gen := l.reg.effective()
-	if gen == l.cfgGen {
-		return nil
-	}
-	prev := l.cfg.Settings
-	l.cfg.Settings = eff.Settings
-	if err := l.syncPools(tx, now); err != nil {
-		if !errors.Is(err, config.ErrInvalid) {
-			return err
-		}
-		// Reported by the registry (health, UI); the pools that do hold were written.
-		l.log.Warn("file pools synced with problems", "err", err)
-	}
-	ps, err := tx.Pools()
-	if err != nil {
-		return err
-	}
-	l.pools = poolsByName(ps)
-	l.ruleSet = eff.Rules
-	clear(l.ruleCache) // evaluated before this pass under the old rules
-	if prev.MaxRunning != eff.Settings.MaxRunning {
-		if err := l.setGlobalLimit(tx, eff.Settings.MaxRunning); err != nil {
-			return err
-		}
-	}
-	l.cfgGen = gen
-	return nil
-}
-
-// setGlobalLimit gives this daemon's waiting entries the new max_running as their _global
-// limit (none when 0); new entries get it from requirements.
-func (l *loop) setGlobalLimit(tx store.Tx, maxRunning int) error {
-	var ids []int64
-	for id, le := range l.entries {
-		if le.State != "waiting" {
-			continue
-		}
-		ids = append(ids, id)
-		needs := le.Needs[:0:0]
-		for _, n := range le.Needs {
-			if n.Pool != pools.GlobalPool {
-				needs = append(needs, n)
-			}
-		}
-		if maxRunning > 0 {
-			needs = append(needs, store.Requirement{Pool: pools.GlobalPool, Slots: 1, Implicit: true, Capacity: maxRunning})
-			sort.Slice(needs, func(i, j int) bool { return needs[i].Pool < needs[j].Pool })
-		}
-		le.Needs = needs
-		le.reason = nil
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return tx.SetImplicitLimit(ids, pools.GlobalPool, maxRunning)
-}
-
-// syncPools is config.SyncPools for this loop. A `dags test` process only adds the file pools
-// the store does not have yet: the pool table belongs to the serve daemons, and a test run with
-// another poolflow.yaml (or none) must not change or drop the pools they admit against.
-func (l *loop) syncPools(tx store.Tx, now time.Time) error {
-	if l.cfg.Test == nil {
-		return config.SyncPools(tx, l.cfg.Settings, now)
-	}
-	return config.AddMissingPools(tx, l.cfg.Settings, now)
 }

@@ -50,8 +50,8 @@ func CheckConf(size int) error {
 	return nil
 }
 
-// check validates a trigger request from the Go API, as the HTTP and CLI edges do.
-func (req TriggerRequest) check() error {
+// checkTrigger validates a trigger request from the Go API, as the HTTP and CLI edges do.
+func checkTrigger(req TriggerRequest) error {
 	if req.RunID != "" {
 		if err := CheckRunID(req.RunID); err != nil {
 			return err

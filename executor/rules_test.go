@@ -164,7 +164,7 @@ tasks:
 	if run.State != "success" {
 		t.Fatalf("run %s", run.State)
 	}
-	if n := d.loop.ruleMisses; n != 0 {
+	if n := d.loop.dec.RuleMisses; n != 0 {
 		t.Errorf("%d rule assignments were evaluated inside a transaction", n)
 	}
 	for _, task := range []string{"a", "b", "c", "d", "e", "f"} {

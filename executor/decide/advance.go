@@ -1,4 +1,4 @@
-package executor
+package decide
 
 import (
 	"fmt"
@@ -7,66 +7,61 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor/state"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
 )
 
 // readyTask is a task instance that becomes ready in this pass and needs a queue entry.
 type readyTask struct {
-	run *liveRun
-	ti  *liveTI
+	run *state.Run
+	ti  *state.TI
 	try int
 }
 
 // advanceAll moves every changed run forward: queued runs start when max_active_runs allows,
 // trigger rules turn finished upstream tasks into ready (or skipped, upstream_failed) ones, due
 // retries come back, and every task that became ready is queued before the pass admits (§4.4).
-func (l *loop) advanceAll(tx store.Tx, p *passState) error {
-	if err := l.startQueuedRuns(tx, p); err != nil {
-		return err
-	}
+func (ps *pass) advanceAll() {
+	ps.startQueuedRuns()
 	var ready []readyTask
-	for _, run := range l.runs {
-		if run.State != string(dag.RunRunning) || run.dag == nil || run.away || run.shared {
+	for _, run := range ps.st.Runs {
+		if run.State != string(dag.RunRunning) || run.DAG == nil || run.Away || run.Shared {
 			continue // only its owner advances a run
 		}
-		l.clockDue(run, p.now)
-		if len(run.frontier) == 0 {
+		ps.clockDue(run)
+		if run.FrontierLen() == 0 {
 			continue
 		}
-		r, err := l.advance(tx, p, run)
-		if err != nil {
-			return err
-		}
-		ready = append(ready, r...)
+		ready = append(ready, ps.advance(run)...)
 	}
 	// Queue IDs follow (due time, run_id, task order in the DAG) (§4.4).
 	sort.Slice(ready, func(i, j int) bool {
 		a, b := ready[i], ready[j]
-		if da, db := a.run.due(), b.run.due(); !da.Equal(db) {
+		if da, db := a.run.Due(), b.run.Due(); !da.Equal(db) {
 			return da.Before(db)
 		}
 		if a.run.RunID != b.run.RunID {
 			return a.run.RunID < b.run.RunID
 		}
-		return a.ti.idx < b.ti.idx
+		return a.ti.Idx < b.ti.Idx
 	})
-	return l.enqueueAll(tx, p, ready)
+	ps.enqueueAll(ready)
 }
 
 // enqueueAll queues the ready tasks in order, all in a few statements (Tx.InsertEntries); an
 // entry a pool refuses (max_queued, §4.6) is queued and rejected at once.
-func (l *loop) enqueueAll(tx store.Tx, p *passState, ready []readyTask) error {
+func (ps *pass) enqueueAll(ready []readyTask) {
 	if len(ready) == 0 {
-		return nil
+		return
 	}
-	queued := l.queuedPerPool()
+	queued := ps.queuedPerPool()
 	entries := make([]store.Entry, len(ready))
 	refusals := make([]string, len(ready))
 	batch := make([]*store.Entry, len(ready))
 	for i, r := range ready {
-		entries[i] = l.newEntry(p, r)
-		refusals[i] = l.refusal(entries[i].Needs, queued)
+		entries[i] = ps.newEntry(r)
+		refusals[i] = ps.refusal(entries[i].Needs, queued)
 		if refusals[i] == "" {
 			for _, n := range entries[i].Needs {
 				queued[n.Pool]++
@@ -74,29 +69,24 @@ func (l *loop) enqueueAll(tx store.Tx, p *passState, ready []readyTask) error {
 		}
 		batch[i] = &entries[i]
 	}
-	if err := tx.InsertEntries(batch); err != nil {
-		return err
-	}
+	ps.p.add(InsertEntries{batch})
 	for i, r := range ready {
-		if err := l.queued(tx, p, r, entries[i], refusals[i]); err != nil {
-			return err
-		}
+		ps.queued(r, entries[i], refusals[i])
 	}
-	return nil
 }
 
 // clockDue puts on the run's frontier the tasks whose time came: a retry, an approval timeout,
 // a sensor's poke or timeout.
-func (l *loop) clockDue(run *liveRun, now time.Time) {
-	for ti := range run.timers {
-		if w := clockWake(ti); !w.IsZero() && !now.Before(w) && ti.idx >= 0 {
-			run.push(run.layout.Pos[ti.idx])
+func (ps *pass) clockDue(run *state.Run) {
+	for ti := range run.Timers {
+		if w := clockWake(ti); !w.IsZero() && !ps.now.Before(w) && ti.Idx >= 0 {
+			run.Push(run.Layout.Pos[ti.Idx])
 		}
 	}
 }
 
 // clockWake is when a task instance waiting on a clock needs the loop next; zero for none.
-func clockWake(ti *liveTI) time.Time {
+func clockWake(ti *state.TI) time.Time {
 	switch dag.State(ti.State) {
 	case dag.StateUpForRetry:
 		return ti.NextAt
@@ -111,92 +101,90 @@ func clockWake(ti *liveTI) time.Time {
 // advance evaluates the run's frontier in dependency order, so a skip or failure propagates
 // through the run in one pass: a task that becomes skipped puts its downstream tasks on the
 // frontier behind it.
-func (l *loop) advance(tx store.Tx, p *passState, run *liveRun) ([]readyTask, error) {
+func (ps *pass) advance(run *state.Run) []readyTask {
 	var ready []readyTask
-	for len(run.frontier) > 0 {
-		ti := run.pop()
-		if ti == nil || ti.task == nil {
+	for run.FrontierLen() > 0 {
+		ti := run.Pop()
+		if ti == nil || ti.Task == nil {
 			continue
 		}
 		switch dag.State(ti.State) {
 		case dag.StateNone:
-			up := run.layout.Up[ti.idx]
+			up := run.Layout.Up[ti.Idx]
 			ups := make([]dag.State, 0, len(up))
 			for _, u := range up {
-				if uti := run.byIdx[u]; uti != nil {
+				if uti := run.ByIdx[u]; uti != nil {
 					ups = append(ups, dag.State(uti.State))
 				}
 			}
-			switch next := dag.Trigger(ti.task.TriggerRule, ups); next {
+			switch next := dag.Trigger(ti.Task.TriggerRule, ups); next {
 			case dag.StateScheduled:
-				if ti.task.Kind == dag.KindApproval {
-					if err := l.openGate(tx, p, run, ti); err != nil {
-						return nil, err
-					}
+				if ti.Task.Kind == dag.KindApproval {
+					ps.openGate(ti)
 					continue
 				}
 				ready = append(ready, readyTask{run: run, ti: ti, try: ti.TryNumber + 1})
 			case dag.StateSkipped, dag.StateUpstreamFailed:
 				ti.State = string(next)
-				ti.Reason = fmt.Sprintf("%s: trigger rule %s", next, ti.task.TriggerRule)
-				l.touch(p, ti)
+				ti.Reason = fmt.Sprintf("%s: trigger rule %s", next, ti.Task.TriggerRule)
+				ps.st.Touch(ti)
 			}
 		case dag.StateUpForRetry:
-			if !p.now.Before(ti.NextAt) {
+			if !ps.now.Before(ti.NextAt) {
 				ready = append(ready, readyTask{run: run, ti: ti, try: ti.TryNumber + 1})
 			}
 		case dag.StateAwaitingApproval:
-			if err := l.checkGateTimeout(tx, p, run, ti); err != nil {
-				return nil, err
-			}
+			ps.checkGateTimeout(run, ti)
 		case dag.StateScheduled, dag.StateUpForReschedule:
-			if err := l.sensorDue(tx, p, run, ti); err != nil {
-				return nil, err
-			}
+			ps.sensorDue(ti)
 		}
 	}
-	return ready, nil
+	return ready
 }
 
 // queuedPerPool counts waiting entries per pool (every daemon's), for max_queued.
-func (l *loop) queuedPerPool() map[string]int {
+func (ps *pass) queuedPerPool() map[string]int {
 	out := map[string]int{}
 	limited := false
-	for _, p := range l.pools {
+	for _, p := range ps.st.Pools {
 		limited = limited || p.MaxQueued > 0
 	}
 	if !limited {
 		return out
 	}
-	l.syncEntries() // the admission queue holds every waiting entry, this owner's and others'
-	for _, p := range l.pools {
+	ps.st.SyncEntries() // the admission queue holds every waiting entry, this owner's and others'
+	q := ps.st.Queue()
+	for _, p := range ps.st.Pools {
 		if p.MaxQueued > 0 {
-			out[p.Name] = l.queue.Waiting(p.Name)
+			out[p.Name] = q.Waiting(p.Name)
 		}
 	}
 	return out
 }
 
-// newEntry is the queue entry of a ready task with its requirements and limits.
-func (l *loop) newEntry(p *passState, r readyTask) store.Entry {
+// newEntry is the queue entry of a ready task with its requirements and limits, and the next
+// queue ID of the store.
+func (ps *pass) newEntry(r readyTask) store.Entry {
 	run, ti := r.run, r.ti
-	needs, rule := l.requirements(run, ti, r.try)
-	if slices.Equal(needs, run.lastNeeds) {
+	needs, rule := ps.requirements(run, ti, r.try)
+	if slices.Equal(needs, run.LastNeeds) {
 		// Most entries of a run need the same pools: they share one slice, which no one writes
-		// (reload and shared runs build new ones). 120 bytes per waiting entry.
-		needs = run.lastNeeds
+		// (loads and shared runs build new ones). 120 bytes per waiting entry.
+		needs = run.LastNeeds
 	} else {
-		run.lastNeeds = needs
+		run.LastNeeds = needs
 	}
-	e := store.Entry{Run: run.PK, TaskID: ti.TaskID, TryNumber: r.try, Label: label(run.DAGID, ti.TaskID, r.try),
-		Priority: run.weights[ti.TaskID], Due: run.due(), State: "waiting", Rule: rule, CreatedAt: p.now,
-		Needs: needs, Owner: l.cfg.DaemonID, DAGID: run.DAGID, RunID: run.RunID, Fingerprint: ti.fingerprint()}
-	if qt := ti.task.QueueTimeout; qt > 0 {
+	e := store.Entry{ID: ps.st.NextEntryID, Run: run.PK, TaskID: ti.TaskID, TryNumber: r.try,
+		Label: label(run.DAGID, ti.TaskID, r.try), Priority: run.Weights[ti.TaskID], Due: run.Due(), State: "waiting",
+		Rule: rule, CreatedAt: ps.now, Needs: needs, Owner: ps.cfg.DaemonID, DAGID: run.DAGID, RunID: run.RunID,
+		RunType: run.RunType, Fingerprint: ti.Fingerprint()}
+	ps.st.NextEntryID++
+	if qt := ti.Task.QueueTimeout; qt > 0 {
 		// Counted from the due time, or from when the entry joined the queue if that is later:
 		// a retry keeps its run's due time for ordering, but must get its own time to wait.
 		from := e.Due
-		if p.now.After(from) {
-			from = p.now
+		if ps.now.After(from) {
+			from = ps.now
 		}
 		e.Deadline = from.Add(qt)
 	}
@@ -206,39 +194,35 @@ func (l *loop) newEntry(p *passState, r readyTask) store.Entry {
 // queued takes a newly inserted entry into memory and the queue, or, when a pool refused it
 // (backlog full, draining, more slots than the pool has), rejects it: a rejected entry is a
 // failed attempt (§4.6).
-func (l *loop) queued(tx store.Tx, p *passState, r readyTask, e store.Entry, refusal string) error {
+func (ps *pass) queued(r readyTask, e store.Entry, refusal string) {
 	run, ti := r.run, r.ti
 	if refusal != "" {
 		reason := "rejected: " + refusal
-		if err := tx.EndEntry(e.ID, store.EntryRejected, "rejected", reason, p.now); err != nil {
-			return err
-		}
-		if run.dag.IsJob && (run.RunType == "schedule" || run.RunType == "catchup") {
-			l.log.Warn(fmt.Sprintf("Job %s could not enter pool %s: %s", run.DAGID, firstPool(&liveEntry{Entry: e}), refusal))
+		ps.p.add(EndEntry{e.ID, store.EntryRejected, "rejected", reason})
+		first := state.FirstNamed(e.Needs)
+		if run.DAG.IsJob && (run.RunType == "schedule" || run.RunType == "catchup") {
+			ps.p.warn(fmt.Sprintf("Job %s could not enter pool %s: %s", run.DAGID, first, refusal))
 		} else {
-			l.log.Warn("entry rejected", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, "reason", refusal)
+			ps.p.warn("entry rejected", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, "reason", refusal)
 		}
 		ti.StartDate, ti.EndDate = time.Time{}, time.Time{}
-		l.notify(p, Notice{Kind: NoticeRejected, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: r.try,
-			Reason: refusal, Pool: firstPool(&liveEntry{Entry: e})})
-		return l.failAttempt(tx, p, run, ti, r.try, reason, p.now, false)
+		ps.notify(Notice{Kind: NoticeRejected, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: r.try,
+			Reason: refusal, Pool: first})
+		ps.failAttempt(run, ti, r.try, reason, ps.now, false)
+		return
 	}
-	le := &liveEntry{Entry: e, run: run, ti: ti}
-	l.entries[e.ID] = le
-	l.queueDirty(e.ID)
-	ti.entry = le
+	ps.st.AddEntry(&state.Entry{Entry: e, Run: run, TI: ti})
 	ti.State, ti.NextAt = string(dag.StateScheduled), time.Time{}
-	l.touch(p, ti)
-	return nil
+	ps.st.Touch(ti)
 }
 
 // refusal returns a pool's own message when it refuses a new entry, or "".
-func (l *loop) refusal(needs []store.Requirement, queued map[string]int) string {
+func (ps *pass) refusal(needs []store.Requirement, queued map[string]int) string {
 	for _, n := range needs {
 		if n.Implicit {
 			continue
 		}
-		sp, ok := l.pools[n.Pool]
+		sp, ok := ps.st.Pools[n.Pool]
 		if !ok {
 			continue // waits with reason unknown_pool until the pool exists
 		}
@@ -252,28 +236,28 @@ func (l *loop) refusal(needs []store.Requirement, queued map[string]int) string 
 
 // requirements are, first that applies: the task's pool_requirements (or legacy pool), the
 // first matching rule, {default: 1}; plus the implicit limits of §4.2.
-func (l *loop) requirements(run *liveRun, ti *liveTI, try int) ([]store.Requirement, string) {
+func (ps *pass) requirements(run *state.Run, ti *state.TI, try int) ([]store.Requirement, string) {
 	var needs []store.Requirement
 	rule := ""
-	if reqs := ti.task.PoolRequirements; len(reqs) > 0 {
+	if reqs := ti.Task.PoolRequirements; len(reqs) > 0 {
 		for pool, slots := range reqs {
 			needs = append(needs, store.Requirement{Pool: pool, Slots: slots})
 		}
 	} else {
-		pool, slots, name := l.assign(run, ti, try)
+		pool, slots, name := ps.assign(run, ti, try)
 		needs = append(needs, store.Requirement{Pool: pool, Slots: slots})
 		rule = name
 	}
-	if n := l.cfg.Settings.MaxRunning; n > 0 {
+	if n := ps.Settings.MaxRunning; n > 0 {
 		needs = append(needs, store.Requirement{Pool: pools.GlobalPool, Slots: 1, Implicit: true, Capacity: n})
 	}
-	needs = append(needs, store.Requirement{Pool: run.dagPool, Slots: 1,
-		Implicit: true, Capacity: run.dag.MaxActiveTasks})
-	if n := ti.task.MaxActiveTIsPerDAG; n > 0 {
+	needs = append(needs, store.Requirement{Pool: run.DAGPool, Slots: 1,
+		Implicit: true, Capacity: run.DAG.MaxActiveTasks})
+	if n := ti.Task.MaxActiveTIsPerDAG; n > 0 {
 		needs = append(needs, store.Requirement{Pool: pools.TaskPrefix + run.DAGID + "/" + ti.TaskID, Slots: 1,
 			Implicit: true, Capacity: n})
 	}
-	if n := ti.task.MaxActiveTIsPerDAGRun; n > 0 {
+	if n := ti.Task.MaxActiveTIsPerDAGRun; n > 0 {
 		needs = append(needs, store.Requirement{Pool: pools.TaskPrefix + run.DAGID + "/" + run.RunID + "/" + ti.TaskID,
 			Slots: 1, Implicit: true, Capacity: n})
 	}

@@ -1,0 +1,278 @@
+package decide
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/poolflow/poolflow/config"
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor/attempt"
+	"github.com/poolflow/poolflow/executor/state"
+	"github.com/poolflow/poolflow/owners"
+	"github.com/poolflow/poolflow/rules"
+	"github.com/poolflow/poolflow/store"
+)
+
+// Config is what a Decider decides as.
+type Config struct {
+	DaemonID string
+	Host     string        // this daemon's host: a dead owner on it is reaped before its takeover
+	Lease    time.Duration // a claim's lease
+	// Test, when set, makes the decider run only this one run (dags test): no schedules, no
+	// other runs; pause and max_active_runs are ignored.
+	Test *TestRun
+	// TestSuffix ends the test run's id: several dags test processes may start in the same
+	// millisecond.
+	TestSuffix string
+	// Notices: someone observes the passes' notices (metrics, tests); without, none are made.
+	Notices bool
+}
+
+// TestRun describes the single run of `poolflow dags test`.
+type TestRun struct {
+	DAGID string
+	Conf  map[string]any
+}
+
+// Decider makes a daemon's passes' decisions. It keeps, besides memory (St), what the
+// scheduling itself remembers between passes: the configuration in force, the @reboot fires
+// still to create, the cron fires dropped while the store was unavailable, the parsed
+// schedules, the pool rules' assignments evaluated ahead of a pass, the test run.
+type Decider struct {
+	cfg Config
+	St  *state.State
+
+	Settings *config.Config
+	Rules    *rules.Set // assigns the pool of a task that declares none (§6); nil = {default: 1}
+	CfgGen   uint64     // the configuration generation in force
+
+	// Reboot: @reboot runs still to create (or to drop with the §4.9 warning).
+	Reboot  bool
+	dropped map[string]time.Time // cron fires dropped while the store was unavailable (§4.9)
+	scheds  map[*dag.DAG]*schedule
+	dags    *DAGs
+
+	ruleCache map[ruleKey]assignment
+	// RuleMisses counts assignments evaluated during a decision rather than ahead of it.
+	RuleMisses int
+
+	// MinLease is the earliest lease end among this daemon's claims at the last pass.
+	MinLease time.Time
+
+	testRun  store.Run
+	testDone bool
+}
+
+var timeZero time.Time
+
+// New makes the decider of a daemon with memory st and the configuration it starts with.
+func New(cfg Config, st *state.State, settings *config.Config, rs *rules.Set, gen uint64) *Decider {
+	d := &Decider{cfg: cfg, St: st, Settings: settings, Rules: rs, CfgGen: gen, Reboot: cfg.Test == nil,
+		dropped: map[string]time.Time{}, scheds: map[*dag.DAG]*schedule{}, dags: &DAGs{}}
+	st.MaxRunning = settings.MaxRunning
+	return d
+}
+
+// DAGs is a snapshot of the loaded DAGs.
+type DAGs struct {
+	List   []*dag.DAG
+	ByID   map[string]*dag.DAG
+	Errors map[string]string // import errors by file
+}
+
+// Get is the loaded DAG id, or nil.
+func (g *DAGs) Get(id string) *dag.DAG {
+	if g == nil {
+		return nil
+	}
+	return g.ByID[id]
+}
+
+// SetDAGs takes a new snapshot of the loaded DAGs (the registry re-validated them); the parsed
+// schedules of the old ones are dropped.
+func (d *Decider) SetDAGs(g *DAGs) {
+	d.dags = g
+	d.scheds = map[*dag.DAG]*schedule{}
+	d.St.DAG = g.Get
+}
+
+// DAG is the loaded DAG id, or nil.
+func (d *Decider) DAG(id string) *dag.DAG { return d.dags.Get(id) }
+
+// Input is what one pass decides on: its time and events, and what the daemon read in its
+// transaction, under the writers' lock.
+type Input struct {
+	Now    time.Time
+	Epoch  int64 // this daemon's fencing epoch
+	Events []any // *attempt.Started, *attempt.Ended, *Trigger, *Command
+
+	// View is the owners' liveness, when the pass read the owners (nil: unchanged); Reaped the
+	// epochs whose processes this daemon confirmed gone, per dead owner on this host; Reaping
+	// those it is killing.
+	View            *owners.View
+	Reaped, Reaping map[string]int64
+	TookOver        map[string]int64 // per dead owner, the epoch whose end this daemon handled
+	Load            *state.Rows      // memory is loaded from these (nil: no load)
+	Refresh         *state.Changes   // or refreshed from these (nil: no outside change)
+	SyncDAGs        bool             // record the loaded DAGs and import errors (a load after they changed)
+	DAGsChanged     bool             // the DAGs were validated again: open runs follow their new definitions
+	DV, Seq         int64            // the store's change version and sequence this pass read at
+	Claims          []store.Claim    // every claim, read in this pass
+	Commands        []store.Command
+	TakenRunIDs     map[string]bool // "dag\x00run" of the triggers' run ids that exist already
+	TestRunEnded    *store.Run      // the test run, ended by another process
+	Effective       *config.Effective
+	EffectiveGen    uint64
+	NextRunPK       int64 // the id the next inserted run gets (0: memory knows it)
+	NextEntryID     int64 // the id the next inserted entry gets (0: memory knows it)
+	NoWait          bool  // nothing but the events and the runs they end: a shutdown's last writes
+}
+
+// Plan is what one pass does.
+type Plan struct {
+	Now    time.Time
+	Daemon string
+	Epoch  int64
+	// Ops are the store writes, in order.
+	Ops []Op
+	// After the commit: the attempts to start and stop, the replies to callers, the notices
+	// and log lines, the kills of dead owners' processes on this host.
+	Starts  []*attempt.Spec
+	Kills   []Kill
+	Replies []func()
+	Notices []Notice
+	Logs    []Log
+	Reaps   []Reap
+	// Ended are the runs that ended; Rebooted says the @reboot fires were created.
+	Ended    []*state.Run
+	Rebooted bool
+	// Again: pass again at once, with these events still to do (a takeover was planned; the
+	// next pass loads memory after it). Wake: pass again at once (memory must read what this
+	// pass wrote, or a queued run may start now).
+	Again, Wake bool
+}
+
+// Kill stops an attempt this daemon runs.
+type Kill struct {
+	Entry  int64
+	Reason string
+}
+
+// Reap kills a dead owner's processes on this host before its claims are released (§9).
+type Reap struct {
+	Owner string
+	Epoch int64
+	PGIDs []int
+}
+
+// Log is a log line to write once the pass committed.
+type Log struct {
+	Level slog.Level
+	Msg   string
+	Args  []any
+}
+
+// Log attribute keys, fixed in one place.
+const (
+	keyDAG   = "dag_id"
+	keyRun   = "run_id"
+	keyTask  = "task_id"
+	keyTry   = "try_number"
+	keyPool  = "pool"
+	keyEntry = "queue_id"
+)
+
+func (p *Plan) add(op Op) { p.Ops = append(p.Ops, op) }
+
+func (p *Plan) info(msg string, args ...any) { p.Logs = append(p.Logs, Log{slog.LevelInfo, msg, args}) }
+func (p *Plan) warn(msg string, args ...any) { p.Logs = append(p.Logs, Log{slog.LevelWarn, msg, args}) }
+func (p *Plan) errorf(msg string, args ...any) {
+	p.Logs = append(p.Logs, Log{slog.LevelError, msg, args})
+}
+
+func (p *Plan) notify(n Notice) { p.Notices = append(p.Notices, n) }
+
+func (p *Plan) reply(f func()) { p.Replies = append(p.Replies, f) }
+
+// TestResult is the test run once it ended.
+func (d *Decider) TestResult() (store.Run, bool) { return d.testRun, d.testDone }
+
+// serve reports whether this is a serve daemon (not a dags test process).
+func (d *Decider) serve() bool { return d.cfg.Test == nil }
+
+// Decide makes one pass's plan (see the package comment). A pass that plans the takeover of a
+// dead owner does only that (Again): the next pass loads memory after it.
+func (d *Decider) Decide(in *Input) *Plan {
+	p := &Plan{Now: in.Now, Daemon: d.cfg.DaemonID, Epoch: in.Epoch}
+	ps := &pass{Decider: d, in: in, p: p, now: in.Now, st: d.St}
+	if in.NoWait {
+		// A shutdown's last writes: the ends of its attempts and the runs they end.
+		ps.catchUp()
+		ps.events()
+		ps.endRuns()
+		ps.flush()
+		return p
+	}
+	if in.View != nil && ps.takeovers() {
+		p.Again = true
+		d.St.Invalidate()
+		return p
+	}
+	ps.catchUp()
+	ps.applyConfig()
+	ps.events()
+	if in.DAGsChanged {
+		ps.applyChanges()
+	}
+	ps.createRuns()
+	ps.retireRemoved()
+	ps.advanceAll()
+	ps.admit()
+	ps.settleTriggers()
+	ps.endRuns()
+	ps.flush()
+	return p
+}
+
+// pass is one decision in the making.
+type pass struct {
+	*Decider
+	in  *Input
+	p   *Plan
+	now time.Time
+	st  *state.State
+
+	started  []*state.Run // runs that went from queued to running in this pass
+	triggers []*pendingTrigger
+	attempts []*store.Attempt // the attempts that ended, written with them
+	pgids    map[int64]int    // the process groups of attempts that started, by entry
+	stops    []int64          // waiting entries of this daemon's runs that carry a stop request
+	admitted []*state.Entry
+}
+
+// flush writes what the pass kept to write once: the attempts that ended, then the runs and
+// task instances it changed.
+func (ps *pass) flush() {
+	if len(ps.attempts) > 0 {
+		ps.p.add(PutAttempts{ps.attempts})
+	}
+	runs, tis := ps.st.Flush()
+	if len(runs) > 0 {
+		ps.p.add(PutRuns{runs})
+	}
+	if len(tis) > 0 {
+		ps.p.add(PutTIs{tis})
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func label(dagID, taskID string, try int) string { return state.Label(dagID, taskID, try) }
+
+var _ = fmt.Sprintf

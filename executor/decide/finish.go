@@ -1,0 +1,157 @@
+package decide
+
+import (
+	"time"
+
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor/attempt"
+	"github.com/poolflow/poolflow/executor/state"
+	"github.com/poolflow/poolflow/store"
+)
+
+// finish records an attempt's end: the fencing check (this daemon must still hold the claims
+// under its epoch, §4.8), the release of every claim, the task's new state under the retry
+// policy (§3.3). The end of an attempt whose entry is not in memory is still written while its
+// claims are held (§9: no code path drops an attempt's end while its claim is held).
+func (ps *pass) finish(ev *attempt.Ended) {
+	delete(ps.st.Running, ev.Entry)
+	le := ps.st.Entries[ev.Entry]
+	if le == nil || le.TI == nil {
+		ps.finishUnknown(ev)
+		return
+	}
+	ti, run := le.TI, le.Run
+	if le.FailWith != "" {
+		// Marked failed (or replaced) while it ran: it fails with no retry, whatever ended it.
+		ev.OK, ev.Skip, ev.Shutdown, ev.Lost, ev.Reschedule = false, false, false, false, false
+		ev.Reason, ev.NoRetry = le.FailWith, true
+	}
+	held := ps.st.Holds(ev.Entry, ps.cfg.DaemonID, ps.in.Epoch)
+	if ev.Shutdown || ev.Lost {
+		// Back to the queue with the same try number, unless the lease lapsed and another
+		// pass already took the entry back.
+		ps.st.DropEntry(le)
+		ti.State = string(dag.StateScheduled) // RequeueHeld writes it
+		ti.Noted()
+		if held {
+			ps.p.add(RequeueHeld{ev.Entry})
+			ps.st.Release(ev.Entry)
+		}
+		ps.st.Invalidate()
+		return
+	}
+	if ev.Reschedule {
+		if !held {
+			ps.st.Invalidate()
+			return
+		}
+		ps.rescheduleEntry(le, ev)
+		return
+	}
+	if le.Pokes > 0 {
+		ev.Start = ti.StartDate // a reschedule sensor reports its first poke's start
+	}
+	if !held {
+		// The lease lapsed and the entry went back to the queue (or another life took it):
+		// a completion under an old epoch is refused (§4.8).
+		ps.p.warn("completion refused: claim no longer held", keyEntry, ev.Entry)
+		ps.st.Invalidate() // memory still shows it admitted: read the store again
+		return
+	}
+	ps.p.add(ReleaseHeld{ev.Entry})
+	ps.st.Release(ev.Entry)
+	ps.st.DropEntry(le)
+	ti.StartDate, ti.EndDate = ev.Start, ev.End
+	ti.TryNumber = le.TryNumber
+	if ev.OK || ev.Skip {
+		st := "success"
+		if ev.Skip {
+			st = "skipped"
+		}
+		ps.notify(Notice{Kind: NoticeAttemptEnded, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID,
+			Try: ti.TryNumber, State: st, Reason: ev.Reason, Duration: ev.End.Sub(ev.Start)})
+	}
+	switch {
+	case ev.OK:
+		ti.State, ti.Reason = string(dag.StateSuccess), ""
+		ps.retireJobRetries(run.DAG, run, "retry retired by a success") // a job is never shared
+		ps.attempts = append(ps.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
+			State: "success", StartDate: ev.Start, EndDate: ev.End, Daemon: ps.cfg.DaemonID})
+		ps.st.Touch(ti)
+		return
+	case ev.Skip:
+		ti.State, ti.Reason = string(dag.StateSkipped), ev.Reason
+		ps.attempts = append(ps.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
+			State: "skipped", StartDate: ev.Start, EndDate: ev.End, Reason: ev.Reason, Daemon: ps.cfg.DaemonID})
+		ps.st.Touch(ti)
+		return
+	}
+	ps.failAttempt(run, ti, le.TryNumber, ev.Reason, ev.End, ev.NoRetry)
+}
+
+// finishUnknown records the end of an attempt whose entry is not in memory (its run was loaded
+// again without it): if this daemon still holds its claims, they are released and the attempt
+// and its task instance are recorded from what the runner knows; the run is read again next
+// pass.
+func (ps *pass) finishUnknown(ev *attempt.Ended) {
+	if !ps.st.Holds(ev.Entry, ps.cfg.DaemonID, ps.in.Epoch) {
+		ps.p.warn("completion refused: claim no longer held", keyEntry, ev.Entry)
+		return
+	}
+	ps.st.Invalidate()
+	a := ev.Spec
+	if a == nil {
+		ps.p.add(ReleaseHeld{ev.Entry})
+		ps.st.Release(ev.Entry)
+		ps.p.errorf("completion of an entry not in memory: claims released, outcome unknown", keyEntry, ev.Entry)
+		return
+	}
+	ps.p.warn("completion of an entry not in memory: claims released, outcome recorded", keyEntry, ev.Entry,
+		keyDAG, a.DAGID, keyRun, a.RunID, keyTask, a.Task.ID, keyTry, a.Try)
+	st, reason := "success", ev.Reason
+	switch {
+	case ev.Skip:
+		st = "skipped"
+	case ev.Shutdown || ev.Lost || ev.Reschedule:
+		st, reason = "failed", orDefault(reason, "stopped")
+	case !ev.OK:
+		st = "failed"
+	}
+	ps.p.add(ReleaseHeld{ev.Entry})
+	ps.st.Release(ev.Entry)
+	ps.p.add(RecordEnd{ev.Entry, &store.Attempt{TryNumber: a.Try, State: st, StartDate: ev.Start, EndDate: ev.End,
+		Reason: reason, Daemon: ps.cfg.DaemonID}})
+}
+
+// failAttempt records try `try` as failed and applies the retry policy: up_for_retry until
+// end + delay while attempts are left, else failed (§3.3).
+func (ps *pass) failAttempt(run *state.Run, ti *state.TI, try int, reason string, at time.Time, noRetry bool) {
+	ranBy := "" // an entry that expired, was cancelled or rejected never ran
+	if !ti.StartDate.IsZero() {
+		ranBy = ps.cfg.DaemonID
+	}
+	ps.attempts = append(ps.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: try, State: "failed",
+		StartDate: ti.StartDate, EndDate: ti.EndDate, Reason: reason, Daemon: ranBy})
+	ps.notify(Notice{Kind: NoticeAttemptEnded, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: try,
+		State: "failed", Reason: reason, Duration: ti.EndDate.Sub(ti.StartDate)})
+	ti.TryNumber = try
+	ti.Reason = reason
+	if !noRetry && ti.Task != nil && try < ti.Task.Retries+1 {
+		ti.State = string(dag.StateUpForRetry)
+		ti.NextAt = at.Add(dag.RetryDelay(ti.Task, try))
+		ps.p.info("attempt failed; will retry", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID,
+			keyTry, try, "reason", reason, "retry_at", ti.NextAt)
+	} else {
+		ti.State = string(dag.StateFailed)
+		ti.NextAt = time.Time{}
+		ps.p.info("task failed", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, keyTry, try, "reason", reason)
+	}
+	ps.st.Touch(ti)
+}
+
+// notify records a notice when someone observes them.
+func (ps *pass) notify(n Notice) {
+	if ps.cfg.Notices {
+		ps.p.notify(n)
+	}
+}

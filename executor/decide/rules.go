@@ -1,0 +1,127 @@
+package decide
+
+import (
+	"time"
+
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor/attempt"
+	"github.com/poolflow/poolflow/executor/state"
+	"github.com/poolflow/poolflow/rules"
+)
+
+// ruleKey names one attempt a rule assigns a pool to.
+type ruleKey struct {
+	dag, run, task string
+	try            int
+}
+
+// assignment is a rule's answer for one attempt.
+type assignment struct {
+	pool  string
+	slots int
+	rule  string
+}
+
+// assign picks the pool of a task that declares none: the first matching rule (§6), else
+// {default: 1}. Assignments evaluated before the pass's transaction are taken from the cache.
+func (ps *pass) assign(run *state.Run, ti *state.TI, try int) (pool string, slots int, rule string) {
+	if ps.Rules == nil {
+		return "default", 1, ""
+	}
+	key := ruleKey{run.DAGID, run.RunID, ti.TaskID, try}
+	a, ok := ps.ruleCache[key]
+	if !ok {
+		ps.RuleMisses++
+		a = ps.evalRules(run, ti.Task, try)
+	}
+	return a.pool, a.slots, a.rule
+}
+
+func (d *Decider) evalRules(run *state.Run, t *dag.Task, try int) assignment {
+	trigger := run.RunType
+	if trigger == "test" {
+		trigger = "manual"
+	}
+	res := d.Rules.Assign(rules.Attrs{DAGID: run.DAGID, TaskID: t.ID, RunID: run.RunID, Owner: run.DAG.Owner,
+		Tags: run.DAG.Tags, Trigger: trigger, Params: run.Params, TryNumber: try, Kind: string(t.Kind),
+		LogicalDate: run.LogicalDate})
+	return assignment{pool: res.Pool, slots: res.Slots, rule: res.Rule}
+}
+
+// PrepareRules evaluates, before the pass's transaction, the rules of the attempts the pass
+// can foresee: the first tasks of the runs it will create for manual starts and a test run,
+// the tasks downstream of attempts that ended, the tasks on a run's frontier and the retries
+// that are due. Rules are user code of unknown cost; a pass holds the writers' lock, and every
+// other writer waits for it. What the pass did not foresee is evaluated inside it.
+func (d *Decider) PrepareRules(events []any, now time.Time) {
+	if d.Rules == nil {
+		return
+	}
+	if d.ruleCache == nil {
+		d.ruleCache = map[ruleKey]assignment{}
+	}
+	clear(d.ruleCache)
+	put := func(run *state.Run, t *dag.Task, try int) {
+		if t == nil || len(t.PoolRequirements) > 0 || t.Kind == dag.KindApproval {
+			return
+		}
+		key := ruleKey{run.DAGID, run.RunID, t.ID, try}
+		if _, ok := d.ruleCache[key]; !ok {
+			d.ruleCache[key] = d.evalRules(run, t, try)
+		}
+	}
+	ps := &pass{Decider: d, now: now, st: d.St, in: &Input{Now: now}, p: &Plan{}}
+	roots := func(g *dag.DAG, runType string, req TriggerRequest) {
+		r, err := ps.runRecord(g, runType, req.LogicalDate, req.RunID, req.Conf, "", false)
+		if err != nil {
+			return
+		}
+		run := state.NewRun(r, g)
+		for _, t := range g.Tasks {
+			if len(t.DependsOn) == 0 {
+				put(run, t, 1)
+			}
+		}
+	}
+	if t := d.cfg.Test; t != nil && d.St.TestPK == 0 {
+		if g := d.DAG(t.DAGID); g != nil {
+			roots(g, "test", TriggerRequest{Conf: t.Conf})
+		}
+	}
+	for _, ev := range events {
+		switch ev := ev.(type) {
+		case *Trigger:
+			if g := d.DAG(ev.Req.DAGID); g != nil {
+				roots(g, "manual", ev.Req)
+			}
+		case *attempt.Ended:
+			le := d.St.Entries[ev.Entry]
+			if le == nil || le.TI == nil || le.Run.Layout == nil || le.TI.Idx < 0 || le.Run.Shared {
+				continue
+			}
+			if t := le.TI.Task; !ev.OK && t != nil && le.TryNumber <= t.Retries {
+				put(le.Run, t, le.TryNumber+1) // a retry with no delay is queued in this pass
+			}
+			for _, c := range le.Run.Layout.Down[le.TI.Idx] {
+				if ti := le.Run.ByIdx[c]; ti != nil && ti.State == string(dag.StateNone) {
+					put(le.Run, ti.Task, ti.TryNumber+1)
+				}
+			}
+		}
+	}
+	for _, run := range d.St.Runs {
+		if run.Layout == nil || run.Shared {
+			continue
+		}
+		for _, ti := range run.Frontier() {
+			if ti.State == string(dag.StateNone) {
+				put(run, ti.Task, ti.TryNumber+1)
+			}
+		}
+		for ti := range run.Timers {
+			if ti.State == string(dag.StateUpForRetry) && !now.Before(ti.NextAt) {
+				put(run, ti.Task, ti.TryNumber+1)
+			}
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package decide
+
+import (
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/owners"
+)
+
+// schedule is a DAG's parsed schedule.
+type schedule struct {
+	cron   cron.Schedule // nil for @reboot or manual-only
+	reboot bool
+}
+
+func (d *Decider) scheduleOf(g *dag.DAG) *schedule {
+	if s, ok := d.scheds[g]; ok {
+		return s
+	}
+	cs, reboot, err := dag.ParseSchedule(g.Schedule)
+	s := &schedule{cron: cs, reboot: reboot}
+	if err != nil {
+		s = &schedule{}
+	}
+	d.scheds[g] = s
+	return s
+}
+
+// maxFiresSkipped bounds the walk to the newest missed fire of a DAG without catch-up.
+const maxFiresSkipped = 1 << 20
+
+// createRuns creates the runs that are due in this pass: the test run of `dags test`, @reboot
+// runs once per daemon start, and cron fires. Two daemons cannot create the same fire: the
+// store keeps scheduled runs unique per (dag, logical date), and a pass reads the checkpoint
+// another daemon advanced with its fire.
+func (ps *pass) createRuns() {
+	if t := ps.cfg.Test; t != nil {
+		if ps.st.TestPK != 0 {
+			return
+		}
+		g := ps.DAG(t.DAGID)
+		if g == nil {
+			return // the daemon refuses to start without it
+		}
+		r, err := ps.runRecord(g, "test", time.Time{}, "", t.Conf, "", false)
+		if err != nil {
+			return
+		}
+		run := ps.newRun(g, r)
+		ps.st.TestPK = run.PK
+		return
+	}
+	for _, g := range ps.dags.List {
+		sched := ps.scheduleOf(g)
+		if ps.st.DAGStates[g.ID].Paused || (sched.cron == nil && !sched.reboot) {
+			continue
+		}
+		if sched.reboot {
+			if ps.Reboot {
+				ps.fire(g, "schedule", ps.now)
+			}
+			continue
+		}
+		ps.cronFires(g, sched.cron)
+	}
+	// The fires are consumed only when this pass commits (Committed); a pass that fails drops
+	// them with the §4.9 warning instead (Unavailable).
+	ps.p.Rebooted = ps.Reboot
+}
+
+// cronFires turns a DAG's due fires into runs. With catchup, missed fires since the checkpoint
+// (or start_date) become runs one at a time, in order: the next is created only when the
+// previous scheduled run has ended (§3.5). Without it, only the newest due fire runs. A DAG seen
+// for the first time without catchup starts from now.
+func (ps *pass) cronFires(g *dag.DAG, cs cron.Schedule) {
+	cp := ps.st.DAGStates[g.ID].Checkpoint
+	if cp.IsZero() {
+		cp = ps.now
+		if g.Catchup && !g.StartDate.IsZero() {
+			cp = g.StartDate.Add(-time.Nanosecond)
+		}
+		ps.setCheckpoint(g.ID, cp)
+	}
+	next := cs.Next(cp)
+	if next.After(ps.now) {
+		return
+	}
+	if dropped, ok := ps.dropped[g.ID]; ok {
+		// Fires up to this one were dropped while the store was unavailable (§4.9).
+		delete(ps.dropped, g.ID)
+		if !dropped.Before(next) {
+			ps.setCheckpoint(g.ID, dropped)
+			return
+		}
+	}
+	if g.Catchup {
+		if ps.openScheduledRuns(g.ID) > 0 {
+			return
+		}
+		runType := "schedule"
+		if !cs.Next(next).After(ps.now) {
+			runType = "catchup"
+		}
+		ps.fire(g, runType, next)
+		return
+	}
+	for i := 0; i < maxFiresSkipped; i++ {
+		after := cs.Next(next)
+		if after.After(ps.now) {
+			break
+		}
+		next = after
+	}
+	ps.fire(g, "schedule", next)
+}
+
+// openScheduledRuns counts the open scheduled and catch-up runs of a DAG, every owner's (§9).
+func (ps *pass) openScheduledRuns(dagID string) int {
+	n := 0
+	for _, r := range ps.st.Runs {
+		if r.DAGID == dagID && owners.IsLeaderOwned(r.RunType) {
+			n++
+		}
+	}
+	for _, r := range ps.st.Others {
+		if r.DAGID == dagID && owners.IsLeaderOwned(r.RunType) {
+			n++
+		}
+	}
+	return n
+}
+
+// fire creates the run of one fire and advances the checkpoint.
+func (ps *pass) fire(g *dag.DAG, runType string, at time.Time) {
+	r, err := ps.runRecord(g, runType, at, "", nil, "", false)
+	if err == nil {
+		run := ps.newRun(g, r)
+		ps.retireJobRetries(g, run, "retry retired by a newer fire")
+	}
+	ps.setCheckpoint(g.ID, at)
+}
+
+func (ps *pass) setCheckpoint(dagID string, at time.Time) {
+	st := ps.st.DAGStates[dagID]
+	st.DAGID, st.Checkpoint = dagID, at
+	ps.st.DAGStates[dagID] = st
+	ps.p.add(SetCheckpoint{dagID, at})
+}
+
+// nextFire is the earliest cron fire after now the loop must wake for. A fire already due that
+// the last pass did not create waits for a catch-up run to end (this daemon's or another's):
+// that end wakes the loop, so it is not a reason to pass again at once.
+func (d *Decider) nextFire(now time.Time) time.Time {
+	var out time.Time
+	if d.cfg.Test != nil {
+		return out
+	}
+	for _, g := range d.dags.List {
+		s := d.scheduleOf(g)
+		if s.cron == nil || d.St.DAGStates[g.ID].Paused {
+			continue
+		}
+		cp := d.St.DAGStates[g.ID].Checkpoint
+		if cp.IsZero() {
+			continue
+		}
+		if n := s.cron.Next(cp); n.After(now) && (out.IsZero() || n.Before(out)) {
+			out = n
+		}
+	}
+	return out
+}

@@ -1,0 +1,216 @@
+package decide
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor/state"
+	"github.com/poolflow/poolflow/pools"
+	"github.com/poolflow/poolflow/store"
+)
+
+type pendingTrigger struct {
+	ev  *Trigger
+	run *state.Run
+}
+
+// trigger creates a manual run in this pass; its reply waits for the pass's admission.
+func (ps *pass) trigger(ev *Trigger) {
+	req := ev.Req
+	reply := ev.Reply
+	d := ps.DAG(req.DAGID)
+	// Replies go out after the commit; a failed pass answers every pending trigger instead.
+	if d == nil {
+		err := fmt.Errorf("%w: dag %s", store.ErrNotFound, req.DAGID)
+		ps.p.reply(func() { reply <- TriggerReply{Err: err} })
+		return
+	}
+	r, err := ps.runRecord(d, "manual", req.LogicalDate, req.RunID, req.Conf, req.Note, req.NoQueue)
+	if err == nil && ps.in.TakenRunIDs[RunKey(d.ID, r.RunID)] {
+		err = fmt.Errorf("%w: dag run %s already exists", store.ErrConflict, r.RunID)
+	}
+	if err == nil {
+		for _, pt := range ps.triggers {
+			if pt.run.DAGID == r.DAGID && pt.run.RunID == r.RunID {
+				err = fmt.Errorf("%w: dag run %s already exists", store.ErrConflict, r.RunID)
+			}
+		}
+	}
+	if err != nil {
+		ps.p.reply(func() { reply <- TriggerReply{Err: err} })
+		return
+	}
+	run := ps.newRun(d, r)
+	ps.triggers = append(ps.triggers, &pendingTrigger{ev: ev, run: run})
+}
+
+// RunKey names a run for TakenRunIDs.
+func RunKey(dagID, runID string) string { return dagID + "\x00" + runID }
+
+// TriggerRunID is the run id a trigger asks for, as the pass at now will make it: the daemon
+// checks, before the pass, whether it exists already.
+func (d *Decider) TriggerRunID(req TriggerRequest, now time.Time) string {
+	if req.RunID != "" {
+		return req.RunID
+	}
+	logical := req.LogicalDate
+	if logical.IsZero() {
+		logical = now
+	}
+	return runID("manual", logical, d.cfg.TestSuffix)
+}
+
+// newRun puts a new run in memory with every task instance in state none, with the next run id
+// of the store, and queues its insert.
+func (ps *pass) newRun(d *dag.DAG, r store.Run) *state.Run {
+	r.PK = ps.nextRunPK()
+	lr := state.NewRun(r, d)
+	ps.p.add(InsertRun{&lr.Run})
+	for _, t := range d.Tasks {
+		ti := &state.TI{TaskInstance: store.TaskInstance{Run: r.PK, TaskID: t.ID, State: string(dag.StateNone)}, Task: t}
+		lr.Add(ti)
+		ps.st.Touch(ti)
+	}
+	ps.st.AddRun(lr)
+	ps.p.info("run created", keyDAG, d.ID, keyRun, r.RunID, "run_type", r.RunType)
+	return lr
+}
+
+// nextRunPK takes the id of the next run inserted.
+func (ps *pass) nextRunPK() int64 {
+	id := ps.st.NextRunPK
+	ps.st.NextRunPK++
+	return id
+}
+
+// runRecord is the row of a new run. A zero logical date means now; an empty run id is derived
+// from the run type and the logical date (a test run's is fixed once per process).
+func (ps *pass) runRecord(d *dag.DAG, runType string, logical time.Time, id string, conf map[string]any,
+	note string, noQueue bool) (store.Run, error) {
+	if logical.IsZero() {
+		logical = ps.now
+	}
+	if id == "" {
+		id = runID(runType, logical, ps.cfg.TestSuffix)
+	}
+	confJSON := "{}"
+	if len(conf) > 0 {
+		b, err := json.Marshal(conf)
+		if err != nil {
+			return store.Run{}, fmt.Errorf("conf: %w", err)
+		}
+		confJSON = string(b)
+	}
+	return store.Run{DAGID: d.ID, RunID: id, RunType: runType, LogicalDate: logical, State: string(dag.RunQueued),
+		Conf: confJSON, Note: note, NoQueue: noQueue, Owner: ps.cfg.DaemonID, QueuedAt: ps.now}, nil
+}
+
+// runID is the id of a run of this type at logical.
+func runID(runType string, logical time.Time, testSuffix string) string {
+	prefix := "manual"
+	switch runType {
+	case "schedule", "catchup":
+		prefix = "scheduled"
+	case "test":
+		prefix = "test"
+	}
+	id := prefix + "__" + logical.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	if runType == "test" {
+		id += testSuffix
+	}
+	return id
+}
+
+// settleTriggers refuses the runs started in this pass that asked not to wait and still have a
+// waiting entry (§4.6), then answers each manual start: admitted, queued, or refused.
+func (ps *pass) settleTriggers() {
+	for _, run := range ps.started {
+		if !run.NoQueue {
+			continue
+		}
+		first := firstWaiting(run)
+		if first == nil {
+			continue
+		}
+		why := ps.explain(first)
+		msg := fmt.Sprintf("pool %s cannot admit %s at once and the start asked not to queue", first.FirstPool(), first.Label)
+		if why != "" {
+			msg += " (" + why + ")"
+		}
+		run.Reason = "rejected: " + msg
+		ps.st.TouchRun(run)
+		ps.refuseRun(run, run.Reason)
+	}
+	for _, pt := range ps.triggers {
+		run, reply := pt.run, pt.ev.Reply
+		if run.NoQueue && run.State == string(dag.RunQueued) {
+			why := fmt.Sprintf("dag %s cannot start a run at once (max_active_runs %d) and the start asked not to queue",
+				run.DAGID, run.DAG.MaxActiveRuns)
+			if run.Reason != "" {
+				why += " (" + run.Reason + ")"
+			}
+			run.State, run.EndDate, run.Reason = string(dag.RunFailed), ps.now, "rejected: "+why
+			ps.st.TouchRun(run)
+			ps.st.RemoveRun(run)
+		}
+		if msg, ok := strings.CutPrefix(run.Reason, "rejected: "); ok {
+			ps.p.reply(func() { reply <- TriggerReply{Err: fmt.Errorf("%w: %s", ErrRefused, msg)} })
+			continue
+		}
+		res := TriggerResult{}
+		if first := firstWaiting(run); first != nil {
+			ps.explain(first)
+			res.Queued, res.QueueID, res.Pool = true, first.ID, first.FirstPool()
+		}
+		// A run waiting for max_active_runs or forbid waits too, with no queue entry yet.
+		res.Queued = res.Queued || run.State == string(dag.RunQueued)
+		row := run.Run
+		ps.p.reply(func() {
+			res.Run = row
+			reply <- TriggerReply{Res: res}
+		})
+	}
+}
+
+// explain sets le.Reason to why one of memory's entries waits after this pass, by the same
+// pure walk the reads use (§4.5), and returns it in words; "" when it does not wait. A pass
+// does not compute reasons; this is for the few answers that name one (a manual start's).
+func (ps *pass) explain(le *state.Entry) string {
+	le.Why = nil
+	r, ok := pools.Admit(ps.st.Queue().Snapshot(), ps.now).Reason(le.ID)
+	if !ok {
+		return ""
+	}
+	le.Why = &r
+	if r.Kind == pools.ReasonNodeAway && ps.st.View != nil {
+		return ps.st.View.AwayText(le.Run.Owner)
+	}
+	return r.String()
+}
+
+// firstWaiting is the run's waiting entry with the lowest queue ID.
+func firstWaiting(run *state.Run) *state.Entry {
+	var first *state.Entry
+	for _, ti := range run.TIs {
+		if le := ti.Entry; le != nil && le.State == "waiting" && (first == nil || le.ID < first.ID) {
+			first = le
+		}
+	}
+	return first
+}
+
+// refuseRun ends a run that may not wait: its waiting entries are rejected and it fails.
+func (ps *pass) refuseRun(run *state.Run, reason string) {
+	for _, ti := range run.InOrder() {
+		if le := ti.Entry; le != nil && le.State == "waiting" {
+			ps.p.add(EndEntry{le.ID, store.EntryRejected, "rejected", reason})
+			ps.st.Release(le.ID)
+			ps.st.DropEntry(le)
+			// The refused try is used up (§3.3) with no retry: the task shows it, not try 0.
+			ps.failAttempt(run, ti, le.TryNumber, reason, ps.now, true)
+		}
+	}
+}
