@@ -99,8 +99,13 @@ func newModel(t *rapid.T, busy bool) *model {
 		name := fmt.Sprintf("%sd/r%d", DAGPoolPrefix, r)
 		m.pools[name] = Implicit(name, rapid.IntRange(1, 3).Draw(t, "max_active_tasks"))
 	}
+	m.pools[taskLimit] = Implicit(taskLimit, rapid.IntRange(1, 2).Draw(t, "max_active_tis_per_dag"))
 	return m
 }
+
+// taskLimit is the max_active_tis_per_dag of the model's sensor task: every run's instance of
+// it needs a slot, so sensors of different runs take turns on it between their pokes.
+const taskLimit = TaskPrefix + "d/s"
 
 // holders derives occupancy from running attempts and kept claims, as the store does from claim rows.
 func (m *model) holders() map[string][]Holder {
@@ -166,6 +171,9 @@ func (m *model) enqueue(t *rapid.T) {
 		e.block = rapid.SampledFrom([]Block{BlockPaused, BlockForbid, BlockNodeAway}).Draw(t, "block")
 	}
 	e.sensor = rapid.IntRange(0, 5).Draw(t, "sensor?") == 0
+	if e.sensor && rapid.Bool().Draw(t, "task limit?") {
+		e.Needs = append(e.Needs, Need{Pool: taskLimit, Slots: 1})
+	}
 	if e.sensor && rapid.Bool().Draw(t, "kept?") {
 		// Start as a sensor between pokes that already keeps an include_deferred claim.
 		hs := m.holders()
@@ -248,15 +256,17 @@ func (m *model) pass(t *rapid.T) {
 	slices.SortFunc(m.running, func(a, b *mRun) int { return int(a.e.ID - b.e.ID) })
 }
 
-// finish ends a running attempt; a sensor may come back to wait for its next poke, keeping its
-// kept claims, with the same queue ID and due time: it rejoins the queue now, invisible until
-// its poke time.
+// finish ends a running attempt; a reschedule sensor whose condition is not met comes back to
+// wait for its next poke (up_for_reschedule), keeping its kept claims and releasing the rest,
+// with the same queue ID and due time: it rejoins the queue at its poke time and is invisible
+// until then, when the passing of time alone makes it scheduled again (the loop does not put
+// it again).
 func (m *model) finish(t *rapid.T, i int) {
 	r := m.running[i]
 	m.running = slices.Delete(m.running, i, i+1)
-	if r.e.sensor && len(r.e.Kept) > 0 && rapid.Bool().Draw(t, "repoke") {
-		r.e.Queued = m.now()
+	if r.e.sensor && rapid.Bool().Draw(t, "repoke") {
 		r.e.NotBefore = m.now().Add(time.Duration(rapid.IntRange(0, 3).Draw(t, "poke in")) * time.Minute)
+		r.e.Queued = r.e.NotBefore
 		m.waiting = append(m.waiting, r.e)
 		slices.SortFunc(m.waiting, func(a, b *mEntry) int { return int(a.ID - b.ID) })
 		m.put(r.e)
