@@ -89,11 +89,13 @@ type loop struct {
 	lastRenew time.Time
 	minLease  time.Time // earliest lease expiry among claims seen in the last pass
 	// queue is the admission queue kept between passes (queue.go): valid until the next load,
-	// with the entries changed since the last pass in qdirty and the implicit pools it has.
+	// with the entries changed since the last pass in qdirty, the implicit pools it has, and
+	// those of ended runs that it may no longer need in qforget.
 	queue     *pools.Queue
 	qvalid    bool
 	qdirty    map[int64]struct{}
 	qimplicit map[string]bool
+	qforget   map[string]struct{}
 	// used is the slots held per pool at the last pass, for naming the pool an entry waited on.
 	used       map[string]int
 	paths      pathCache // where PATH lookups found commands

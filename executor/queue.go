@@ -17,7 +17,11 @@ import (
 //     entry marks it dirty (dropEntry, queueDirty, refresh), and the next pass puts it again or
 //     removes it before deciding;
 //   - the claims are read inside each pass's transaction and synced as holders, so another
-//     daemon's admissions count at once.
+//     daemon's admissions count at once;
+//   - an implicit pool (§4.2) is set the first time an entry put in the queue names it, and
+//     removed once nothing in the queue needs it after a run that named it ended: several runs
+//     share some (max_active_tis_per_dag's _task/<dag>/<task>), so a run's end alone says
+//     nothing about whether other entries still need them.
 //
 // A pass's decision is applied to the queue by the next pass's sync, never before its commit,
 // so a transaction that fails leaves nothing to undo (the load after it rebuilds anyway).
@@ -50,8 +54,17 @@ func (l *loop) syncEntries() {
 				l.queue.Remove(id)
 			}
 		}
+		// Only now that the ended runs' entries have left the queue can it tell which of
+		// their implicit pools no other entry needs.
+		for name := range l.qforget {
+			if l.queue.Waiting(name) == 0 {
+				l.queue.RemovePool(name)
+				delete(l.qimplicit, name)
+			}
+		}
 	}
 	clear(l.qdirty)
+	clear(l.qforget)
 }
 
 // syncQueue makes the queue agree with memory and with the claims read in this pass.
@@ -123,7 +136,8 @@ func (l *loop) putEntry(le *liveEntry) {
 }
 
 // declareImplicit sets the implicit pools (§4.2) the needs name, with the capacity stored on
-// their rows, the first time one is seen; run remembers them so they go when it ends.
+// their rows, the first time one is seen; run remembers them so that, when it ends, those no
+// entry needs any more go (forgetRun).
 func (l *loop) declareImplicit(run *liveRun, needs []store.Requirement) {
 	for _, n := range needs {
 		if !n.Implicit {
@@ -142,14 +156,19 @@ func (l *loop) declareImplicit(run *liveRun, needs []store.Requirement) {
 	}
 }
 
-// forgetRun removes the implicit pools of a run that ended from the queue.
+// forgetRun marks the implicit pools of a run that ended: the next sync removes from the queue
+// those that no entry left in it needs. Removing them at once would make every other run's
+// entry that needs one (a shared per-task limit) need a pool the queue does not know, and wait
+// for ever unless it happened to be put again (issue 25).
 func (l *loop) forgetRun(run *liveRun) {
 	if l.queue == nil {
 		return
 	}
+	if l.qforget == nil {
+		l.qforget = map[string]struct{}{}
+	}
 	for name := range run.implicit {
-		l.queue.RemovePool(name)
-		delete(l.qimplicit, name)
+		l.qforget[name] = struct{}{}
 	}
 }
 
