@@ -21,6 +21,8 @@ import (
 //   - an earlier entry of a single pool waits only if blocked, held back, or needing more room
 //     than a later admitted one (unless that one was starved there);
 //   - reasons name real pools, real blockers and true numbers;
+//   - no backfill pool is kept for an entry that cannot be admitted for a reason of its own
+//     (paused, forbid, node_unavailable), nor for one behind such an entry in a strict pool;
 //   - an entry whose only obstacle is room in backfill pools where it has starved, with nothing
 //     promoted ahead of it, starts once the attempts holding those pools when it got there end.
 // Admission is all-or-nothing by construction of the model: an admitted entry holds every need.
@@ -544,6 +546,25 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 		}
 	}
 
+	// Starvation (§4.4, turn 3 decision): an entry that cannot be admitted for a reason of its
+	// own is never promoted and, as a strict pool's head, still blocks that pool but does not
+	// count as starved in its backfill pools; an entry behind it in a strict pool cannot be
+	// admitted before it is, so it keeps no room either. No pool is kept for either: a paused
+	// DAG cannot freeze a backfill pool.
+	for id, r := range reasons {
+		if r.Kind != ReasonStarvedHead {
+			continue
+		}
+		b := byID[r.Behind]
+		if b.Block.Reason() != "" {
+			t.Fatalf("entry %d waits for pool %s kept for %d, which is %s", id, r.Pool, b.ID, b.Block)
+		}
+		if f := ownBlockAhead(s, order, b); f != nil {
+			t.Fatalf("entry %d waits for pool %s kept for %d, which is behind %d (%s) in a strict pool",
+				id, r.Pool, b.ID, f.ID, f.Block)
+		}
+	}
+
 	// Rejected lists exactly the entries whose reason rejects them, with that reason.
 	var rejected []Rejection
 	for id, r := range reasons {
@@ -603,6 +624,28 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 			t.Fatalf("entry %d: unexpected reason %s", id, r.Kind)
 		}
 	}
+}
+
+// ownBlockAhead is an entry ahead of e in the walk, in a strict pool e needs, that cannot be
+// admitted for a reason of its own (so e cannot be admitted before that reason goes), or nil.
+// Kept-claims sensors and rejected entries never block, so they do not count.
+func ownBlockAhead(s *Snapshot, order []*Entry, e *Entry) *Entry {
+	for _, f := range order {
+		if f == e {
+			return nil
+		}
+		if f.Block.Reason() == "" || len(f.Kept) > 0 || rejectedIn(s, f) {
+			continue
+		}
+		for _, n := range e.Needs {
+			if p, ok := s.Pools[n.Pool]; ok && p.Ordering == Strict && !p.Implicit {
+				if _, needs := needOf(f, n.Pool); needs {
+					return f
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // updateTracks follows entries whose only obstacle can be room in backfill pools where they
