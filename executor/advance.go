@@ -62,12 +62,12 @@ func (l *loop) enqueueAll(tx store.Tx, p *passState, ready []readyTask) error {
 	}
 	queued := l.queuedPerPool()
 	entries := make([]store.Entry, len(ready))
-	refusals := make([]string, len(ready))
+	refusals := make([]*pools.Refusal, len(ready))
 	batch := make([]*store.Entry, len(ready))
 	for i, r := range ready {
 		entries[i] = l.newEntry(p, r)
 		refusals[i] = l.refusal(entries[i].Needs, queued)
-		if refusals[i] == "" {
+		if refusals[i] == nil {
 			for _, n := range entries[i].Needs {
 				queued[n.Pool]++
 			}
@@ -205,22 +205,23 @@ func (l *loop) newEntry(p *passState, r readyTask) store.Entry {
 
 // queued takes a newly inserted entry into memory and the queue, or, when a pool refused it
 // (backlog full, draining, more slots than the pool has), rejects it: a rejected entry is a
-// failed attempt (§4.6).
-func (l *loop) queued(tx store.Tx, p *passState, r readyTask, e store.Entry, refusal string) error {
+// failed attempt (§4.6) whose warning and notice name the pool that refused it.
+func (l *loop) queued(tx store.Tx, p *passState, r readyTask, e store.Entry, refusal *pools.Refusal) error {
 	run, ti := r.run, r.ti
-	if refusal != "" {
-		reason := "rejected: " + refusal
+	if refusal != nil {
+		reason := "rejected: " + refusal.Msg
 		if err := tx.EndEntry(e.ID, store.EntryRejected, "rejected", reason, p.now); err != nil {
 			return err
 		}
 		if run.dag.IsJob && (run.RunType == "schedule" || run.RunType == "catchup") {
-			l.log.Warn(fmt.Sprintf("Job %s could not enter pool %s: %s", run.DAGID, firstPool(&liveEntry{Entry: e}), refusal))
+			l.log.Warn(fmt.Sprintf("Job %s could not enter pool %s: %s", run.DAGID, refusal.Pool, refusal.Msg))
 		} else {
-			l.log.Warn("entry rejected", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, "reason", refusal)
+			l.log.Warn("entry rejected", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, keyPool, refusal.Pool,
+				"reason", refusal.Msg)
 		}
 		ti.StartDate, ti.EndDate = time.Time{}, time.Time{}
 		l.notify(p, Notice{Kind: NoticeRejected, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: r.try,
-			Reason: refusal, Pool: firstPool(&liveEntry{Entry: e})})
+			Reason: refusal.Msg, Pool: refusal.Pool})
 		return l.failAttempt(tx, p, run, ti, r.try, reason, p.now, false)
 	}
 	le := &liveEntry{Entry: e, run: run, ti: ti}
@@ -232,22 +233,17 @@ func (l *loop) queued(tx store.Tx, p *passState, r readyTask, e store.Entry, ref
 	return nil
 }
 
-// refusal returns a pool's own message when it refuses a new entry, or "".
-func (l *loop) refusal(needs []store.Requirement, queued map[string]int) string {
-	for _, n := range needs {
-		if n.Implicit {
-			continue
-		}
-		sp, ok := l.pools[n.Pool]
+// refusal is the refusal of the pool that refuses a new entry (pools.CheckEntry), or nil. A
+// pool that does not exist yet refuses nothing: the entry waits with reason unknown_pool.
+func (l *loop) refusal(needs []store.Requirement, queued map[string]int) *pools.Refusal {
+	return pools.CheckEntry(requirementsToNeeds(needs), func(name string) (pools.Backlog, bool) {
+		sp, ok := l.pools[name]
 		if !ok {
-			continue // waits with reason unknown_pool until the pool exists
+			return pools.Backlog{}, false
 		}
 		draining := sp.OnResize == "drain" && sp.TargetSlots != store.NoTarget
-		if err := pools.CheckEnqueue(storeSpec(sp), queued[n.Pool], n.Slots, draining); err != nil {
-			return err.Error()
-		}
-	}
-	return ""
+		return pools.Backlog{Spec: storeSpec(sp), Queued: queued[name], Draining: draining}, true
+	})
 }
 
 // requirements are, first that applies: the task's pool_requirements (or legacy pool), the
