@@ -28,8 +28,9 @@ type serveProc struct {
 
 // logBuf collects a process's log lines from the reading goroutine.
 type logBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	grew chan struct{} // closed when a line is added (then replaced)
 }
 
 func (b *logBuf) add(line string) {
@@ -37,6 +38,33 @@ func (b *logBuf) add(line string) {
 	defer b.mu.Unlock()
 	b.buf.WriteString(line)
 	b.buf.WriteByte('\n')
+	if b.grew != nil {
+		close(b.grew)
+		b.grew = nil
+	}
+}
+
+// waitLine waits until a line containing s was logged, woken by each new line, and reports
+// whether one was within limit.
+func (b *logBuf) waitLine(s string, limit time.Duration) bool {
+	timeout := time.After(limit)
+	for {
+		b.mu.Lock()
+		found := strings.Contains(b.buf.String(), s)
+		if b.grew == nil {
+			b.grew = make(chan struct{})
+		}
+		grew := b.grew
+		b.mu.Unlock()
+		if found {
+			return true
+		}
+		select {
+		case <-grew:
+		case <-timeout:
+			return false
+		}
+	}
 }
 
 func (b *logBuf) String() string {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestRescheduleProof: pool p has 1 slot; a higher-priority sensor waits for a file that maker
@@ -186,5 +187,51 @@ func TestSensorChecks(t *testing.T) {
 				t.Fatalf("state %s (%s), want %s", ti.State, ti.Reason, tc.state)
 			}
 		})
+	}
+}
+
+// TestTaskLimitOutlivesARun: max_active_tis_per_dag is one implicit pool shared by every run of
+// the task (§4.2). Two runs' reschedule sensors take turns on it; the first one's run ends while
+// the second waits for its next poke. The second must still poke and succeed: its entry names a
+// pool the loop's admission queue must keep for it (it had been forgotten with the first run, so
+// the entry waited for ever while every pool it needs was free; issue 25).
+func TestTaskLimitOutlivesARun(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "go")
+	b := setup(t, "", map[string]string{"sens.yaml": fmt.Sprintf(`
+dag_id: sens
+tasks:
+  - id: s
+    max_active_tis_per_dag: 1
+    sensor: {file_exists: %s, mode: reschedule, poke_interval: 10s, timeout: 1h}
+`, file)})
+	clock := NewFakeClock(t0)
+	d := b.serve(t, clock)
+	ctx := context.Background()
+	// rescheduled waits, pass after pass, until run's sensor waits for its next poke.
+	rescheduled := func(runID string) {
+		t.Helper()
+		for b.ti(t, "sens", runID, "s").State != "up_for_reschedule" {
+			b.waitNotice(t, func(n Notice) bool { return n.Kind == NoticePass })
+		}
+	}
+	if _, err := d.Trigger(ctx, TriggerRequest{DAGID: "sens", RunID: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	rescheduled("r1") // next poke at t0+10s
+	clock.Advance(5 * time.Second)
+	if _, err := d.Trigger(ctx, TriggerRequest{DAGID: "sens", RunID: "r2"}); err != nil {
+		t.Fatal(err)
+	}
+	rescheduled("r2") // next poke at t0+15s
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(5 * time.Second) // r1 pokes, succeeds, its run ends; r2 still waits for its poke
+	b.waitNotice(t, func(n Notice) bool { return n.Kind == NoticeRunEnded && n.RunID == "r1" })
+	clock.Advance(5 * time.Second)
+	n := b.waitNotice(t, func(n Notice) bool { return n.Kind == NoticeRunEnded && n.RunID == "r2" })
+	if n.State != "success" {
+		t.Fatalf("run r2 ended %s (%s)", n.State, n.Reason)
 	}
 }

@@ -27,7 +27,11 @@ import "time"
 //     walk on. A promoted entry keeps what it reserved for the rest of the pass even if
 //     another pool holds it back. Entries waiting on a limit, or on room held by a sensor's
 //     kept claims, are not promoted (a wait on a limit never blocks others; a wait on a kept
-//     claim never blocks other pools, §5.1).
+//     claim never blocks other pools, §5.1). An entry that cannot be admitted for a reason of
+//     its own (paused, forbid, node_unavailable) is never promoted and, as a strict head,
+//     blocks its strict pool but is not starved anywhere; nor is an entry behind it in a
+//     strict pool, which cannot be admitted before it is (§4.4: a paused DAG cannot freeze a
+//     backfill pool).
 //   - Kept-claims sensors never block and are never promoted; force starts may block.
 //   - not_mine entries that fit take their room and are listed in Decision.NotMine; those that
 //     do not fit act like any waiting entry. They get no Reason: their own daemon gives it.
@@ -146,7 +150,7 @@ func (w *walk) decide(k int32) {
 			head = true
 		}
 	}
-	if head && !lacksLimit && !lacksKept {
+	if head && !lacksLimit && !lacksKept && !w.behindOwnBlock(k) {
 		for g := sl.off; g < sl.end; g++ {
 			if w.pools[w.needs[g].pool].starve > 0 {
 				w.reserve(k, g)
@@ -155,12 +159,25 @@ func (w *walk) decide(k int32) {
 	}
 }
 
+// behindOwnBlock says a strict pool the entry at position k needs has, before it, an entry
+// that cannot be admitted for a reason of its own: k cannot be admitted before that one is, so
+// it is neither promoted nor starved as a head (§4.4).
+func (w *walk) behindOwnBlock(k int32) bool {
+	sl := &w.pos[k]
+	for g := sl.off; g < sl.end; g++ {
+		if p := &w.pools[w.needs[g].pool]; p.strict && p.blocked != none && p.blocked < k {
+			return true
+		}
+	}
+	return false
+}
+
 // promote keeps room for the entry at position k in each backfill pool where it has starved.
 // It runs in walk order before the main walk, so promoted entries are served, in walk order,
 // before every entry that is not promoted.
 func (w *walk) promote(k int32) {
 	sl := &w.pos[k]
-	if sl.block != kNone || sl.rejected {
+	if sl.block != kNone || sl.rejected || w.behindOwnBlock(k) {
 		return
 	}
 	starved := false

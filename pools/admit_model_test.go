@@ -21,6 +21,8 @@ import (
 //   - an earlier entry of a single pool waits only if blocked, held back, or needing more room
 //     than a later admitted one (unless that one was starved there);
 //   - reasons name real pools, real blockers and true numbers;
+//   - no backfill pool is kept for an entry that cannot be admitted for a reason of its own
+//     (paused, forbid, node_unavailable), nor for one behind such an entry in a strict pool;
 //   - an entry whose only obstacle is room in backfill pools where it has starved, with nothing
 //     promoted ahead of it, starts once the attempts holding those pools when it got there end.
 // Admission is all-or-nothing by construction of the model: an admitted entry holds every need.
@@ -99,8 +101,13 @@ func newModel(t *rapid.T, busy bool) *model {
 		name := fmt.Sprintf("%sd/r%d", DAGPoolPrefix, r)
 		m.pools[name] = Implicit(name, rapid.IntRange(1, 3).Draw(t, "max_active_tasks"))
 	}
+	m.pools[taskLimit] = Implicit(taskLimit, rapid.IntRange(1, 2).Draw(t, "max_active_tis_per_dag"))
 	return m
 }
+
+// taskLimit is the max_active_tis_per_dag of the model's sensor task: every run's instance of
+// it needs a slot, so sensors of different runs take turns on it between their pokes.
+const taskLimit = TaskPrefix + "d/s"
 
 // holders derives occupancy from running attempts and kept claims, as the store does from claim rows.
 func (m *model) holders() map[string][]Holder {
@@ -166,6 +173,9 @@ func (m *model) enqueue(t *rapid.T) {
 		e.block = rapid.SampledFrom([]Block{BlockPaused, BlockForbid, BlockNodeAway}).Draw(t, "block")
 	}
 	e.sensor = rapid.IntRange(0, 5).Draw(t, "sensor?") == 0
+	if e.sensor && rapid.Bool().Draw(t, "task limit?") {
+		e.Needs = append(e.Needs, Need{Pool: taskLimit, Slots: 1})
+	}
 	if e.sensor && rapid.Bool().Draw(t, "kept?") {
 		// Start as a sensor between pokes that already keeps an include_deferred claim.
 		hs := m.holders()
@@ -248,15 +258,17 @@ func (m *model) pass(t *rapid.T) {
 	slices.SortFunc(m.running, func(a, b *mRun) int { return int(a.e.ID - b.e.ID) })
 }
 
-// finish ends a running attempt; a sensor may come back to wait for its next poke, keeping its
-// kept claims, with the same queue ID and due time: it rejoins the queue now, invisible until
-// its poke time.
+// finish ends a running attempt; a reschedule sensor whose condition is not met comes back to
+// wait for its next poke (up_for_reschedule), keeping its kept claims and releasing the rest,
+// with the same queue ID and due time: it rejoins the queue at its poke time and is invisible
+// until then, when the passing of time alone makes it scheduled again (the loop does not put
+// it again).
 func (m *model) finish(t *rapid.T, i int) {
 	r := m.running[i]
 	m.running = slices.Delete(m.running, i, i+1)
-	if r.e.sensor && len(r.e.Kept) > 0 && rapid.Bool().Draw(t, "repoke") {
-		r.e.Queued = m.now()
+	if r.e.sensor && rapid.Bool().Draw(t, "repoke") {
 		r.e.NotBefore = m.now().Add(time.Duration(rapid.IntRange(0, 3).Draw(t, "poke in")) * time.Minute)
+		r.e.Queued = r.e.NotBefore
 		m.waiting = append(m.waiting, r.e)
 		slices.SortFunc(m.waiting, func(a, b *mEntry) int { return int(a.ID - b.ID) })
 		m.put(r.e)
@@ -534,6 +546,25 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 		}
 	}
 
+	// Starvation (§4.4, turn 3 decision): an entry that cannot be admitted for a reason of its
+	// own is never promoted and, as a strict pool's head, still blocks that pool but does not
+	// count as starved in its backfill pools; an entry behind it in a strict pool cannot be
+	// admitted before it is, so it keeps no room either. No pool is kept for either: a paused
+	// DAG cannot freeze a backfill pool.
+	for id, r := range reasons {
+		if r.Kind != ReasonStarvedHead {
+			continue
+		}
+		b := byID[r.Behind]
+		if b.Block.Reason() != "" {
+			t.Fatalf("entry %d waits for pool %s kept for %d, which is %s", id, r.Pool, b.ID, b.Block)
+		}
+		if f := ownBlockAhead(s, order, b); f != nil {
+			t.Fatalf("entry %d waits for pool %s kept for %d, which is behind %d (%s) in a strict pool",
+				id, r.Pool, b.ID, f.ID, f.Block)
+		}
+	}
+
 	// Rejected lists exactly the entries whose reason rejects them, with that reason.
 	var rejected []Rejection
 	for id, r := range reasons {
@@ -593,6 +624,28 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 			t.Fatalf("entry %d: unexpected reason %s", id, r.Kind)
 		}
 	}
+}
+
+// ownBlockAhead is an entry ahead of e in the walk, in a strict pool e needs, that cannot be
+// admitted for a reason of its own (so e cannot be admitted before that reason goes), or nil.
+// Kept-claims sensors and rejected entries never block, so they do not count.
+func ownBlockAhead(s *Snapshot, order []*Entry, e *Entry) *Entry {
+	for _, f := range order {
+		if f == e {
+			return nil
+		}
+		if f.Block.Reason() == "" || len(f.Kept) > 0 || rejectedIn(s, f) {
+			continue
+		}
+		for _, n := range e.Needs {
+			if p, ok := s.Pools[n.Pool]; ok && p.Ordering == Strict && !p.Implicit {
+				if _, needs := needOf(f, n.Pool); needs {
+					return f
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // updateTracks follows entries whose only obstacle can be room in backfill pools where they

@@ -218,6 +218,47 @@ func TestAdmit(t *testing.T) {
 			},
 		},
 		{
+			// §4.4, turn 3: a head blocked for a reason of its own blocks its strict pool but
+			// is not starved in its backfill pools.
+			name:     "starvation: a paused strict head keeps nothing in its backfill pools",
+			pools:    poolMap(strict("db", 1), named("wh", 1)),
+			holders:  map[string][]Holder{"db": {x}},
+			entries:  []Entry{entry(1, "p", ns("db:1", "wh:1"), blocked(BlockPaused), queuedAgo(time.Hour), prio(10)), entry(2, "b", ns("wh:1"))},
+			admitted: []int64{2},
+			reasons:  map[int64]string{1: "waiting: DAG is paused"},
+		},
+		{
+			// Nor is an entry behind it, which cannot be admitted before it is: a paused DAG
+			// cannot freeze a backfill pool through another DAG's starved entry.
+			name:  "starvation: an entry behind a paused strict head keeps nothing",
+			pools: poolMap(strict("db", 1), named("wh", 1)),
+			entries: []Entry{
+				entry(1, "p", ns("db:1"), blocked(BlockPaused), prio(10)),
+				entry(2, "s", ns("db:1", "wh:1"), queuedAgo(time.Hour), prio(5)),
+				entry(3, "b", ns("wh:1")),
+			},
+			admitted: []int64{3},
+			reasons: map[int64]string{
+				1: "waiting: DAG is paused",
+				2: "waiting: behind p try 1, the head of strict pool db",
+			},
+		},
+		{
+			name:    "starvation: the head of one strict pool behind a node_unavailable head in another keeps nothing",
+			pools:   poolMap(strict("db", 1), strict("q", 1), named("wh", 1)),
+			holders: map[string][]Holder{"q": {x}},
+			entries: []Entry{
+				entry(1, "n", ns("db:1"), blocked(BlockNodeAway), prio(10)),
+				entry(2, "h", ns("db:1", "q:1", "wh:1"), prio(5)),
+				entry(3, "b", ns("wh:1")),
+			},
+			admitted: []int64{3},
+			reasons: map[int64]string{
+				1: "waiting: node unavailable",
+				2: "waiting: behind n try 1, the head of strict pool db",
+			},
+		},
+		{
 			name:     "strict head keeps nothing in a pool without starvation",
 			pools:    poolMap(strict("db", 1), noStarve(named("wh", 2))),
 			holders:  map[string][]Holder{"db": {x}, "wh": {y}},

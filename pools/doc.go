@@ -26,6 +26,11 @@
 //   - starvation promotion keeps room instead of reordering the walk (see Admit), so strict
 //     pools keep their order and a starved entry needing a strict pool does not jump its queue;
 //   - pools whose starvation_after is 0 never promote, not even for a strict pool's head;
+//   - an entry behind, in a strict pool, an entry that cannot be admitted for a reason of its
+//     own (paused, forbid, node_unavailable) is not promoted either, nor starved as another
+//     strict pool's head: the turn-3 rule of §4.4 speaks of the blocked entry itself, but
+//     the one behind it cannot be admitted before it, and keeping room for it froze backfill
+//     pools just the same;
 //   - a 0-slot pool is allowed and admits nothing: any need of it is over_capacity;
 //   - entries with unknown pools or needs above capacity neither block nor keep room: the
 //     caller rejects them;

@@ -50,3 +50,46 @@ func TestCheckEnqueue(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckEntryNamesTheRefusingPool: an entry needing several pools is refused by the first
+// pool, in the order of its needs, that refuses it, and the refusal names that pool, whatever
+// pool comes first; needs of names without a backlog (limits, pools not created yet) pass.
+func TestCheckEntryNamesTheRefusingPool(t *testing.T) {
+	t.Parallel()
+	backlogs := map[string]Backlog{
+		"a":     {Spec: Spec{Name: "a", Slots: 5}},
+		"small": {Spec: Spec{Name: "small", Slots: 2, MaxQueued: 1}, Queued: 1},
+		"wh":    {Spec: Spec{Name: "wh", Slots: 4}, Draining: true},
+	}
+	lookup := func(name string) (Backlog, bool) { b, ok := backlogs[name]; return b, ok }
+	tests := []struct {
+		name  string
+		needs []Need
+		pool  string
+		kind  ReasonKind
+		msg   string
+	}{
+		{name: "accepted", needs: ns("a:1", "_global:1", "nope:1")},
+		{name: "second pool refuses", needs: ns("a:1", "small:1", "_task/d/t:1"), pool: "small",
+			kind: ReasonBacklogFull, msg: "pool small: backlog full (max_queued 1)"},
+		{name: "over capacity in the second", needs: ns("_global:1", "a:6"), pool: "a", kind: ReasonOverCapacity,
+			msg: "pool a: needs 6 slots, capacity 5"},
+		{name: "the first of two refusing pools", needs: ns("a:1", "wh:1", "small:1"), pool: "wh",
+			kind: ReasonDraining, msg: "pool wh is draining"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := CheckEntry(tt.needs, lookup)
+			if tt.pool == "" {
+				if r != nil {
+					t.Fatalf("refused: %+v", r)
+				}
+				return
+			}
+			if r == nil || r.Pool != tt.pool || r.Reason != tt.kind || r.Msg != tt.msg {
+				t.Fatalf("refusal %+v, want pool %s %s %q", r, tt.pool, tt.kind, tt.msg)
+			}
+		})
+	}
+}

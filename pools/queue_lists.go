@@ -18,6 +18,16 @@ func (p *qpool) class(slots int32) *keyset {
 	return c
 }
 
+// blockedClass is p's head class of blocked entries, or nil when it has none.
+func (p *qpool) blockedClass() *keyset {
+	for _, c := range p.heads {
+		if c.slots == -1 {
+			return c
+		}
+	}
+	return nil
+}
+
 // file puts the entry in decide stream l: the active list or a watch list.
 func (q *Queue) file(e *qentry, l *keyset) {
 	if e.list == l {

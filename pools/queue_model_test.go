@@ -14,11 +14,20 @@ import (
 // qworld drives a Queue and a plain reference of the same world (pools, claims, entries)
 // through random operations. Every pass checks that the queue decides exactly what the full
 // walk decides over the reference, and over the queue's own snapshot.
+//
+// Committed admissions run until they end; a running entry may instead be a reschedule
+// sensor whose poke found its condition not met (§5.1): it releases its claims except those
+// it keeps (include_deferred), and rejoins the queue with the same ID and due time, invisible
+// until its next poke, when it is scheduled again by the passing of time alone, as the loop
+// does (nothing puts it again then). Entries often need a per-task limit (_task/d/t, the
+// max_active_tis_per_dag of every run of one task), so sensors of different runs take turns on
+// it.
 type qworld struct {
 	q       *Queue
 	pools   map[string]Pool
 	holders map[string]map[int64]Holder
 	entries map[int64]Entry
+	running map[int64]Entry // committed admissions still holding their claims
 	clock   time.Time
 	nextID  int64
 	names   []string // every pool name entries may need, configured or not
@@ -26,7 +35,7 @@ type qworld struct {
 
 func newQworld(t *rapid.T) *qworld {
 	w := &qworld{q: NewQueue(), pools: map[string]Pool{}, holders: map[string]map[int64]Holder{},
-		entries: map[int64]Entry{}, clock: base}
+		entries: map[int64]Entry{}, running: map[int64]Entry{}, clock: base}
 	n := rapid.IntRange(1, 5).Draw(t, "named pools")
 	for i := range n {
 		w.names = append(w.names, fmt.Sprintf("p%d", i))
@@ -76,9 +85,21 @@ func (w *qworld) drawEntry(t *rapid.T, id int64) Entry {
 	if rapid.IntRange(0, 5).Draw(t, "not before?") == 0 {
 		e.NotBefore = w.clock.Add(time.Duration(rapid.IntRange(-120, 600).Draw(t, "poke in")) * time.Second)
 	}
-	picked := rapid.SliceOfNDistinct(rapid.SampledFrom(w.names), 1, 4, func(s string) string { return s }).Draw(t, "needs")
-	for _, p := range picked {
-		e.Needs = append(e.Needs, Need{Pool: p, Slots: rapid.SampledFrom([]int{0, 1, 1, 1, 1, 2, 3}).Draw(t, "need")})
+	if rapid.IntRange(0, 3).Draw(t, "task?") == 0 {
+		// A task instance as the loop queues it: its named pools, then one slot of each of
+		// its limits, among them the per-task one every run of the task shares.
+		for _, p := range rapid.SliceOfNDistinct(rapid.SampledFrom(w.names[:len(w.names)-5]), 0, 2,
+			func(s string) string { return s }).Draw(t, "named") {
+			e.Needs = append(e.Needs, Need{Pool: p, Slots: rapid.IntRange(1, 2).Draw(t, "need")})
+		}
+		run := fmt.Sprintf("%sd/r%d", DAGPoolPrefix, rapid.IntRange(0, 1).Draw(t, "run"))
+		e.Needs = append(e.Needs, Need{Pool: GlobalPool, Slots: 1}, Need{Pool: run, Slots: 1},
+			Need{Pool: TaskPrefix + "d/t", Slots: 1})
+	} else {
+		picked := rapid.SliceOfNDistinct(rapid.SampledFrom(w.names), 1, 4, func(s string) string { return s }).Draw(t, "needs")
+		for _, p := range picked {
+			e.Needs = append(e.Needs, Need{Pool: p, Slots: rapid.SampledFrom([]int{0, 1, 1, 1, 1, 2, 3}).Draw(t, "need")})
+		}
 	}
 	if rapid.IntRange(0, 5).Draw(t, "kept?") == 0 {
 		p := rapid.SampledFrom(w.names).Draw(t, "kept pool")
@@ -162,11 +183,65 @@ func (w *qworld) pass(t *rapid.T) {
 			w.holders[n.Pool][id] = Holder{Entry: id, Label: e.Label, Slots: n.Slots}
 		}
 		delete(w.entries, id)
+		w.running[id] = e
 	}
 	for _, id := range got.Expired {
 		delete(w.entries, id)
 	}
 	w.q.Apply(got)
+}
+
+func (w *qworld) pickRunning(t *rapid.T) (int64, bool) {
+	if len(w.running) == 0 {
+		return 0, false
+	}
+	return rapid.SampledFrom(slices.Sorted(maps.Keys(w.running))).Draw(t, "running"), true
+}
+
+// release drops every claim of entry id except those in the pools kept names.
+func (w *qworld) release(id int64, kept []Need) {
+	for _, name := range slices.Sorted(maps.Keys(w.holders)) {
+		if _, ok := w.holders[name][id]; ok && !slices.ContainsFunc(kept, func(n Need) bool { return n.Pool == name }) {
+			w.removeHolder(name, id)
+		}
+	}
+}
+
+// reschedule is a running sensor's poke that found its condition not met (§5.1): it keeps its
+// claims in some named pools (include_deferred), releases the rest, and waits again with the
+// same ID, due time and priority, invisible until its next poke; its queue time is that poke.
+// The loop puts the entry and syncs the claims in either order, as a pass or a refresh does.
+func (w *qworld) reschedule(t *rapid.T) {
+	id, ok := w.pickRunning(t)
+	if !ok {
+		t.Skip("nothing running")
+	}
+	e := w.running[id]
+	delete(w.running, id)
+	var needs, kept []Need
+	for _, n := range slices.Concat(e.Needs, e.Kept) {
+		if n.Pool[0] != '_' && n.Slots > 0 && rapid.IntRange(0, 3).Draw(t, "include_deferred?") == 0 {
+			kept = append(kept, n)
+		} else {
+			needs = append(needs, n)
+		}
+	}
+	if len(needs) == 0 {
+		needs, kept = kept[:1], kept[1:]
+	}
+	e.Needs, e.Kept = needs, kept
+	e.NotBefore = w.clock.Add(time.Duration(rapid.IntRange(1, 120).Draw(t, "poke interval")) * time.Second)
+	e.Queued = e.NotBefore
+	e.Force = false
+	if rapid.Bool().Draw(t, "put first?") {
+		w.entries[id] = e
+		w.q.Put(e)
+		w.release(id, kept)
+	} else {
+		w.release(id, kept)
+		w.entries[id] = e
+		w.q.Put(e)
+	}
 }
 
 func checkSameDecision(t *rapid.T, what string, got, want Decision) {
@@ -210,6 +285,16 @@ func (w *qworld) actions() map[string]func(*rapid.T) {
 			w.entries[id] = e
 			w.q.Put(e)
 		},
+		"end": func(t *rapid.T) {
+			// A running attempt ends (or a sensor's poke is met): every claim it holds goes.
+			id, ok := w.pickRunning(t)
+			if !ok {
+				t.Skip("nothing running")
+			}
+			w.release(id, nil)
+			delete(w.running, id)
+		},
+		"reschedule": w.reschedule,
 		"remove": func(t *rapid.T) {
 			id, ok := w.pick(t, "removed")
 			if !ok {

@@ -46,7 +46,8 @@ func (q *Queue) promote() {
 		it := r.pheap[0]
 		r.pheap = popItem(r.pheap)
 		s := it.set
-		if q.st(s.pool).closedBy != nil || q.deadFor(s, it.e, q.stopsPromotion) != nil {
+		// Each holds for every later member too, so the rest of the set is skipped.
+		if q.st(s.pool).closedBy != nil || q.deadFor(s, it.e, q.stopsPromotion) != nil || q.allBehindOwnBlock(s, it.e) {
 			continue
 		}
 		if e := it.e; e.pseen != q.pass {
@@ -67,7 +68,51 @@ func (q *Queue) stopsPromotion(p *qpool) bool {
 	return p.strict && p.head != nil || p.cap != Unlimited && p.cap-p.used-p.reserved < 1 && (p.implicit || p.kept > 0)
 }
 
+// ownBlockBefore says strict pool p has, before e in walk order, an entry that cannot be
+// admitted for a reason of its own (its head class of blocked entries, less those expired in
+// this pass), as walk.behindOwnBlock.
+func (q *Queue) ownBlockBefore(p *qpool, e *qentry) bool {
+	if !p.strict {
+		return false
+	}
+	c := p.blockedClass()
+	if c == nil {
+		return false
+	}
+	x := c.after(nil)
+	for x != nil && x.gone == q.pass {
+		x = c.after(x)
+	}
+	return x != nil && keyLess(&x.key, &e.key)
+}
+
+// behindOwnBlock says a strict pool e needs has an entry blocked for a reason of its own
+// before e: e is neither promoted nor starved as a head.
+func (q *Queue) behindOwnBlock(e *qentry) bool {
+	for i := range e.needs {
+		if q.ownBlockBefore(e.needs[i].pool, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// allBehindOwnBlock says every member of s from x on is behind an entry blocked for a reason
+// of its own, in a strict pool all of them need (as deadFor).
+func (q *Queue) allBehindOwnBlock(s *keyset, x *qentry) bool {
+	size := int32(s.len())
+	for i := range x.needs {
+		if n := &x.needs[i]; n.slots > 0 && n.pool.strict && s.cnt[n.pool] == size && q.ownBlockBefore(n.pool, x) {
+			return true
+		}
+	}
+	return false
+}
+
 func (q *Queue) promoteOne(e *qentry) {
+	if q.behindOwnBlock(e) {
+		return
+	}
 	waited := q.now.Sub(e.queued)
 	starved := false
 	for i := range e.needs {
@@ -207,7 +252,7 @@ func (q *Queue) decide(e *qentry) {
 			head = true
 		}
 	}
-	if head && !lacksLimit && !lacksKept {
+	if head && !lacksLimit && !lacksKept && !q.behindOwnBlock(e) {
 		for g := range e.needs {
 			if e.needs[g].pool.starveAfter > 0 {
 				q.reserve(e, g)

@@ -78,6 +78,22 @@ func TestQueueTable(t *testing.T) {
 				entry(2, "a", ns("wh:1"), prio(10))}},
 		{Pools: poolMap(strict("db", 5)),
 			Entries: []Entry{entry(1, "a", ns("db:1"), blocked(BlockPaused)), entry(2, "b", ns("db:1"))}},
+		{Pools: poolMap(strict("db", 1), named("wh", 1)), Holders: map[string][]Holder{"db": {x}},
+			Entries: []Entry{entry(1, "p", ns("db:1", "wh:1"), blocked(BlockPaused), queuedAgo(time.Hour), prio(10)),
+				entry(2, "b", ns("wh:1"))}},
+		{Pools: poolMap(strict("db", 1), named("wh", 1)),
+			Entries: []Entry{entry(1, "p", ns("db:1"), blocked(BlockPaused), prio(10)),
+				entry(2, "s", ns("db:1", "wh:1"), queuedAgo(time.Hour), prio(5)), entry(3, "b", ns("wh:1"))}},
+		{Pools: poolMap(strict("db", 1), strict("q", 1), named("wh", 1)), Holders: map[string][]Holder{"q": {x}},
+			Entries: []Entry{entry(1, "n", ns("db:1"), blocked(BlockNodeAway), prio(10)),
+				entry(2, "h", ns("db:1", "q:1", "wh:1"), prio(5)), entry(3, "b", ns("wh:1"))}},
+		{Pools: poolMap(strict("db", 1), named("wh", 1)),
+			Entries: []Entry{entry(1, "p", ns("db:1"), blocked(BlockPaused), prio(10)),
+				entry(2, "s", ns("db:1", "wh:1"), queuedAgo(time.Hour), prio(5)),
+				entry(3, "t", ns("wh:1"), queuedAgo(time.Hour), prio(1))}},
+		{Pools: poolMap(strict("db", 1), named("wh", 1)), Holders: map[string][]Holder{"db": {x}},
+			Entries: []Entry{entry(1, "f", ns("db:1"), blocked(BlockForbid), deadline(t0.Add(-time.Second)), prio(10)),
+				entry(2, "s", ns("db:1", "wh:1"), queuedAgo(time.Hour), prio(5)), entry(3, "b", ns("wh:1"))}},
 	}
 	for i, s := range worlds {
 		want := Admit(s, t0)

@@ -66,6 +66,9 @@ type poolState struct {
 	reserved int           // kept for promoted entries not admitted yet
 	closedBy int32         // promoted position lacking room: nobody else gets in
 	head     int32         // strict pools: the blocking head's position
+	// blocked is, in a strict pool, the first position of an entry that cannot be admitted
+	// for a reason of its own (paused, forbid, node_unavailable): nobody after it is starved.
+	blocked int32
 	// reservers are the positions that reserved room here, in order; rpos skips those admitted.
 	reservers []int32
 	rpos      int
@@ -131,7 +134,7 @@ func newWalk(s *Snapshot, now time.Time) *walk {
 	w.pools = make([]poolState, 0, len(s.Pools))
 	for name, p := range s.Pools {
 		implicit := p.Implicit || strings.HasPrefix(name, "_")
-		ps := poolState{name: name, cap: p.Slots, implicit: implicit, limit: kFull, closedBy: none, head: none}
+		ps := poolState{name: name, cap: p.Slots, implicit: implicit, limit: kFull, closedBy: none, head: none, blocked: none}
 		if ps.cap < Unlimited {
 			ps.cap = 0 // invalid: Resolve never makes one; admit nothing rather than everything
 		}
@@ -216,6 +219,13 @@ func newWalk(s *Snapshot, now time.Time) *walk {
 		}
 		sl.end = int32(len(w.needs))
 		w.classify(sl)
+		if sl.block != kNone && !sl.kept && !sl.rejected {
+			for g := sl.off; g < sl.end; g++ {
+				if p := &w.pools[w.needs[g].pool]; p.strict && p.blocked == none {
+					p.blocked = int32(k)
+				}
+			}
+		}
 	}
 	w.resv = resize(w.resv, len(w.needs))
 	clear(w.resv)

@@ -57,12 +57,12 @@ func (ps *pass) enqueueAll(ready []readyTask) {
 	}
 	queued := ps.queuedPerPool()
 	entries := make([]store.Entry, len(ready))
-	refusals := make([]string, len(ready))
+	refusals := make([]*pools.Refusal, len(ready))
 	batch := make([]*store.Entry, len(ready))
 	for i, r := range ready {
 		entries[i] = ps.newEntry(r)
 		refusals[i] = ps.refusal(entries[i].Needs, queued)
-		if refusals[i] == "" {
+		if refusals[i] == nil {
 			for _, n := range entries[i].Needs {
 				queued[n.Pool]++
 			}
@@ -193,21 +193,21 @@ func (ps *pass) newEntry(r readyTask) store.Entry {
 
 // queued takes a newly inserted entry into memory and the queue, or, when a pool refused it
 // (backlog full, draining, more slots than the pool has), rejects it: a rejected entry is a
-// failed attempt (§4.6).
-func (ps *pass) queued(r readyTask, e store.Entry, refusal string) {
+// failed attempt (§4.6) whose warning and notice name the pool that refused it.
+func (ps *pass) queued(r readyTask, e store.Entry, refusal *pools.Refusal) {
 	run, ti := r.run, r.ti
-	if refusal != "" {
-		reason := "rejected: " + refusal
+	if refusal != nil {
+		reason := "rejected: " + refusal.Msg
 		ps.p.add(EndEntry{e.ID, store.EntryRejected, "rejected", reason})
-		first := state.FirstNamed(e.Needs)
 		if run.DAG.IsJob && (run.RunType == "schedule" || run.RunType == "catchup") {
-			ps.p.warn(fmt.Sprintf("Job %s could not enter pool %s: %s", run.DAGID, first, refusal))
+			ps.p.warn(fmt.Sprintf("Job %s could not enter pool %s: %s", run.DAGID, refusal.Pool, refusal.Msg))
 		} else {
-			ps.p.warn("entry rejected", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, "reason", refusal)
+			ps.p.warn("entry rejected", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, keyPool, refusal.Pool,
+				"reason", refusal.Msg)
 		}
 		ti.StartDate, ti.EndDate = time.Time{}, time.Time{}
 		ps.notify(Notice{Kind: NoticeRejected, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: r.try,
-			Reason: refusal, Pool: first})
+			Reason: refusal.Msg, Pool: refusal.Pool})
 		ps.failAttempt(run, ti, r.try, reason, ps.now, false)
 		return
 	}
@@ -216,22 +216,17 @@ func (ps *pass) queued(r readyTask, e store.Entry, refusal string) {
 	ps.st.Touch(ti)
 }
 
-// refusal returns a pool's own message when it refuses a new entry, or "".
-func (ps *pass) refusal(needs []store.Requirement, queued map[string]int) string {
-	for _, n := range needs {
-		if n.Implicit {
-			continue
-		}
-		sp, ok := ps.st.Pools[n.Pool]
+// refusal is the refusal of the pool that refuses a new entry (pools.CheckEntry), or nil. A
+// pool that does not exist yet refuses nothing: the entry waits with reason unknown_pool.
+func (ps *pass) refusal(needs []store.Requirement, queued map[string]int) *pools.Refusal {
+	return pools.CheckEntry(toNeeds(needs), func(name string) (pools.Backlog, bool) {
+		sp, ok := ps.st.Pools[name]
 		if !ok {
-			continue // waits with reason unknown_pool until the pool exists
+			return pools.Backlog{}, false
 		}
 		draining := sp.OnResize == "drain" && sp.TargetSlots != store.NoTarget
-		if err := pools.CheckEnqueue(storeSpec(sp), queued[n.Pool], n.Slots, draining); err != nil {
-			return err.Error()
-		}
-	}
-	return ""
+		return pools.Backlog{Spec: storeSpec(sp), Queued: queued[name], Draining: draining}, true
+	})
 }
 
 // requirements are, first that applies: the task's pool_requirements (or legacy pool), the
@@ -269,4 +264,12 @@ func storeSpec(p store.Pool) pools.Spec {
 	return pools.Spec{Name: p.Name, Slots: p.Slots, MaxQueued: p.MaxQueued, Ordering: pools.Ordering(p.Ordering),
 		StarvationAfter: p.StarvationAfter, IncludeDeferred: p.IncludeDeferred, OnResize: p.OnResize,
 		Description: p.Description, Source: p.Source}
+}
+
+func toNeeds(rs []store.Requirement) []pools.Need {
+	out := make([]pools.Need, len(rs))
+	for i, r := range rs {
+		out[i] = pools.Need{Pool: r.Pool, Slots: r.Slots}
+	}
+	return out
 }

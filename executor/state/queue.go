@@ -18,7 +18,11 @@ import (
 //     dirty (AddEntry, DropEntry, QueueDirty, Refresh), and the next SyncQueue puts it again or
 //     removes it;
 //   - the claims read in each pass are synced as holders, so another daemon's admissions count
-//     at once.
+//     at once;
+//   - an implicit pool (§4.2) is set the first time an entry put in the queue names it, and
+//     removed once nothing in the queue needs it after a run that named it ended: several runs
+//     share some (max_active_tis_per_dag's _task/<dag>/<task>), so a run's end alone says
+//     nothing about whether other entries still need them.
 //
 // A pass's decision is applied to the queue (Queue().Apply) as soon as it is made; should the
 // pass's transaction fail, memory is loaded again, the queue with it.
@@ -46,8 +50,17 @@ func (s *State) SyncEntries() {
 				s.queue.Remove(id)
 			}
 		}
+		// Only now that the ended runs' entries have left the queue can it tell which of
+		// their implicit pools no other entry needs.
+		for name := range s.qforget {
+			if s.queue.Waiting(name) == 0 {
+				s.queue.RemovePool(name)
+				delete(s.qimplicit, name)
+			}
+		}
 	}
 	clear(s.qdirty)
+	clear(s.qforget)
 }
 
 // SyncQueue makes the queue agree with memory and with the claims held now.
@@ -133,7 +146,8 @@ func (s *State) putEntry(le *Entry) {
 }
 
 // declareImplicit sets the implicit pools (§4.2) the needs name, with the capacity stored on
-// their rows, the first time one is seen; run remembers them so they go when it ends.
+// their rows, the first time one is seen; run remembers them so that, when it ends, those no
+// entry needs any more go (forgetRun).
 func (s *State) declareImplicit(run *Run, needs []store.Requirement) {
 	for _, n := range needs {
 		if !n.Implicit {
@@ -152,13 +166,18 @@ func (s *State) declareImplicit(run *Run, needs []store.Requirement) {
 	}
 }
 
-// forgetRun removes the implicit pools of a run that ended from the queue.
+// forgetRun marks the implicit pools of a run that ended: the next sync removes from the queue
+// those that no entry left in it needs. Removing them at once would make every other run's
+// entry that needs one (a shared per-task limit) need a pool the queue does not know, and wait
+// for ever unless it happened to be put again (issue 25).
 func (s *State) forgetRun(run *Run) {
 	if s.queue == nil {
 		return
 	}
+	if s.qforget == nil {
+		s.qforget = map[string]struct{}{}
+	}
 	for name := range run.implicit {
-		s.queue.RemovePool(name)
-		delete(s.qimplicit, name)
+		s.qforget[name] = struct{}{}
 	}
 }

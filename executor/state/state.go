@@ -48,6 +48,7 @@ type State struct {
 	qvalid    bool
 	qdirty    map[int64]struct{}
 	qimplicit map[string]bool
+	qforget   map[string]struct{} // implicit pools of ended runs the queue may no longer need
 
 	dirtyTIs  []*TI
 	dirtyRuns []*Run
