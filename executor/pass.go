@@ -164,7 +164,7 @@ func (l *loop) notePending() {
 type passState struct {
 	now      time.Time
 	admitted []*liveEntry
-	newRuns  []*liveRun
+	newRuns  []*liveRun // runs created in this pass
 	started  []*liveRun // runs that went from queued to running in this pass
 	replies  []func()
 	ended    []*liveRun
@@ -181,6 +181,10 @@ type passState struct {
 func (l *loop) afterCommit(p *passState) {
 	if p.rebooted {
 		l.reboot = false // consumed only with the commit that created the runs
+	}
+	// Only now do the runs exist: a pass that fails (its trigger answered 503) created none.
+	for _, r := range p.newRuns {
+		l.log.Info("run created", keyDAG, r.DAGID, keyRun, r.RunID, "run_type", r.RunType)
 	}
 	for _, job := range p.reaps {
 		if l.reaping[job.owner] < job.epoch {

@@ -95,8 +95,7 @@ func (l *loop) newRun(tx store.Tx, p *passState, d *dag.DAG, runType string, log
 		l.touch(p, ti)
 	}
 	l.runs[r.PK] = lr
-	p.newRuns = append(p.newRuns, lr)
-	l.log.Info("run created", keyDAG, d.ID, keyRun, r.RunID, "run_type", runType)
+	p.newRuns = append(p.newRuns, lr) // logged once the pass commits (afterCommit)
 	return lr, nil
 }
 
