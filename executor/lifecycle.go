@@ -241,7 +241,7 @@ func (l *loop) nextWake(now time.Time) time.Time {
 	if l.view != nil {
 		at(l.view.nextExpiry) // another owner's lease ends: its work may need handling
 	}
-	at(l.nextFire(now))
+	at(l.nextFire(l.passedAt)) // a fire that came due during that pass is due now
 	for _, run := range l.runs {
 		for ti := range run.timers {
 			at(clockWake(ti))

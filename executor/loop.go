@@ -88,6 +88,7 @@ type loop struct {
 	scheds    map[*dag.DAG]*schedule
 	lastRenew time.Time
 	minLease  time.Time // earliest lease expiry among claims seen in the last pass
+	passedAt  time.Time // the clock of the last committed pass: the fires it saw (nextFire)
 	// queue is the admission queue kept between passes (queue.go): valid until the next load,
 	// with the entries changed since the last pass in qdirty and the implicit pools it has.
 	queue     *pools.Queue

@@ -108,6 +108,7 @@ func (l *loop) pass(ctx context.Context) error {
 		return err
 	}
 	committed = true
+	l.passedAt = now
 	l.seq = tx.Seq() // this pass's own writes are in memory already
 	l.pending = l.pending[:0]
 	if p.renewed {
