@@ -147,6 +147,9 @@ func (s *Server) table() []route {
 		{http.MethodGet, "/pools", s.poolBoard, false, nil},
 		{http.MethodPost, "/pools/{name}/queue/{key}/cancel", s.cancelEntry, true, nil},
 		{http.MethodGet, "/metrics", s.metrics, false, nil},
+		// Probes for Kubernetes and load balancers (probes.go).
+		{http.MethodGet, "/livez", s.livez, false, nil},
+		{http.MethodGet, "/readyz", s.readyz, false, nil},
 	}
 }
 
