@@ -168,12 +168,13 @@ func TestStalledUploadsAreCut(t *testing.T) {
 	}
 }
 
+// TestBodiesAreCappedOnEveryRoute: a body over 1 MiB is 413 (it was 400).
 func TestBodiesAreCappedOnEveryRoute(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
 	big := strings.Repeat("x", maxBody+10)
 	rec := b.do(t, http.MethodPost, "/api/v1/rules/test", `{"attrs": {"dag_id": "`+big+`"}}`, "")
-	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "larger than") {
+	if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), "larger than") {
 		t.Errorf("big body: %d %s", rec.Code, rec.Body.String()[:min(200, rec.Body.Len())])
 	}
 	hs := HTTPServer(b.srv, Timeouts{})
