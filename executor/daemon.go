@@ -115,6 +115,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 		return fmt.Errorf("start daemon: %w", err)
 	}
 	d.started = true
+	d.loop.turned.Store(time.Now().UnixNano()) // started: its first turn follows (LoopTurned)
 	ctx, d.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	watched := make(chan struct{})
 	go func() {

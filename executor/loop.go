@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/poolflow/poolflow/executor/attempt"
@@ -44,6 +45,7 @@ type loop struct {
 	events  chan event
 	wakeCh  chan struct{}
 	stopped chan struct{} // closed when the loop has ended: late attempt ends are dropped
+	turned  atomic.Int64  // unix nanoseconds of the loop's last turn, for liveness (probe.go)
 
 	// Everything below belongs to the loop goroutine.
 	mem    *state.State
@@ -150,6 +152,7 @@ func (l *loop) run(ctx context.Context) error {
 	l.lastSlow = time.Now()
 	l.wake() // the first pass (the load, a test run's creation) does not wait for a poll tick
 	for {
+		l.turned.Store(time.Now().UnixNano())
 		if l.cfg.Test != nil && l.isTestDone() {
 			l.shutdown()
 			return nil

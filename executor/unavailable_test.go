@@ -3,6 +3,7 @@ package executor
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -10,10 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/store/storetest"
 )
 
@@ -98,5 +101,68 @@ tasks:
 		if r.LogicalDate.Equal(t0.Add(time.Minute)) {
 			t.Errorf("the fire at %v was not dropped", r.LogicalDate)
 		}
+	}
+}
+
+// failingCommits is a store whose transactions' commits fail with ErrUnavailable while fail is
+// set, as a disk error at the commit does.
+type failingCommits struct {
+	store.Store
+	fail atomic.Bool
+}
+
+func (s *failingCommits) Begin(ctx context.Context) (store.Tx, error) {
+	tx, err := s.Store.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return failingTx{Tx: tx, s: s}, nil
+}
+
+type failingTx struct {
+	store.Tx
+	s *failingCommits
+}
+
+func (t failingTx) Commit() error {
+	if t.s.fail.Load() {
+		t.Tx.Rollback()
+		return store.Unavailable(errors.New("injected commit failure"))
+	}
+	return t.Tx.Commit()
+}
+
+// TestRunCreatedOnlyOnceCommitted: a trigger whose pass cannot commit is answered with the
+// store's error and its run does not exist, so nothing says "run created" (it was logged when
+// the run was inserted, before the commit that failed); the next trigger's run, committed, is.
+func TestRunCreatedOnlyOnceCommitted(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", map[string]string{"quick.yaml": "tasks:\n  - id: a\n    command: ['true']\n"})
+	st := &failingCommits{Store: b.st}
+	logs := &lockedBuffer{}
+	d := b.daemon(t, func(c *Config) {
+		c.Store = st
+		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop()
+	b.waitNotice(t, func(n Notice) bool { return n.Kind == NoticePass })
+	st.fail.Store(true)
+	_, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "quick", RunID: "lost"})
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("trigger while commits fail: %v", err)
+	}
+	if _, err := b.st.GetRun(context.Background(), "quick", "lost"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the run of a failed pass exists: %v", err)
+	}
+	st.fail.Store(false)
+	eventually(t, "the store to be usable again", func() bool {
+		_, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "quick", RunID: "kept"})
+		return err == nil
+	})
+	if log := logs.String(); strings.Contains(log, "run_id=lost") || !strings.Contains(log, "msg=\"run created\" dag_id=quick run_id=kept") {
+		t.Errorf("log:\n%s", log)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -12,14 +13,14 @@ import (
 )
 
 // decodeBody reads a JSON object into dst: at most maxBody bytes, unknown fields refused, one
-// object and nothing after it. Every problem is a 400 naming the field (or "body"). An empty
-// body is {} when allowEmpty.
+// object and nothing after it. Every problem is a 400 naming the field (or "body"), but a body
+// over maxBody, which is a 413. An empty body is {} when allowEmpty.
 func decodeBody(w http.ResponseWriter, r *http.Request, dst any, allowEmpty bool) error {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return badRequest("body", "larger than %d bytes (1 MiB)", maxBody)
+			return &apiError{status: http.StatusRequestEntityTooLarge, detail: fmt.Sprintf("body: larger than %d bytes (1 MiB)", maxBody)}
 		}
 		return badRequest("body", "could not be read: %v", err)
 	}

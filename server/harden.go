@@ -18,12 +18,9 @@ import (
 //     a CORS preflight that is never answered, and they are refused when the browser says they
 //     come from another origin (Sec-Fetch-Site, Origin: net/http's CrossOriginProtection). So
 //     without a token, mutations come only from the same origin or from non-browser clients.
-//   - Every request body is capped at maxBody, at most maxUploads requests may be reading a
-//     body at once, and the http.Server built by HTTPServer has read, write and idle timeouts.
-
-// maxUploads is how many requests with a body are served at once; the rest answer 503 at once,
-// so stalled uploads cannot hold every connection the process can take.
-const maxUploads = 32
+//   - Every request body is read whole before the route runs, capped at maxBody, with a deadline
+//     and a bound on the slow ones per client (uploads.go), and the http.Server built by
+//     HTTPServer has read, write and idle timeouts.
 
 // Timeouts of the http.Server; zero fields take the defaults of HTTPServer.
 type Timeouts struct {
@@ -49,7 +46,7 @@ func HTTPServer(h http.Handler, t Timeouts) *http.Server {
 		IdleTimeout: t.Idle, MaxHeaderBytes: 64 << 10}
 }
 
-// guard wraps every route (the UI's too): the Host check, the body cap and the upload cap.
+// guard wraps every route (the UI's too): the Host check, then the body, read whole (uploads.go).
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.hostAllowed(r) {
@@ -58,17 +55,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		if hasBody(r) {
-			select {
-			case s.uploads <- struct{}{}:
-				defer func() { <-s.uploads }()
-			default:
-				w.Header().Set("Connection", "close")
-				w.Header().Set("Retry-After", "1")
-				writeProblem(w, http.StatusServiceUnavailable, "too many requests with a body at once; try again")
+			release, ok := s.readBody(w, r)
+			if !ok {
 				return
 			}
+			defer release()
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 		next.ServeHTTP(w, r)
 	})
 }

@@ -128,15 +128,15 @@ func TestMutationsNeedJSONFromTheSameOrigin(t *testing.T) {
 	}
 }
 
-// TestStalledUploadsAreCut: requests that stop sending their body hold at most maxUploads
-// handlers, the others are answered 503 at once, and every stalled connection is closed after
-// the read timeout.
+// TestStalledUploadsAreCut: requests that stop sending their body hold at most
+// maxSlowPerClient slots of their client, the others are refused at once (429), and every
+// stalled connection is answered 408 and closed at the read timeout.
 func TestStalledUploadsAreCut(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
 	addr := listen(t, b, Timeouts{Read: 500 * time.Millisecond})
-	stalled := make([]net.Conn, 0, maxUploads+8)
-	for range maxUploads + 8 {
+	stalled := make([]net.Conn, 0, maxSlowPerClient+8)
+	for range maxSlowPerClient + 8 {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -145,35 +145,62 @@ func TestStalledUploadsAreCut(t *testing.T) {
 		fmt.Fprintf(c, "POST /api/v1/dags/quick/dagRuns HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", addr)
 		stalled = append(stalled, c)
 	}
-	busy := 0
+	refused := 0
 	for _, c := range stalled {
-		// Each connection ends: with a 503 at once, or with the read timeout's answer.
+		// Each connection ends: with a 429 at once, or with the read timeout's answer.
 		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
 			t.Fatalf("a stalled upload was not answered: %v", err)
 		}
-		if resp.StatusCode == http.StatusServiceUnavailable {
-			busy++
-		} else if resp.StatusCode != http.StatusBadRequest {
+		if resp.StatusCode == http.StatusTooManyRequests {
+			refused++
+		} else if resp.StatusCode != http.StatusRequestTimeout {
 			t.Errorf("stalled upload: %d", resp.StatusCode)
 		}
 		resp.Body.Close()
 	}
-	if busy < 8 {
-		t.Errorf("%d stalled uploads answered 503, want at least 8", busy)
+	if refused < 8 {
+		t.Errorf("%d stalled uploads answered 429, want at least 8", refused)
 	}
 	if status, _ := send(t, http.MethodGet, "http://"+addr+"/api/v1/health", "", nil, ""); status != http.StatusOK {
 		t.Errorf("after the stalled uploads: %d", status)
 	}
 }
 
+// TestBodiesAreCappedOnEveryRoute: a body over 1 MiB is 413 (it was 400): read in process, sent
+// chunked, or declared by Content-Length, which is answered at once, before any of the body.
 func TestBodiesAreCappedOnEveryRoute(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
 	big := strings.Repeat("x", maxBody+10)
+	addr := listen(t, b, Timeouts{})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "PATCH /api/v1/dags/quick HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", addr, 2<<20)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a declared 2 MiB body: %v %v", resp, err)
+	}
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v1/rules/test", io.MultiReader(strings.NewReader(`{"attrs": {"dag_id": "`+big), strings.NewReader(`"}}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.ContentLength = -1 // chunked
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Errorf("a chunked 1 MiB body: %v", err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("a chunked body over 1 MiB: %d", resp.StatusCode)
+		}
+	}
 	rec := b.do(t, http.MethodPost, "/api/v1/rules/test", `{"attrs": {"dag_id": "`+big+`"}}`, "")
-	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "larger than") {
+	if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), "larger than") {
 		t.Errorf("big body: %d %s", rec.Code, rec.Body.String()[:min(200, rec.Body.Len())])
 	}
 	hs := HTTPServer(b.srv, Timeouts{})

@@ -21,7 +21,8 @@ type healthJSON struct {
 }
 
 // health is GET /api/v1/health in Airflow's shape. It always answers 200; the statuses say
-// whether the store can be read and whether this process's scheduler loop is running.
+// whether the store can be read and whether this process's scheduler loop is running. Probes
+// that read only the status code use /livez and /readyz (probes.go).
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	out := healthJSON{Metadatabase: statusJSON{"healthy"}, Scheduler: schedulerJSON{Status: "healthy"}}
 	if _, err := s.cfg.Store.ListPools(r.Context()); err != nil {
@@ -44,10 +45,15 @@ type startingJSON struct {
 
 // Starting is the handler `poolflow serve` answers with while its scheduler waits for a busy or
 // unavailable store (§3.5, §4.9): /api/v1/health says the store and the scheduler are
-// unhealthy, with why, and every other route answers 503 pool state is unavailable.
+// unhealthy, with why, /livez answers 200 and /readyz 503, and every other route answers 503
+// pool state is unavailable.
 func Starting(reason func() string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		why := reason()
+		if r.URL.Path == "/livez" || r.URL.Path == "/readyz" {
+			startingProbe(w, r.URL.Path, why)
+			return
+		}
 		if r.URL.Path == "/api/v1/health" {
 			out := startingJSON{healthJSON: healthJSON{Metadatabase: statusJSON{"unhealthy"},
 				Scheduler: schedulerJSON{Status: "unhealthy"}}, Detail: "starting: " + why}

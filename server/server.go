@@ -54,7 +54,7 @@ type Server struct {
 	writer    store.Store
 	ownWriter bool
 	handler   http.Handler // router behind guard
-	uploads   chan struct{}
+	bodies    uploads      // the request bodies being read (uploads.go)
 	origins   *http.CrossOriginProtection
 }
 
@@ -79,8 +79,7 @@ func New(cfg Config) *Server {
 		cfg.Metrics = NewMetrics()
 	}
 	cfg.Metrics.watch(cfg.Store)
-	s := &Server{cfg: cfg, log: cfg.Logger, writer: cfg.Writer, uploads: make(chan struct{}, maxUploads),
-		origins: http.NewCrossOriginProtection()}
+	s := &Server{cfg: cfg, log: cfg.Logger, writer: cfg.Writer, origins: http.NewCrossOriginProtection()}
 	if s.writer == nil && cfg.Store != nil {
 		w, err := cfg.Store.Reopen(context.Background())
 		if err != nil {
@@ -147,6 +146,9 @@ func (s *Server) table() []route {
 		{http.MethodGet, "/pools", s.poolBoard, false, nil},
 		{http.MethodPost, "/pools/{name}/queue/{key}/cancel", s.cancelEntry, true, nil},
 		{http.MethodGet, "/metrics", s.metrics, false, nil},
+		// Probes for Kubernetes and load balancers (probes.go).
+		{http.MethodGet, "/livez", s.livez, false, nil},
+		{http.MethodGet, "/readyz", s.readyz, false, nil},
 	}
 }
 

@@ -59,6 +59,8 @@ type Decider struct {
 
 	// MinLease is the earliest lease end among this daemon's claims at the last pass.
 	MinLease time.Time
+	// passedAt is the clock of the last committed pass: the fires it saw (nextFire).
+	passedAt time.Time
 
 	testRun  store.Run
 	testDone bool

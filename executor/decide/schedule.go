@@ -149,10 +149,15 @@ func (ps *pass) setCheckpoint(dagID string, at time.Time) {
 	ps.p.add(SetCheckpoint{dagID, at})
 }
 
-// nextFire is the earliest cron fire after now the loop must wake for. A fire already due that
-// the last pass did not create waits for a catch-up run to end (this daemon's or another's):
-// that end wakes the loop, so it is not a reason to pass again at once.
-func (d *Decider) nextFire(now time.Time) time.Time {
+// nextFire is the earliest cron fire after since, the clock of the last committed pass, that
+// the loop must wake for. A fire due by then that the pass did not create waits for a catch-up
+// run to end (this daemon's or another's): that end wakes the loop, so it is not a reason to pass
+// again at once. A fire that came due after the pass read the clock (while it ran) was never
+// looked at: it is returned, and the loop passes at once. Measured from the time of the wake-up
+// instead, such a fire was taken for a declined one and nothing woke the loop for it until some
+// other reason did (a lease renewal, up to 10 s later); a pass that runs at any moment, as the
+// one that applies a change of the DAG folder does, crossed a fire now and then.
+func (d *Decider) nextFire(since time.Time) time.Time {
 	var out time.Time
 	if d.cfg.Test != nil {
 		return out
@@ -166,7 +171,7 @@ func (d *Decider) nextFire(now time.Time) time.Time {
 		if cp.IsZero() {
 			continue
 		}
-		if n := s.cron.Next(cp); n.After(now) && (out.IsZero() || n.Before(out)) {
+		if n := s.cron.Next(cp); n.After(since) && (out.IsZero() || n.Before(out)) {
 			out = n
 		}
 	}

@@ -25,7 +25,11 @@ func (d *Decider) NextWake(now time.Time) time.Time {
 	if v := d.St.View; v != nil {
 		at(v.NextExpiry) // another owner's lease ends: its work may need handling
 	}
-	at(d.nextFire(now))
+	since := d.passedAt
+	if since.IsZero() {
+		since = now
+	}
+	at(d.nextFire(since)) // a fire that came due during the last pass is due now
 	for _, run := range d.St.Runs {
 		for ti := range run.Timers {
 			at(clockWake(ti))
@@ -39,6 +43,7 @@ func (d *Decider) NextWake(now time.Time) time.Time {
 // (drained: the pools whose drain ended): the @reboot fires are consumed, the admitted attempts
 // run here, a test run that ended has its result, drained pools take their new capacity.
 func (d *Decider) Committed(p *Plan, drained []string) {
+	d.passedAt = p.Now
 	if p.Rebooted {
 		d.Reboot = false // consumed only with the commit that created the runs
 	}

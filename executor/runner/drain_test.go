@@ -57,3 +57,19 @@ func TestDrainKeepsReading(t *testing.T) {
 		t.Errorf("dropped %d, reports %v", dropped, reports)
 	}
 }
+
+// TestDrainMarkerOnItsOwnLine: output that stopped mid-line when the log could not be written
+// any more gets a newline before the marker, so the marker is a line of its own (it used to be
+// glued to the half line: "partialpoolflow: 6 bytes of output dropped").
+func TestDrainMarkerOnItsOwnLine(t *testing.T) {
+	t.Parallel()
+	w := &flaky{}
+	src := &chunks{parts: []string{"one\npart", "lost1\n", "ial\nthree\n"}, before: func(i int) {
+		w.full = i == 1
+	}}
+	drain(w, src, nil)
+	want := "one\npart\npoolflow: 6 bytes of output dropped: no space left on device\nial\nthree\n"
+	if got := w.buf.String(); got != want {
+		t.Errorf("log = %q, want %q", got, want)
+	}
+}

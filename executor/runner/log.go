@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -45,15 +44,36 @@ func (l *attemptLog) open() error {
 			return err
 		}
 	}
+	marker := "--- replay ---\n"
+	if l.replay && endsMidLine(l.path) {
+		marker = "\n" + marker // the killed attempt stopped in the middle of a line
+	}
 	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	l.f = f
 	if l.replay {
-		fmt.Fprintln(f, "--- replay ---")
+		_, _ = f.WriteString(marker)
 	}
 	return nil
+}
+
+// endsMidLine reports whether the file at path ends with a byte other than a newline; an empty
+// or missing file does not.
+func endsMidLine(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil || info.Size() == 0 {
+		return false
+	}
+	var last [1]byte
+	_, err = f.ReadAt(last[:], info.Size()-1)
+	return err == nil && last[0] != '\n'
 }
 
 func (l *attemptLog) Write(p []byte) (int, error) {

@@ -280,3 +280,26 @@ func HoldWriters(t testing.TB, st store.Store) (release func()) {
 	t.Cleanup(release)
 	return release
 }
+
+// Exec runs one statement on st's database from outside any store handle, as another process
+// (an operator, a newer binary) would: SQLite's file, or PostgreSQL's schema.
+func Exec(t testing.TB, st store.Store, query string, args ...any) {
+	t.Helper()
+	var db *sql.DB
+	var err error
+	switch st.Driver() {
+	case "sqlite":
+		db, err = sql.Open("sqlite3", "file:"+st.Path()+"?_busy_timeout=5000")
+	case "postgres":
+		db, err = sql.Open("pgx", st.Path())
+	default:
+		t.Fatalf("Exec: driver %s", st.Driver())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(query, args...); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}

@@ -31,6 +31,7 @@ func Run(t *testing.T, h Harness) {
 		{"Reads", testReads},
 		{"SchemaNewerAtOpen", testSchemaNewerAtOpen},
 		{"SchemaNewerWhileRunning", testSchemaNewerWhileRunning},
+		{"SchemaNewerGoneAgain", testSchemaNewerGoneAgain},
 		{"MigrateDaemonsToOwners", testMigrateDaemonsToOwners},
 		{"MigrationsReachSchemaVersion", testMigrationsReachSchemaVersion},
 		{"DataVersion", testDataVersion},

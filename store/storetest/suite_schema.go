@@ -68,6 +68,50 @@ func testSchemaNewerWhileRunning(t *testing.T, h Harness) {
 	}
 }
 
+// testSchemaNewerGoneAgain: once the newer version row is gone again (an upgrade rolled back, a
+// row inserted by mistake), a handle that refused its operations for it serves them again
+// without a restart: its reads, its DataVersion and its transactions, the idle handle's too.
+func testSchemaNewerGoneAgain(t *testing.T, h Harness) {
+	target := h.Target(t)
+	st := h.Open(t, target)
+	seed(t, st)
+	idle := h.Open(t, target)
+	future := itoa(store.SchemaVersion() + 1)
+	h.Exec(t, target, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (`+future+`, 'future', 0)`)
+	if _, err := st.Begin(bg()); !errors.Is(err, store.ErrSchemaTooNew) {
+		t.Fatalf("begin after a newer migration: %v", err)
+	}
+	if _, err := st.ListPools(bg()); !errors.Is(err, store.ErrSchemaTooNew) {
+		t.Fatalf("read after a newer migration: %v", err)
+	}
+	if _, err := idle.Begin(bg()); !errors.Is(err, store.ErrSchemaTooNew) {
+		t.Fatalf("idle handle's begin after a newer migration: %v", err)
+	}
+	h.Exec(t, target, `DELETE FROM schema_migrations WHERE version = `+future)
+	ops := map[string]func(store.Store) error{
+		"read":         func(s store.Store) error { _, err := s.ListPools(bg()); return err },
+		"data version": func(s store.Store) error { _, err := s.DataVersion(bg()); return err },
+		"transaction": func(s store.Store) error {
+			return s.WithTx(bg(), func(tx store.Tx) error { _, err := tx.Pools(); return err })
+		},
+	}
+	for _, name := range []string{"read", "data version", "transaction"} {
+		for who, s := range map[string]store.Store{"handle": st, "idle handle": idle} {
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				err := ops[name](s)
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, store.ErrSchemaTooNew) || time.Now().After(deadline) {
+					t.Fatalf("%s of the %s after the newer row is gone: %v", name, who, err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
+}
+
 // testMigrateDaemonsToOwners: a database at schema 1 (daemons table, commands without
 // 'replace') keeps its daemon rows as owners and its commands after migration 2.
 func testMigrateDaemonsToOwners(t *testing.T, h Harness) {

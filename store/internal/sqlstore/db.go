@@ -110,9 +110,13 @@ type DB struct {
 	close  func() error
 	known  int // the newest migration of the dialect
 
-	// tooNew is set once a newer schema is seen: from then on every operation is unavailable.
+	// tooNew is the newer schema version seen, 0 while the schema is one the binary knows.
+	// While it is set every operation is unavailable, and the version is read again at most
+	// every schemaRecheck (checked): a newer row that is gone again (an upgrade rolled back)
+	// makes the handle usable again without a restart.
 	tooNew    atomic.Int64
-	binds     sync.Map // query → rebound query
+	checked   atomic.Int64 // unix nanoseconds of the last read of the version while tooNew
+	binds     sync.Map     // query → rebound query
 	stmtMu    sync.Mutex
 	stmts     map[string]*sql.Stmt
 	closeOnce sync.Once
@@ -175,7 +179,7 @@ func (s *DB) Close() error {
 
 // DataVersion changes when another handle commits.
 func (s *DB) DataVersion(ctx context.Context) (int64, error) {
-	if err := s.schemaErr(); err != nil {
+	if err := s.schemaErr(ctx); err != nil {
 		return 0, err
 	}
 	v, schema, err := s.ch.Version(ctx)
@@ -188,15 +192,45 @@ func (s *DB) DataVersion(ctx context.Context) (int64, error) {
 	return v, nil
 }
 
-// checkSchema records a schema newer than the binary's, seen while running.
+// checkSchema records the schema version read while running (0: not read): one newer than the
+// binary's makes the handle unavailable, one it knows makes it available again.
 func (s *DB) checkSchema(schema int) error {
-	if schema > s.known {
-		s.tooNew.CompareAndSwap(0, int64(schema))
+	switch {
+	case schema > s.known:
+		s.tooNew.Store(int64(schema))
+		s.checked.Store(time.Now().UnixNano())
+	case schema > 0:
+		s.tooNew.Store(0)
 	}
-	return s.schemaErr()
+	return s.schemaVerdict()
 }
 
-func (s *DB) schemaErr() error {
+// schemaRecheck is how often a handle that saw a newer schema reads the version again.
+const schemaRecheck = 500 * time.Millisecond
+
+// schemaErr is the refusal of every operation while the schema is newer than the binary's. It
+// reads the version again first when the last read is schemaRecheck old, so the refusal ends
+// once the newer version row is gone, whichever operation comes first (a daemon's poll, an API
+// read).
+func (s *DB) schemaErr(ctx context.Context) error {
+	if s.tooNew.Load() == 0 {
+		return nil
+	}
+	now := time.Now().UnixNano()
+	if last := s.checked.Load(); now-last >= int64(schemaRecheck) && s.checked.CompareAndSwap(last, now) {
+		ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout())
+		var schema int
+		err := s.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&schema)
+		cancel()
+		if err == nil {
+			return s.checkSchema(schema)
+		}
+	}
+	return s.schemaVerdict()
+}
+
+// schemaVerdict is ErrSchemaTooNew (as ErrUnavailable) while a newer schema is recorded.
+func (s *DB) schemaVerdict() error {
 	if v := s.tooNew.Load(); v > 0 {
 		return fmt.Errorf("%w: %w (database at version %d, binary knows up to %d); upgrade poolflow",
 			store.ErrUnavailable, store.ErrSchemaTooNew, v, s.known)
@@ -242,7 +276,7 @@ func (s *DB) readers() querier { return bound{s, s.r} }
 // query runs a read on the reader pool; a read refused after a newer schema was seen is
 // unavailable.
 func (s *DB) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	if err := s.schemaErr(); err != nil {
+	if err := s.schemaErr(ctx); err != nil {
 		return nil, err
 	}
 	rows, err := s.r.QueryContext(ctx, s.bind(q), args...)
@@ -265,7 +299,7 @@ type bound struct {
 }
 
 func (b bound) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if err := b.s.schemaErr(); err != nil {
+	if err := b.s.schemaErr(ctx); err != nil {
 		return nil, err
 	}
 	return b.q.QueryContext(ctx, b.s.bind(query), args...)

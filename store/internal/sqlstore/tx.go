@@ -29,7 +29,8 @@ var _ store.Tx = (*Tx)(nil)
 
 // Begin starts a write transaction bounded by the operation timeout: BEGIN, the dialect's lock,
 // then the change and schema versions. A schema newer than the binary's makes it (and every
-// later operation of this handle) ErrUnavailable wrapping ErrSchemaTooNew.
+// later operation of this handle, until the version read again is one the binary knows)
+// ErrUnavailable wrapping ErrSchemaTooNew.
 func (s *DB) Begin(ctx context.Context) (store.Tx, error) {
 	t, err := s.begin(ctx)
 	if err != nil {
@@ -39,7 +40,7 @@ func (s *DB) Begin(ctx context.Context) (store.Tx, error) {
 }
 
 func (s *DB) begin(ctx context.Context) (*Tx, error) {
-	if err := s.schemaErr(); err != nil {
+	if err := s.schemaErr(ctx); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout())
