@@ -14,6 +14,7 @@ import (
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 func (e *env) dagsCmd() *cobra.Command {
@@ -281,7 +282,7 @@ func createManualRun(ctx context.Context, st store.Store, d *dag.DAG, runID stri
 		}
 		tis := make([]*store.TaskInstance, len(d.Tasks))
 		for i, t := range d.Tasks {
-			tis[i] = &store.TaskInstance{Run: r.PK, TaskID: t.ID, State: string(dag.StateNone)}
+			tis[i] = &store.TaskInstance{Run: r.PK, TaskID: t.ID, State: vocab.TaskNone}
 		}
 		return tx.PutTIs(tis) // a few statements for a 10,000-task DAG, not 10,000
 	})

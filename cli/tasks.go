@@ -13,12 +13,13 @@ import (
 
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 func (e *env) tasksCmd() *cobra.Command {
 	c := &cobra.Command{Use: "tasks", Short: "Explain, force-run, fail, approve or reject task instances"}
 	var force bool
-	runCmd := e.commandCmd("run", "force", "Force-start a waiting task: it jumps the line but must still fit (needs --force)")
+	runCmd := e.commandCmd("run", vocab.CommandForce, "Force-start a waiting task: it jumps the line but must still fit (needs --force)")
 	runCmd.Flags().BoolVar(&force, "force", false, "move the entry to the front of the queue")
 	pre := runCmd.PreRunE
 	runCmd.PreRunE = func(cmd *cobra.Command, args []string) error {
@@ -31,16 +32,16 @@ func (e *env) tasksCmd() *cobra.Command {
 		return nil
 	}
 	c.AddCommand(e.explainCmd(), runCmd,
-		e.commandCmd("fail", "fail", "Mark a task failed: no further retry, its queued entry retired"),
-		e.commandCmd("cancel", "cancel", "Cancel a waiting task's queue entry (a failed attempt that follows the retry policy)"),
-		e.commandCmd("approve", "approve", "Approve an approval gate"),
-		e.commandCmd("reject", "reject", "Reject an approval gate (it fails with no retry)"))
+		e.commandCmd("fail", vocab.CommandFail, "Mark a task failed: no further retry, its queued entry retired"),
+		e.commandCmd("cancel", vocab.CommandCancel, "Cancel a waiting task's queue entry (a failed attempt that follows the retry policy)"),
+		e.commandCmd("approve", vocab.CommandApprove, "Approve an approval gate"),
+		e.commandCmd("reject", vocab.CommandReject, "Reject an approval gate (it fails with no retry)"))
 	return c
 }
 
 // commandCmd sends a command to the daemon that owns the run, through the store, and waits for
 // its outcome.
-func (e *env) commandCmd(use, kind, short string) *cobra.Command {
+func (e *env) commandCmd(use string, kind vocab.CommandKind, short string) *cobra.Command {
 	var note string
 	var wait time.Duration
 	c := &cobra.Command{
@@ -69,7 +70,7 @@ func (e *env) commandCmd(use, kind, short string) *cobra.Command {
 			if !found {
 				return fmt.Errorf("task %s: %w in run %s", args[2], store.ErrNotFound, args[1])
 			}
-			if run.State != "queued" && run.State != "running" {
+			if !run.State.Open() {
 				return fmt.Errorf("%s refused: dag run %s has ended (%s)", kind, args[1], run.State)
 			}
 			owners, err := st.ListOwners(ctx)

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // explain sets le.reason to why one of the loop's entries waits after this pass, by the same
@@ -23,7 +23,7 @@ func (l *loop) explain(le *liveEntry, now time.Time) string {
 		return ""
 	}
 	le.reason = &r
-	if r.Kind == pools.ReasonNodeAway && l.view != nil {
+	if r.Kind == vocab.ReasonNodeAway && l.view != nil {
 		return l.view.awayText(le.run.Owner)
 	}
 	return r.String()
@@ -91,7 +91,7 @@ func (l *loop) admit(tx store.Tx, p *passState) error {
 		reason := fmt.Sprintf("expired: queue_timeout %s passed while waiting", le.ti.task.QueueTimeout)
 		l.notify(p, Notice{Kind: NoticeExpired, DAGID: le.run.DAGID, RunID: le.run.RunID, TaskID: le.TaskID,
 			Try: le.TryNumber, Reason: reason, Pool: firstPool(le)})
-		if err := l.endWaiting(tx, p, le, store.EntryExpired, reason); err != nil {
+		if err := l.endWaiting(tx, p, le, vocab.EntryExpired, reason); err != nil {
 			return err
 		}
 	}
@@ -113,7 +113,7 @@ func (l *loop) admit(tx store.Tx, p *passState) error {
 		}
 		le.State, le.ReasonCode, le.Reason, le.holder = "admitted", "", "", l.cfg.DaemonID
 		ti := le.ti
-		ti.State, ti.TryNumber = string(dag.StateRunning), le.TryNumber
+		ti.State, ti.TryNumber = vocab.TaskRunning, le.TryNumber
 		// start_date is taken when the process starts, after this commit (§3.1); a reschedule
 		// sensor keeps its first poke's.
 		if le.pokes == 0 {
@@ -133,10 +133,10 @@ func (l *loop) admit(tx store.Tx, p *passState) error {
 	}
 	for _, rj := range dec.Rejected {
 		le := l.entries[rj.Entry]
-		if le == nil || le.run.shared || rj.Reason.Kind != pools.ReasonOverCapacity || l.drainFits(rj.Reason.Pool, rj.Reason.Need) {
+		if le == nil || le.run.shared || rj.Reason.Kind != vocab.ReasonOverCapacity || l.drainFits(rj.Reason.Pool, rj.Reason.Need) {
 			continue // an unknown pool may still be created; a draining pool may come to fit
 		}
-		if err := l.endWaiting(tx, p, le, store.EntryRejected, "rejected: "+rj.Reason.String()); err != nil {
+		if err := l.endWaiting(tx, p, le, vocab.EntryRejected, "rejected: "+rj.Reason.String()); err != nil {
 			return err
 		}
 	}

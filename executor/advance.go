@@ -9,6 +9,7 @@ import (
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // readyTask is a task instance that becomes ready in this pass and needs a queue entry.
@@ -27,7 +28,7 @@ func (l *loop) advanceAll(tx store.Tx, p *passState) error {
 	}
 	var ready []readyTask
 	for _, run := range l.runs {
-		if run.State != string(dag.RunRunning) || run.dag == nil || run.away || run.shared {
+		if run.State != vocab.RunRunning || run.dag == nil || run.away || run.shared {
 			continue // only its owner advances a run
 		}
 		l.clockDue(run, p.now)
@@ -97,12 +98,12 @@ func (l *loop) clockDue(run *liveRun, now time.Time) {
 
 // clockWake is when a task instance waiting on a clock needs the loop next; zero for none.
 func clockWake(ti *liveTI) time.Time {
-	switch dag.State(ti.State) {
-	case dag.StateUpForRetry:
+	switch ti.State {
+	case vocab.TaskUpForRetry:
 		return ti.NextAt
-	case dag.StateAwaitingApproval:
+	case vocab.TaskAwaitingApproval:
 		return gateDeadline(ti)
-	case dag.StateScheduled, dag.StateUpForReschedule:
+	case vocab.TaskScheduled, vocab.TaskUpForReschedule:
 		return sensorWake(ti)
 	}
 	return time.Time{}
@@ -118,17 +119,17 @@ func (l *loop) advance(tx store.Tx, p *passState, run *liveRun) ([]readyTask, er
 		if ti == nil || ti.task == nil {
 			continue
 		}
-		switch dag.State(ti.State) {
-		case dag.StateNone:
+		switch ti.State {
+		case vocab.TaskNone:
 			up := run.layout.Up[ti.idx]
-			ups := make([]dag.State, 0, len(up))
+			ups := make([]vocab.TaskState, 0, len(up))
 			for _, u := range up {
 				if uti := run.byIdx[u]; uti != nil {
-					ups = append(ups, dag.State(uti.State))
+					ups = append(ups, uti.State)
 				}
 			}
 			switch next := dag.Trigger(ti.task.TriggerRule, ups); next {
-			case dag.StateScheduled:
+			case vocab.TaskScheduled:
 				if ti.task.Kind == dag.KindApproval {
 					if err := l.openGate(tx, p, run, ti); err != nil {
 						return nil, err
@@ -136,20 +137,20 @@ func (l *loop) advance(tx store.Tx, p *passState, run *liveRun) ([]readyTask, er
 					continue
 				}
 				ready = append(ready, readyTask{run: run, ti: ti, try: ti.TryNumber + 1})
-			case dag.StateSkipped, dag.StateUpstreamFailed:
-				ti.State = string(next)
+			case vocab.TaskSkipped, vocab.TaskUpstreamFailed:
+				ti.State = next
 				ti.Reason = fmt.Sprintf("%s: trigger rule %s", next, ti.task.TriggerRule)
 				l.touch(p, ti)
 			}
-		case dag.StateUpForRetry:
+		case vocab.TaskUpForRetry:
 			if !p.now.Before(ti.NextAt) {
 				ready = append(ready, readyTask{run: run, ti: ti, try: ti.TryNumber + 1})
 			}
-		case dag.StateAwaitingApproval:
+		case vocab.TaskAwaitingApproval:
 			if err := l.checkGateTimeout(tx, p, run, ti); err != nil {
 				return nil, err
 			}
-		case dag.StateScheduled, dag.StateUpForReschedule:
+		case vocab.TaskScheduled, vocab.TaskUpForReschedule:
 			if err := l.sensorDue(tx, p, run, ti); err != nil {
 				return nil, err
 			}
@@ -210,7 +211,7 @@ func (l *loop) queued(tx store.Tx, p *passState, r readyTask, e store.Entry, ref
 	run, ti := r.run, r.ti
 	if refusal != "" {
 		reason := "rejected: " + refusal
-		if err := tx.EndEntry(e.ID, store.EntryRejected, "rejected", reason, p.now); err != nil {
+		if err := tx.EndEntry(e.ID, vocab.EntryRejected, "rejected", reason, p.now); err != nil {
 			return err
 		}
 		if run.dag.IsJob && (run.RunType == "schedule" || run.RunType == "catchup") {
@@ -227,7 +228,7 @@ func (l *loop) queued(tx store.Tx, p *passState, r readyTask, e store.Entry, ref
 	l.entries[e.ID] = le
 	l.queueDirty(e.ID)
 	ti.entry = le
-	ti.State, ti.NextAt = string(dag.StateScheduled), time.Time{}
+	ti.State, ti.NextAt = vocab.TaskScheduled, time.Time{}
 	l.touch(p, ti)
 	return nil
 }
@@ -282,7 +283,7 @@ func (l *loop) requirements(run *liveRun, ti *liveTI, try int) ([]store.Requirem
 }
 
 func storeSpec(p store.Pool) pools.Spec {
-	return pools.Spec{Name: p.Name, Slots: p.Slots, MaxQueued: p.MaxQueued, Ordering: pools.Ordering(p.Ordering),
+	return pools.Spec{Name: p.Name, Slots: p.Slots, MaxQueued: p.MaxQueued, Ordering: p.Ordering,
 		StarvationAfter: p.StarvationAfter, IncludeDeferred: p.IncludeDeferred, OnResize: p.OnResize,
 		Description: p.Description, Source: p.Source}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // apply folds one pending event into the pass.
@@ -58,7 +59,7 @@ func (l *loop) finish(tx store.Tx, p *passState, ev *evFinished) error {
 		// pass already took the entry back.
 		l.dropEntry(ev.entry)
 		ti.entry = nil
-		ti.State = string(dag.StateScheduled) // RequeueHeld writes it
+		ti.State = vocab.TaskScheduled // RequeueHeld writes it
 		ti.noted()
 		_, err := tx.RequeueHeld(ev.entry, l.cfg.DaemonID, l.epoch)
 		l.loaded = false
@@ -100,7 +101,7 @@ func (l *loop) finish(tx store.Tx, p *passState, ev *evFinished) error {
 	}
 	switch {
 	case ev.ok:
-		ti.State, ti.Reason = string(dag.StateSuccess), ""
+		ti.State, ti.Reason = vocab.TaskSuccess, ""
 		if err := l.retireJobRetries(tx, p, run.dag, run, "retry retired by a success"); err != nil { // a job is never shared
 			return err
 		}
@@ -109,7 +110,7 @@ func (l *loop) finish(tx store.Tx, p *passState, ev *evFinished) error {
 		l.touch(p, ti)
 		return nil
 	case ev.skip:
-		ti.State, ti.Reason = string(dag.StateSkipped), ev.reason
+		ti.State, ti.Reason = vocab.TaskSkipped, ev.reason
 		p.attempts = append(p.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
 			State: "skipped", StartDate: ev.start, EndDate: ev.end, Reason: ev.reason, Daemon: l.cfg.DaemonID})
 		l.touch(p, ti)
@@ -137,14 +138,14 @@ func (l *loop) finishUnknown(tx store.Tx, p *passState, ev *evFinished) error {
 	}
 	l.log.Warn("completion of an entry not in memory: claims released, outcome recorded", keyEntry, ev.entry,
 		keyDAG, a.dagID, keyRun, a.runID, keyTask, a.task.ID, keyTry, a.try)
-	state, reason := "success", ev.reason
+	state, reason := vocab.TaskSuccess, ev.reason
 	switch {
 	case ev.skip:
-		state = "skipped"
+		state = vocab.TaskSkipped
 	case ev.shutdown || ev.lost || ev.reschedule:
-		state, reason = "failed", orDefault(reason, "stopped")
+		state, reason = vocab.TaskFailed, orDefault(reason, "stopped")
 	case !ev.ok:
-		state = "failed"
+		state = vocab.TaskFailed
 	}
 	return tx.RecordEnd(ev.entry, &store.Attempt{TryNumber: a.try, State: state, StartDate: ev.start, EndDate: ev.end,
 		Reason: reason, Daemon: l.cfg.DaemonID})
@@ -164,12 +165,12 @@ func (l *loop) failAttempt(tx store.Tx, p *passState, run *liveRun, ti *liveTI, 
 	ti.TryNumber = try
 	ti.Reason = reason
 	if !noRetry && ti.task != nil && try < ti.task.Retries+1 {
-		ti.State = string(dag.StateUpForRetry)
+		ti.State = vocab.TaskUpForRetry
 		ti.NextAt = at.Add(dag.RetryDelay(ti.task, try))
 		l.log.Info("attempt failed; will retry", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID,
 			keyTry, try, "reason", reason, "retry_at", ti.NextAt)
 	} else {
-		ti.State = string(dag.StateFailed)
+		ti.State = vocab.TaskFailed
 		ti.NextAt = time.Time{}
 		l.log.Info("task failed", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, keyTry, try, "reason", reason)
 	}
@@ -222,7 +223,7 @@ func (l *loop) applyCommand(tx store.Tx, p *passState, c store.Command) error {
 		if ti.entry == nil || ti.entry.State != "waiting" {
 			return fmt.Errorf("%w: task %s is not waiting for admission", store.ErrConflict, c.TaskID)
 		}
-		return l.endWaiting(tx, p, ti.entry, store.EntryCancelled, "cancelled by operator")
+		return l.endWaiting(tx, p, ti.entry, vocab.EntryCancelled, "cancelled by operator")
 	case "fail":
 		return l.markFailed(tx, p, run, ti, "marked failed by operator")
 	}
@@ -231,8 +232,8 @@ func (l *loop) applyCommand(tx store.Tx, p *passState, c store.Command) error {
 
 // endWaiting ends a waiting entry as expired, cancelled or rejected: a failed attempt that
 // follows the retry policy (§4.6).
-func (l *loop) endWaiting(tx store.Tx, p *passState, le *liveEntry, state store.EntryState, reason string) error {
-	if err := tx.EndEntry(le.ID, state, string(state), reason, p.now); err != nil {
+func (l *loop) endWaiting(tx store.Tx, p *passState, le *liveEntry, state vocab.EntryState, reason string) error {
+	if err := tx.EndEntry(le.ID, state, vocab.ReasonCode(state), reason, p.now); err != nil {
 		return err
 	}
 	l.dropEntry(le.ID)
@@ -250,20 +251,20 @@ func (l *loop) endWaiting(tx store.Tx, p *passState, le *liveEntry, state store.
 // back: its claims are released only once its processes are gone. An attempt another daemon
 // runs (a shared run's) gets a stop request that its runner acts on (shared.go).
 func (l *loop) markFailed(tx store.Tx, p *passState, run *liveRun, ti *liveTI, reason string) error {
-	if dag.State(ti.State).Terminal() {
+	if ti.State.Terminal() {
 		return fmt.Errorf("%w: task %s is already %s", store.ErrConflict, ti.TaskID, ti.State)
 	}
 	if le := ti.entry; le != nil {
-		if le.State == string(store.EntryAdmitted) {
+		if le.State == vocab.EntryAdmitted {
 			a := l.running[le.ID]
 			if a == nil && le.holder != "" && le.holder != l.cfg.DaemonID {
-				if le.ReasonCode == store.StopRequested {
+				if le.ReasonCode == vocab.ReasonStopRequested {
 					return nil // asked already
 				}
 				if err := tx.RequestStop(le.ID, reason); err != nil {
 					return err
 				}
-				le.ReasonCode, le.Reason, le.failWith = store.StopRequested, reason, reason
+				le.ReasonCode, le.Reason, le.failWith = vocab.ReasonStopRequested, reason, reason
 				return nil
 			}
 			if a == nil {
@@ -275,13 +276,13 @@ func (l *loop) markFailed(tx store.Tx, p *passState, run *liveRun, ti *liveTI, r
 			a.kill(reason)
 			return nil
 		}
-		if err := tx.EndEntry(le.ID, store.EntryRetired, "failed", reason, p.now); err != nil {
+		if err := tx.EndEntry(le.ID, vocab.EntryRetired, "failed", reason, p.now); err != nil {
 			return err
 		}
 		l.dropEntry(le.ID)
 		ti.entry = nil
 	}
-	ti.State, ti.Reason, ti.NextAt = string(dag.StateFailed), reason, time.Time{}
+	ti.State, ti.Reason, ti.NextAt = vocab.TaskFailed, reason, time.Time{}
 	if ti.EndDate.IsZero() && !ti.StartDate.IsZero() {
 		ti.EndDate = p.now
 	}

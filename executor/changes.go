@@ -6,6 +6,7 @@ import (
 
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // applyChanges reconciles the open runs with DAG definitions that changed on disk (§3.5): a
@@ -21,12 +22,12 @@ func (l *loop) applyChanges(tx store.Tx, p *passState) error {
 			if _, ok := run.tis[t.ID]; ok {
 				continue
 			}
-			ti := &liveTI{TaskInstance: store.TaskInstance{Run: run.PK, TaskID: t.ID, State: string(dag.StateNone)}, task: t}
+			ti := &liveTI{TaskInstance: store.TaskInstance{Run: run.PK, TaskID: t.ID, State: vocab.TaskNone}, task: t}
 			run.add(ti)
 			l.touch(p, ti)
 		}
 		for _, ti := range run.tis {
-			if ti.task != nil || dag.State(ti.State).Terminal() {
+			if ti.task != nil || ti.State.Terminal() {
 				continue
 			}
 			if le := ti.entry; le != nil && le.State == "waiting" {
@@ -34,8 +35,8 @@ func (l *loop) applyChanges(tx store.Tx, p *passState) error {
 					return err
 				}
 			}
-			if ti.State != string(dag.StateRunning) {
-				ti.State, ti.Reason, ti.NextAt = string(dag.StateFailed), "task removed from the DAG", time.Time{}
+			if ti.State != vocab.TaskRunning {
+				ti.State, ti.Reason, ti.NextAt = vocab.TaskFailed, "task removed from the DAG", time.Time{}
 				l.touch(p, ti)
 			}
 		}
@@ -76,7 +77,7 @@ func (b byKeys) Swap(i, j int) {
 
 // retire ends a waiting entry without it counting as an attempt.
 func (l *loop) retire(tx store.Tx, p *passState, le *liveEntry, reason string) error {
-	if err := tx.EndEntry(le.ID, store.EntryRetired, "retired", reason, p.now); err != nil {
+	if err := tx.EndEntry(le.ID, vocab.EntryRetired, "retired", reason, p.now); err != nil {
 		return err
 	}
 	l.dropEntry(le.ID)
@@ -97,8 +98,8 @@ func (l *loop) retireJobRetries(tx store.Tx, p *passState, d *dag.DAG, newer *li
 			continue
 		}
 		for _, ti := range run.tis {
-			retrying := ti.State == string(dag.StateUpForRetry) ||
-				(ti.State == string(dag.StateScheduled) && ti.entry != nil && ti.entry.TryNumber > 1)
+			retrying := ti.State == vocab.TaskUpForRetry ||
+				(ti.State == vocab.TaskScheduled && ti.entry != nil && ti.entry.TryNumber > 1)
 			if retrying {
 				if err := l.markFailed(tx, p, run, ti, why); err != nil {
 					return err

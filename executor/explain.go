@@ -7,6 +7,7 @@ import (
 
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Explain sets the ReasonCode and Reason of every waiting entry among es to why it waits now
@@ -24,7 +25,7 @@ import (
 func Explain(ctx context.Context, st store.Store, now time.Time, es ...*store.Entry) error {
 	waiting := false
 	for _, e := range es {
-		waiting = waiting || e.State == string(store.EntryWaiting)
+		waiting = waiting || e.State == vocab.EntryWaiting
 	}
 	if !waiting {
 		return nil
@@ -42,7 +43,10 @@ func Explain(ctx context.Context, st store.Store, now time.Time, es ...*store.En
 // Explanation is why every waiting entry of the store waits, as computed at one moment.
 type Explanation struct{ reasons map[int64]explained }
 
-type explained struct{ code, text string }
+type explained struct {
+	code vocab.ReasonCode
+	text string
+}
 
 // Reasons computes why every waiting entry of the store waits now (see Explain).
 func Reasons(ctx context.Context, st store.Store, now time.Time) (*Explanation, error) {
@@ -55,7 +59,7 @@ func Reasons(ctx context.Context, st store.Store, now time.Time) (*Explanation, 
 
 // Fill sets e's ReasonCode and Reason when it waits; other entries are left as they are.
 func (x *Explanation) Fill(e *store.Entry) {
-	if e.State != string(store.EntryWaiting) {
+	if e.State != vocab.EntryWaiting {
 		return
 	}
 	r := x.reasons[e.ID]
@@ -71,7 +75,7 @@ func explainAll(ctx context.Context, st store.Store, now time.Time) (map[int64]e
 	if err != nil {
 		return nil, err
 	}
-	entries, err := st.ListEntries(ctx, string(store.EntryWaiting))
+	entries, err := st.ListEntries(ctx, vocab.EntryWaiting)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +141,7 @@ func explainAll(ctx context.Context, st store.Store, now time.Time) (map[int64]e
 				}
 			case !view.isAlive(e.Owner):
 				block = pools.BlockNodeAway
-			case view.owners[e.Owner].Kind != store.OwnerTest && flags[e.DAGID].Paused:
+			case view.owners[e.Owner].Kind != vocab.OwnerTest && flags[e.DAGID].Paused:
 				block = pools.BlockPaused
 			}
 			if block == pools.NotBlocked && e.Owner != owner && flags[e.DAGID].Paused {
@@ -157,10 +161,10 @@ func explainAll(ctx context.Context, st store.Store, now time.Time) (map[int64]e
 				continue
 			}
 			text := r.String()
-			if r.Kind == pools.ReasonNodeAway && !alive {
+			if r.Kind == vocab.ReasonNodeAway && !alive {
 				text = view.awayText(owner)
 			}
-			out[e.ID] = explained{code: string(r.Kind), text: text}
+			out[e.ID] = explained{code: r.Kind, text: text}
 		}
 	}
 	return out, nil
@@ -172,8 +176,8 @@ func explainAll(ctx context.Context, st store.Store, now time.Time) (map[int64]e
 // and entries queued under another task definition stay with their owner too; the read path
 // has no DAGs and counts them as shared.
 func sharedEntry(e *store.Entry, v *ownerView, kept []pools.Need) bool {
-	return isLeaderOwned(e.RunType) && v.isDaemon(e.Owner) && len(kept) == 0 && e.NotBefore.IsZero() &&
-		e.ReasonCode != store.StopRequested
+	return e.RunType.LeaderOwned() && v.isDaemon(e.Owner) && len(kept) == 0 && e.NotBefore.IsZero() &&
+		e.ReasonCode != vocab.ReasonStopRequested
 }
 
 // localizeGlobal drops another owner's _global from an entry's needs and, for one this owner

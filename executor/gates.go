@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Approval gates (§5.2) have no queue entry and need no pool: a ready gate waits in
 // awaiting_approval for a person, optionally until its timeout.
 
 func (l *loop) openGate(tx store.Tx, p *passState, run *liveRun, ti *liveTI) error {
-	ti.State, ti.TryNumber, ti.StartDate = string(dag.StateAwaitingApproval), 1, p.now
+	ti.State, ti.TryNumber, ti.StartDate = vocab.TaskAwaitingApproval, 1, p.now
 	l.touch(p, ti)
 	return nil
 }
@@ -36,7 +36,7 @@ func (l *loop) applyGateCommand(tx store.Tx, p *passState, run *liveRun, ti *liv
 	if c.Kind != "approve" && c.Kind != "reject" {
 		return fmt.Errorf("unknown command %q", c.Kind)
 	}
-	if ti.State != string(dag.StateAwaitingApproval) {
+	if ti.State != vocab.TaskAwaitingApproval {
 		return fmt.Errorf("%w: task %s is not awaiting approval (state %s)", store.ErrConflict, ti.TaskID, ti.State)
 	}
 	who := c.Who
@@ -57,12 +57,11 @@ func (l *loop) applyGateCommand(tx store.Tx, p *passState, run *liveRun, ti *liv
 // decideGate ends a gate: approved is success; rejected or timed out fails with no retry.
 func (l *loop) decideGate(tx store.Tx, p *passState, run *liveRun, ti *liveTI, approved bool, reason string) error {
 	ti.EndDate, ti.Reason = p.now, reason
-	state := "success"
-	ti.State = string(dag.StateSuccess)
+	ti.State = vocab.TaskSuccess
 	if !approved {
-		state, ti.State = "failed", string(dag.StateFailed)
+		ti.State = vocab.TaskFailed
 	}
-	if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: 1, State: state,
+	if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: 1, State: ti.State,
 		StartDate: ti.StartDate, EndDate: ti.EndDate, Reason: reason}); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // errSuperseded ends a daemon whose id another process took after its lease lapsed.
@@ -24,9 +25,9 @@ func (l *loop) register(tx store.Tx, now time.Time, again bool) error {
 	case err != nil && !errors.Is(err, store.ErrNotFound):
 		return err
 	}
-	kind := store.OwnerDaemon
+	kind := vocab.OwnerDaemon
 	if l.cfg.Test != nil {
-		kind = store.OwnerTest
+		kind = vocab.OwnerTest
 	}
 	o := store.Owner{ID: l.cfg.DaemonID, Kind: kind, Host: l.host, PID: os.Getpid(), ProcStart: selfStart(),
 		StartedAt: now, Heartbeat: now, LeaseUntil: now.Add(l.cfg.Lease)}

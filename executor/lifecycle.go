@@ -76,7 +76,7 @@ func (l *loop) stopWatchdog() {
 	l.wd = nil
 }
 
-func orDefault(s, def string) string {
+func orDefault[S ~string](s, def S) S {
 	if s == "" {
 		return def
 	}

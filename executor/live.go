@@ -9,6 +9,7 @@ import (
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // liveRun is an open run this daemon owns, kept in memory and written through to the store.
@@ -56,7 +57,7 @@ type liveTI struct {
 	run   *liveRun
 	idx   int32 // index of its task in run.dag.Tasks; -1 when the task is gone
 	// seen is the state run.open, run.timers and the frontier last accounted for.
-	seen string
+	seen vocab.TaskState
 	// A pass changes a task instance several times (queued, then admitted, say); it is written
 	// once, at the end of the pass (inserted if its row does not exist yet).
 	dirty bool
@@ -110,10 +111,10 @@ func (r *liveRun) note(ti *liveTI) {
 	if ti.seen == ti.State {
 		return
 	}
-	if ti.seen != "" && !dag.State(ti.seen).Terminal() {
+	if ti.seen != "" && !ti.seen.Terminal() {
 		r.open--
 	}
-	if !dag.State(ti.State).Terminal() {
+	if !ti.State.Terminal() {
 		r.open++
 	}
 	first := ti.seen == ""
@@ -174,10 +175,10 @@ func (r *liveRun) pop() *liveTI {
 // waitsOnClock says whether a task instance waits for a time: its retry, its approval timeout,
 // a reschedule sensor's next poke or timeout.
 func waitsOnClock(ti *liveTI) bool {
-	switch dag.State(ti.State) {
-	case dag.StateUpForRetry, dag.StateAwaitingApproval:
+	switch ti.State {
+	case vocab.TaskUpForRetry, vocab.TaskAwaitingApproval:
 		return true
-	case dag.StateScheduled, dag.StateUpForReschedule:
+	case vocab.TaskScheduled, vocab.TaskUpForReschedule:
 		return isReschedule(ti.task)
 	}
 	return false

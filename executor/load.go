@@ -7,6 +7,7 @@ import (
 
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // load rebuilds the loop's memory from the store: pools, DAG flags, the open runs this daemon
@@ -119,7 +120,7 @@ func (l *loop) placeRun(tx store.Tx, r store.Run) error {
 func (l *loop) placeEntry(e store.Entry, ix claimIndex) {
 	lr, inMemory := l.runs[e.Run]
 	if !inMemory {
-		if e.State == string(store.EntryWaiting) {
+		if e.State == vocab.EntryWaiting {
 			l.foreign[e.ID] = &liveEntry{Entry: e, kept: ix.kept[e.ID], away: !l.view.isAlive(e.Owner)}
 		} else {
 			delete(l.foreign, e.ID)

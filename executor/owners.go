@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Owners and liveness (§9). Every process that can own work — a serve daemon or a dags test
@@ -30,8 +31,8 @@ func (e *OwnerLiveError) Error() string {
 
 func (e *OwnerLiveError) Unwrap() error { return ErrOwnerLive }
 
-func kindName(k store.OwnerKind) string {
-	if k == store.OwnerTest {
+func kindName(k vocab.OwnerKind) string {
+	if k == vocab.OwnerTest {
 		return "dags test process"
 	}
 	return "daemon"
@@ -91,7 +92,7 @@ func (v *ownerView) isDaemon(id string) bool {
 		return false
 	}
 	o, ok := v.owners[id]
-	return ok && o.Kind == store.OwnerDaemon
+	return ok && o.Kind == vocab.OwnerDaemon
 }
 
 // handled reports whether the end of owner id's current epoch has been handled by a live
@@ -140,7 +141,7 @@ func runFateOf(r store.Run, self string, serve bool, v *ownerView) runFate {
 		}
 		return fateForeign
 	case v.isAlive(r.Owner):
-		if serve && isLeaderOwned(r.RunType) && v.isDaemon(r.Owner) {
+		if serve && r.RunType.LeaderOwned() && v.isDaemon(r.Owner) {
 			return fateShared
 		}
 		return fateForeign
@@ -149,9 +150,7 @@ func runFateOf(r store.Run, self string, serve bool, v *ownerView) runFate {
 }
 
 // leaderOwned run types move to a live daemon when their owner dies; the others stay bound.
-var leaderOwned = []string{"schedule", "catchup"}
-
-func isLeaderOwned(runType string) bool { return runType == "schedule" || runType == "catchup" }
+var leaderOwned = []vocab.RunType{vocab.RunSchedule, vocab.RunCatchup}
 
 // takeover is what to do about one dead owner.
 type takeover struct {
@@ -210,7 +209,7 @@ func CommandTarget(run store.Run, owners []store.Owner, now time.Time, host stri
 	}
 	var live []string
 	for _, o := range owners {
-		if o.Kind == store.OwnerDaemon && v.isAlive(o.ID) {
+		if o.Kind == vocab.OwnerDaemon && v.isAlive(o.ID) {
 			live = append(live, o.ID)
 		}
 	}

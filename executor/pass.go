@@ -197,7 +197,7 @@ func (l *loop) afterCommit(p *passState) {
 	for _, r := range p.ended {
 		l.forgetRun(r)
 		l.log.Info("run ended", keyDAG, r.DAGID, keyRun, r.RunID, "state", r.State)
-		l.notify(p, Notice{Kind: NoticeRunEnded, DAGID: r.DAGID, RunID: r.RunID, State: r.State, Reason: r.Reason})
+		l.notify(p, Notice{Kind: NoticeRunEnded, DAGID: r.DAGID, RunID: r.RunID, State: string(r.State), Reason: r.Reason})
 		if r.PK == l.testPK && l.testPK != 0 {
 			l.testMu.Lock()
 			l.testRun, l.testDone = r.Run, true

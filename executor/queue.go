@@ -5,6 +5,7 @@ import (
 
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // The loop keeps every waiting entry it walks in a pools.Queue between passes, so that a pass
@@ -105,7 +106,7 @@ func (l *loop) putForeign(fe *liveEntry) {
 // it when it does not wait (admitted, its task is gone, or a stop request on it waits for its
 // owner to fail the task).
 func (l *loop) putEntry(le *liveEntry) {
-	if le.State != string(store.EntryWaiting) || le.ti == nil || le.ti.task == nil || le.ReasonCode == store.StopRequested {
+	if le.State != vocab.EntryWaiting || le.ti == nil || le.ti.task == nil || le.ReasonCode == vocab.ReasonStopRequested {
 		l.queue.Remove(le.ID)
 		return
 	}
@@ -167,6 +168,6 @@ func queueEntry(le *liveEntry, block pools.Block) pools.Entry {
 }
 
 func namedPool(sp store.Pool) pools.Pool {
-	return pools.Pool{Name: sp.Name, Slots: sp.Slots, Ordering: pools.Ordering(sp.Ordering),
+	return pools.Pool{Name: sp.Name, Slots: sp.Slots, Ordering: sp.Ordering,
 		StarvationAfter: sp.StarvationAfter}
 }

@@ -33,7 +33,7 @@ func (l *loop) refresh(tx store.Tx, now time.Time) (bool, error) {
 	// Decide before changing anything whether load must do it.
 	for _, r := range ch.Runs {
 		lr := l.runs[r.PK]
-		open := store.RunState(r.State).Open()
+		open := r.State.Open()
 		switch {
 		case lr == nil:
 			if f := l.fate(r); open && (f == fateMine || f == fateAway) {
@@ -67,7 +67,7 @@ func (l *loop) refresh(tx store.Tx, now time.Time) (bool, error) {
 
 	var ended []*liveRun
 	for _, r := range ch.Runs {
-		open := store.RunState(r.State).Open()
+		open := r.State.Open()
 		if lr := l.runs[r.PK]; lr != nil {
 			if !open {
 				ended = append(ended, lr)
@@ -105,7 +105,7 @@ func (l *loop) refresh(tx store.Tx, now time.Time) (bool, error) {
 	}
 	for _, e := range ch.Entries {
 		l.queueDirty(e.ID)
-		if _, inMemory := l.runs[e.Run]; inMemory && store.EntryState(e.State).Terminal() {
+		if _, inMemory := l.runs[e.Run]; inMemory && e.State.Terminal() {
 			if old := l.entries[e.ID]; old != nil {
 				l.dropEntry(e.ID)
 				if old.ti != nil && old.ti.entry == old {

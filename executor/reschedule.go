@@ -7,6 +7,7 @@ import (
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // A reschedule sensor (§5.1) is admitted once per poke. Between pokes it is up_for_reschedule:
@@ -59,7 +60,7 @@ func (l *loop) rescheduleEntry(tx store.Tx, p *passState, le *liveEntry, ev *evF
 		}
 	}
 	l.queueDirty(le.ID)
-	ti.State, ti.NextAt, ti.TryNumber = string(dag.StateUpForReschedule), next, le.TryNumber
+	ti.State, ti.NextAt, ti.TryNumber = vocab.TaskUpForReschedule, next, le.TryNumber
 	ti.StartDate, ti.EndDate = first, ev.end
 	l.touch(p, ti)
 	return nil
@@ -86,14 +87,14 @@ func (l *loop) sensorTimedOut(tx store.Tx, p *passState, le *liveEntry, at time.
 	ti, run := le.ti, le.run
 	s := ti.task.Sensor
 	reason := fmt.Sprintf("sensor timeout %s passed", s.Timeout)
-	if err := tx.EndEntry(le.ID, store.EntryDone, "timeout", reason, p.now); err != nil {
+	if err := tx.EndEntry(le.ID, vocab.EntryDone, "timeout", reason, p.now); err != nil {
 		return err
 	}
 	l.dropEntry(le.ID)
 	ti.entry = nil
 	ti.EndDate = at
 	if s.SoftFail {
-		ti.State, ti.Reason, ti.NextAt = string(dag.StateSkipped), reason, time.Time{}
+		ti.State, ti.Reason, ti.NextAt = vocab.TaskSkipped, reason, time.Time{}
 		if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: le.TryNumber, State: "skipped",
 			StartDate: ti.StartDate, EndDate: at, Reason: reason, Daemon: l.cfg.DaemonID}); err != nil {
 			return err
@@ -114,8 +115,8 @@ func (l *loop) sensorDue(tx store.Tx, p *passState, run *liveRun, ti *liveTI) er
 	if !p.now.Before(ti.StartDate.Add(ti.task.Sensor.Timeout)) && le.State == "waiting" {
 		return l.sensorTimedOut(tx, p, le, p.now)
 	}
-	if ti.State == string(dag.StateUpForReschedule) && !p.now.Before(ti.NextAt) {
-		ti.State, ti.NextAt = string(dag.StateScheduled), time.Time{}
+	if ti.State == vocab.TaskUpForReschedule && !p.now.Before(ti.NextAt) {
+		ti.State, ti.NextAt = vocab.TaskScheduled, time.Time{}
 		l.touch(p, ti)
 		return nil
 	}
@@ -128,7 +129,7 @@ func sensorWake(ti *liveTI) time.Time {
 		return time.Time{}
 	}
 	limit := ti.StartDate.Add(ti.task.Sensor.Timeout)
-	if ti.State == string(dag.StateUpForReschedule) && ti.NextAt.Before(limit) {
+	if ti.State == vocab.TaskUpForReschedule && ti.NextAt.Before(limit) {
 		return ti.NextAt
 	}
 	return limit

@@ -6,6 +6,7 @@ import (
 
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/rules"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // compileRules takes the configuration the daemon starts with (§6): the DAGs are loaded and
@@ -52,11 +53,11 @@ func (l *loop) assign(run *liveRun, ti *liveTI, try int) (pool string, slots int
 
 func (l *loop) evalRules(run *liveRun, t *dag.Task, try int) assignment {
 	trigger := run.RunType
-	if trigger == "test" {
-		trigger = "manual"
+	if trigger == vocab.RunTest {
+		trigger = vocab.RunManual
 	}
 	res := l.ruleSet.Assign(rules.Attrs{DAGID: run.DAGID, TaskID: t.ID, RunID: run.RunID, Owner: run.dag.Owner,
-		Tags: run.dag.Tags, Trigger: trigger, Params: run.params, TryNumber: try, Kind: string(t.Kind),
+		Tags: run.dag.Tags, Trigger: string(trigger), Params: run.params, TryNumber: try, Kind: string(t.Kind),
 		LogicalDate: run.LogicalDate})
 	return assignment{pool: res.Pool, slots: res.Slots, rule: res.Rule}
 }
@@ -82,7 +83,7 @@ func (l *loop) prepareRules(now time.Time) {
 			l.ruleCache[key] = l.evalRules(run, t, try)
 		}
 	}
-	roots := func(d *dag.DAG, runType string, req TriggerRequest) {
+	roots := func(d *dag.DAG, runType vocab.RunType, req TriggerRequest) {
 		r, err := l.runRecord(d, runType, req.LogicalDate, req.RunID, req.Conf, "", false, now)
 		if err != nil {
 			return
@@ -96,14 +97,14 @@ func (l *loop) prepareRules(now time.Time) {
 	}
 	if t := l.cfg.Test; t != nil && l.testPK == 0 {
 		if d := l.reg.get(t.DAGID); d != nil {
-			roots(d, "test", TriggerRequest{Conf: t.Conf})
+			roots(d, vocab.RunTest, TriggerRequest{Conf: t.Conf})
 		}
 	}
 	for _, ev := range l.pending {
 		switch ev := ev.(type) {
 		case *evTrigger:
 			if d := l.reg.get(ev.req.DAGID); d != nil {
-				roots(d, "manual", ev.req)
+				roots(d, vocab.RunManual, ev.req)
 			}
 		case *evFinished:
 			le := l.entries[ev.entry]
@@ -114,7 +115,7 @@ func (l *loop) prepareRules(now time.Time) {
 				put(le.run, t, le.TryNumber+1) // a retry with no delay is queued in this pass
 			}
 			for _, c := range le.run.layout.Down[le.ti.idx] {
-				if ti := le.run.byIdx[c]; ti != nil && ti.State == string(dag.StateNone) {
+				if ti := le.run.byIdx[c]; ti != nil && ti.State == vocab.TaskNone {
 					put(le.run, ti.task, ti.TryNumber+1)
 				}
 			}
@@ -125,12 +126,12 @@ func (l *loop) prepareRules(now time.Time) {
 			continue
 		}
 		for _, pos := range run.frontier {
-			if ti := run.byIdx[run.layout.Order[pos]]; ti != nil && ti.State == string(dag.StateNone) {
+			if ti := run.byIdx[run.layout.Order[pos]]; ti != nil && ti.State == vocab.TaskNone {
 				put(run, ti.task, ti.TryNumber+1)
 			}
 		}
 		for ti := range run.timers {
-			if ti.State == string(dag.StateUpForRetry) && !now.Before(ti.NextAt) {
+			if ti.State == vocab.TaskUpForRetry && !now.Before(ti.NextAt) {
 				put(run, ti.task, ti.TryNumber+1)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Runs as wholes: starting queued runs under max_active_runs and the concurrency policy (counted
@@ -20,15 +21,15 @@ func (l *loop) startQueuedRuns(tx store.Tx, p *passState) error {
 	var queued []*liveRun
 	for _, run := range l.runs {
 		switch {
-		case run.State == string(dag.RunRunning):
+		case run.State == vocab.RunRunning:
 			active[run.DAGID] = append(active[run.DAGID], run)
-		case run.State == string(dag.RunQueued) && !run.away && !run.shared:
+		case run.State == vocab.RunQueued && !run.away && !run.shared:
 			queued = append(queued, run)
 		}
 	}
 	for _, r := range l.others {
 		// A dags test run ignores max_active_runs (§3.5), and does not count toward it.
-		if r.State == string(dag.RunRunning) && r.RunType != "test" {
+		if r.State == vocab.RunRunning && r.RunType != "test" {
 			active[r.DAGID] = append(active[r.DAGID], &liveRun{Run: r, away: true})
 		}
 	}
@@ -38,7 +39,7 @@ func (l *loop) startQueuedRuns(tx store.Tx, p *passState) error {
 			continue
 		}
 		if run.RunType != "test" {
-			scheduled := isLeaderOwned(run.RunType)
+			scheduled := run.RunType.LeaderOwned()
 			if l.dagStates[run.DAGID].Paused && scheduled {
 				continue
 			}
@@ -65,7 +66,7 @@ func (l *loop) startQueuedRuns(tx store.Tx, p *passState) error {
 				continue
 			}
 		}
-		run.State, run.StartDate, run.Reason = string(dag.RunRunning), p.now, ""
+		run.State, run.StartDate, run.Reason = vocab.RunRunning, p.now, ""
 		p.started = append(p.started, run)
 		active[run.DAGID] = append(active[run.DAGID], run)
 		if err := tx.UpdateRun(&run.Run); err != nil {
@@ -118,7 +119,7 @@ func (l *loop) setRunReason(tx store.Tx, run *liveRun, reason string) error {
 // waiting entries are retired, running attempts are stopped, no retry follows.
 func (l *loop) replaceRun(tx store.Tx, p *passState, run *liveRun) error {
 	for _, ti := range run.inOrder() {
-		if dag.State(ti.State).Terminal() {
+		if ti.State.Terminal() {
 			continue
 		}
 		if err := l.markFailed(tx, p, run, ti, "replaced"); err != nil {
@@ -131,21 +132,21 @@ func (l *loop) replaceRun(tx store.Tx, p *passState, run *liveRun) error {
 // endRuns ends every run in which no task can change state (§3.1).
 func (l *loop) endRuns(tx store.Tx, p *passState) error {
 	for pk, run := range l.runs {
-		if run.dag == nil || run.State != string(dag.RunRunning) || run.shared {
+		if run.dag == nil || run.State != vocab.RunRunning || run.shared {
 			continue
 		}
 		if !allTerminal(run) {
 			continue
 		}
-		states := make(map[string]dag.State, len(run.tis))
+		states := make(map[string]vocab.TaskState, len(run.tis))
 		for id, ti := range run.tis {
-			states[id] = dag.State(ti.State)
+			states[id] = ti.State
 		}
 		ended, st := dag.RunEndState(run.dag, states)
 		if !ended {
 			continue
 		}
-		run.State, run.EndDate = string(st), p.now
+		run.State, run.EndDate = st, p.now
 		if err := tx.UpdateRun(&run.Run); err != nil {
 			return err
 		}
@@ -167,19 +168,19 @@ func (l *loop) retireRemoved(tx store.Tx, p *passState) error {
 		const reason = "dag removed"
 		running := false
 		for _, ti := range run.tis {
-			if le := ti.entry; le != nil && le.State == string(store.EntryWaiting) {
-				if err := tx.EndEntry(le.ID, store.EntryRetired, "retired", reason, p.now); err != nil {
+			if le := ti.entry; le != nil && le.State == vocab.EntryWaiting {
+				if err := tx.EndEntry(le.ID, vocab.EntryRetired, "retired", reason, p.now); err != nil {
 					return err
 				}
 				l.dropEntry(le.ID)
 				ti.entry = nil
 			}
-			if le := ti.entry; le != nil && le.State == string(store.EntryAdmitted) {
+			if le := ti.entry; le != nil && le.State == vocab.EntryAdmitted {
 				running = true
 				continue
 			}
-			if !dag.State(ti.State).Terminal() {
-				ti.State, ti.Reason, ti.NextAt = string(dag.StateFailed), reason, time.Time{}
+			if !ti.State.Terminal() {
+				ti.State, ti.Reason, ti.NextAt = vocab.TaskFailed, reason, time.Time{}
 				l.touch(p, ti)
 			}
 		}
@@ -192,7 +193,7 @@ func (l *loop) retireRemoved(tx store.Tx, p *passState) error {
 			}
 			continue
 		}
-		run.State, run.EndDate, run.Reason = string(dag.RunFailed), p.now, reason
+		run.State, run.EndDate, run.Reason = vocab.RunFailed, p.now, reason
 		if err := tx.UpdateRun(&run.Run); err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // schedule is a DAG's parsed schedule.
@@ -106,9 +107,9 @@ func (l *loop) cronFires(tx store.Tx, p *passState, d *dag.DAG, cs cron.Schedule
 		if l.openScheduledRuns(d.ID) > 0 {
 			return nil
 		}
-		runType := "schedule"
+		runType := vocab.RunSchedule
 		if !cs.Next(next).After(p.now) {
-			runType = "catchup"
+			runType = vocab.RunCatchup
 		}
 		return l.fire(tx, p, d, runType, next)
 	}
@@ -119,19 +120,19 @@ func (l *loop) cronFires(tx store.Tx, p *passState, d *dag.DAG, cs cron.Schedule
 		}
 		next = after
 	}
-	return l.fire(tx, p, d, "schedule", next)
+	return l.fire(tx, p, d, vocab.RunSchedule, next)
 }
 
 // openScheduledRuns counts the open scheduled and catch-up runs of a DAG, every owner's (§9).
 func (l *loop) openScheduledRuns(dagID string) int {
 	n := 0
 	for _, r := range l.runs {
-		if r.DAGID == dagID && isLeaderOwned(r.RunType) {
+		if r.DAGID == dagID && r.RunType.LeaderOwned() {
 			n++
 		}
 	}
 	for _, r := range l.others {
-		if r.DAGID == dagID && isLeaderOwned(r.RunType) {
+		if r.DAGID == dagID && r.RunType.LeaderOwned() {
 			n++
 		}
 	}
@@ -140,7 +141,7 @@ func (l *loop) openScheduledRuns(dagID string) int {
 
 // fire creates the run of one fire and advances the checkpoint; a fire another daemon already
 // turned into a run only advances it.
-func (l *loop) fire(tx store.Tx, p *passState, d *dag.DAG, runType string, at time.Time) error {
+func (l *loop) fire(tx store.Tx, p *passState, d *dag.DAG, runType vocab.RunType, at time.Time) error {
 	run, err := l.newRun(tx, p, d, runType, at, "", nil, "", false)
 	switch {
 	case err == nil:

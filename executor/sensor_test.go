@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"github.com/poolflow/poolflow/vocab"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,7 +15,11 @@ import (
 // out, and the run fails.
 func TestRescheduleProof(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ mode, run, sensor, maker string }{
+	for _, tc := range []struct {
+		mode          string
+		run           vocab.RunState
+		sensor, maker vocab.TaskState
+	}{
 		{"reschedule", "success", "success", "success"},
 		{"poke", "failed", "failed", "success"},
 	} {
@@ -169,7 +174,8 @@ tasks:
 func TestSensorChecks(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name, sensor, state string
+		name, sensor string
+		state        vocab.TaskState
 	}{
 		{"command_met", `{command: ["true"], poke_interval: 100ms, timeout: 2s}`, "success"},
 		{"command_error", `{command: ["sh", "-c", "exit 7"], poke_interval: 100ms, timeout: 2s}`, "failed"},

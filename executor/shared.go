@@ -6,6 +6,7 @@ import (
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Work across daemons (§9). A leader-owned run (scheduled, catch-up) of a live serve daemon is
@@ -84,9 +85,9 @@ func indexClaims(claims []store.Claim) claimIndex {
 func (l *loop) memEntry(e store.Entry, lr *liveRun, ix claimIndex) *liveEntry {
 	le := &liveEntry{Entry: e, run: lr, ti: lr.tis[e.TaskID], away: lr.away}
 	switch e.State {
-	case string(store.EntryWaiting):
+	case vocab.EntryWaiting:
 		le.kept = ix.kept[e.ID] // a reschedule sensor's include_deferred claims
-	case string(store.EntryAdmitted):
+	case vocab.EntryAdmitted:
 		le.holder = ix.holder[e.ID]
 	}
 	if !e.NotBefore.IsZero() {
@@ -126,19 +127,19 @@ type evStop struct{ entry int64 }
 // noteStop acts on a stop request seen in memory: an attempt this daemon runs is killed and
 // will fail with the request's reason; a waiting entry of its own run is failed in this pass.
 func (l *loop) noteStop(le *liveEntry) {
-	if le.ReasonCode != store.StopRequested {
+	if le.ReasonCode != vocab.ReasonStopRequested {
 		return
 	}
 	reason := orDefault(le.Reason, "stopped")
 	switch le.State {
-	case string(store.EntryAdmitted):
+	case vocab.EntryAdmitted:
 		if le.failWith == "" {
 			le.failWith = reason
 		}
 		if a := l.running[le.ID]; a != nil {
 			a.kill(reason)
 		}
-	case string(store.EntryWaiting):
+	case vocab.EntryWaiting:
 		if !le.run.shared && !le.run.away {
 			l.pending = append(l.pending, &evStop{entry: le.ID})
 		}
@@ -148,7 +149,7 @@ func (l *loop) noteStop(le *liveEntry) {
 // applyStop fails the task of a waiting entry that carries a stop request (evStop).
 func (l *loop) applyStop(tx store.Tx, p *passState, ev *evStop) error {
 	le := l.entries[ev.entry]
-	if le == nil || le.State != string(store.EntryWaiting) || le.ReasonCode != store.StopRequested ||
+	if le == nil || le.State != vocab.EntryWaiting || le.ReasonCode != vocab.ReasonStopRequested ||
 		le.run.shared || le.run.away || le.ti == nil {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // SyncPools makes the store's pools table agree with poolflow.yaml: file pools are written
@@ -25,12 +26,9 @@ func SyncPools(tx store.Tx, cfg *config.Config, now time.Time) error {
 	for _, sp := range cfg.Pools {
 		inFile[sp.Name] = true
 		remainder = remainder || (sp.Name == "default" && sp.Remainder)
-		row := store.Pool{Name: sp.Name, Slots: sp.Slots, TargetSlots: store.NoTarget, Ordering: string(sp.Ordering),
+		row := store.Pool{Name: sp.Name, Slots: sp.Slots, TargetSlots: store.NoTarget, Ordering: orDefault(sp.Ordering, vocab.Backfill),
 			MaxQueued: sp.MaxQueued, StarvationAfter: sp.StarvationAfter, IncludeDeferred: sp.IncludeDeferred,
-			OnResize: orDefault(sp.OnResize, "immediate"), Description: sp.Description, Source: "file"}
-		if row.Ordering == "" {
-			row.Ordering = "backfill"
-		}
+			OnResize: orDefault(sp.OnResize, vocab.ResizeImmediate), Description: sp.Description, Source: "file"}
 		prev, err := tx.PoolByName(sp.Name)
 		switch {
 		case err == nil && prev.Source == "store":
@@ -143,9 +141,9 @@ func addMissingPools(tx store.Tx, cfg *config.Config, now time.Time) error {
 				slots = max(c, 1)
 			}
 		}
-		row := store.Pool{Name: sp.Name, Slots: slots, TargetSlots: store.NoTarget, Ordering: orDefault(string(sp.Ordering), "backfill"),
+		row := store.Pool{Name: sp.Name, Slots: slots, TargetSlots: store.NoTarget, Ordering: orDefault(sp.Ordering, vocab.Backfill),
 			MaxQueued: sp.MaxQueued, StarvationAfter: sp.StarvationAfter, IncludeDeferred: sp.IncludeDeferred,
-			OnResize: orDefault(sp.OnResize, "immediate"), Description: sp.Description, Source: "file"}
+			OnResize: orDefault(sp.OnResize, vocab.ResizeImmediate), Description: sp.Description, Source: "file"}
 		if err := tx.PutPool(&row, now); err != nil {
 			return err
 		}

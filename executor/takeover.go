@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // ownerCheckEvery bounds how long a dead owner on this host goes unnoticed; a dead owner
@@ -133,9 +134,9 @@ func (l *loop) takeOver(tx store.Tx, p *passState, t takeover) (bool, error) {
 			return false, err
 		}
 	}
-	if skipped == 0 && (t.adopt || o.Kind == store.OwnerTest) {
+	if skipped == 0 && (t.adopt || o.Kind == vocab.OwnerTest) {
 		settled = true
-		if o.Kind == store.OwnerTest {
+		if o.Kind == vocab.OwnerTest {
 			err = tx.DeleteOwner(o.ID, o.Epoch) // a test process never comes back
 		} else {
 			err = tx.MarkOwnerHandled(o.ID, o.Epoch)
@@ -150,7 +151,7 @@ func (l *loop) takeOver(tx store.Tx, p *passState, t takeover) (bool, error) {
 			"runs_taken_over", adopted)
 	}
 	for _, r := range failed {
-		l.notify(p, Notice{Kind: NoticeRunEnded, DAGID: r.DAGID, RunID: r.RunID, State: r.State, Reason: r.Reason})
+		l.notify(p, Notice{Kind: NoticeRunEnded, DAGID: r.DAGID, RunID: r.RunID, State: string(r.State), Reason: r.Reason})
 	}
 	return settled || len(released) > 0 || len(failed) > 0 || adopted > 0, nil
 }

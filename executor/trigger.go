@@ -9,6 +9,7 @@ import (
 
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // TriggerRequest is a manual start (CLI, API).
@@ -79,7 +80,7 @@ func (l *loop) trigger(tx store.Tx, p *passState, ev *evTrigger) error {
 }
 
 // newRun inserts a run with every task instance in state none. A zero logical date means now.
-func (l *loop) newRun(tx store.Tx, p *passState, d *dag.DAG, runType string, logical time.Time, runID string,
+func (l *loop) newRun(tx store.Tx, p *passState, d *dag.DAG, runType vocab.RunType, logical time.Time, runID string,
 	conf map[string]any, note string, noQueue bool) (*liveRun, error) {
 	r, err := l.runRecord(d, runType, logical, runID, conf, note, noQueue, p.now)
 	if err != nil {
@@ -90,7 +91,7 @@ func (l *loop) newRun(tx store.Tx, p *passState, d *dag.DAG, runType string, log
 	}
 	lr := newLiveRun(r, d)
 	for _, t := range d.Tasks {
-		ti := &liveTI{TaskInstance: store.TaskInstance{Run: r.PK, TaskID: t.ID, State: string(dag.StateNone)}, task: t}
+		ti := &liveTI{TaskInstance: store.TaskInstance{Run: r.PK, TaskID: t.ID, State: vocab.TaskNone}, task: t}
 		lr.add(ti)
 		l.touch(p, ti)
 	}
@@ -102,7 +103,7 @@ func (l *loop) newRun(tx store.Tx, p *passState, d *dag.DAG, runType string, log
 
 // runRecord is the row of a new run. A zero logical date means now; an empty run id is derived
 // from the run type and the logical date (a test run's is fixed once per process).
-func (l *loop) runRecord(d *dag.DAG, runType string, logical time.Time, runID string, conf map[string]any,
+func (l *loop) runRecord(d *dag.DAG, runType vocab.RunType, logical time.Time, runID string, conf map[string]any,
 	note string, noQueue bool, now time.Time) (store.Run, error) {
 	if logical.IsZero() {
 		logical = now
@@ -128,7 +129,7 @@ func (l *loop) runRecord(d *dag.DAG, runType string, logical time.Time, runID st
 		}
 		confJSON = string(b)
 	}
-	return store.Run{DAGID: d.ID, RunID: runID, RunType: runType, LogicalDate: logical, State: string(dag.RunQueued),
+	return store.Run{DAGID: d.ID, RunID: runID, RunType: runType, LogicalDate: logical, State: vocab.RunQueued,
 		Conf: confJSON, Note: note, NoQueue: noQueue, Owner: l.cfg.DaemonID, QueuedAt: now}, nil
 }
 
@@ -155,13 +156,13 @@ func (l *loop) settleTriggers(tx store.Tx, p *passState) error {
 	}
 	for _, pt := range p.triggers {
 		run, reply := pt.run, pt.ev.reply
-		if run.NoQueue && run.State == string(dag.RunQueued) {
+		if run.NoQueue && run.State == vocab.RunQueued {
 			why := fmt.Sprintf("dag %s cannot start a run at once (max_active_runs %d) and the start asked not to queue",
 				run.DAGID, run.dag.MaxActiveRuns)
 			if run.Reason != "" {
 				why += " (" + run.Reason + ")"
 			}
-			run.State, run.EndDate, run.Reason = string(dag.RunFailed), p.now, "rejected: "+why
+			run.State, run.EndDate, run.Reason = vocab.RunFailed, p.now, "rejected: "+why
 			if err := tx.UpdateRun(&run.Run); err != nil {
 				return err
 			}
@@ -178,7 +179,7 @@ func (l *loop) settleTriggers(tx store.Tx, p *passState) error {
 			res.Queued, res.QueueID, res.Pool = true, first.ID, firstPool(first)
 		}
 		// A run waiting for max_active_runs or forbid waits too, with no queue entry yet.
-		res.Queued = res.Queued || run.State == string(dag.RunQueued)
+		res.Queued = res.Queued || run.State == vocab.RunQueued
 		p.replies = append(p.replies, func() {
 			res.Run = run.Run
 			reply <- triggerReply{res: res}
@@ -227,7 +228,7 @@ func firstNamed(needs []store.Requirement) string {
 func (l *loop) refuseRun(tx store.Tx, p *passState, run *liveRun, reason string) error {
 	for _, ti := range run.inOrder() {
 		if le := ti.entry; le != nil && le.State == "waiting" {
-			if err := tx.EndEntry(le.ID, store.EntryRejected, "rejected", reason, p.now); err != nil {
+			if err := tx.EndEntry(le.ID, vocab.EntryRejected, "rejected", reason, p.now); err != nil {
 				return err
 			}
 			l.dropEntry(le.ID)

@@ -1,6 +1,7 @@
 package pools
 
 import (
+	"github.com/poolflow/poolflow/vocab"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -517,8 +518,8 @@ func TestAdmitRejected(t *testing.T) {
 	}
 	d := Admit(s, t0)
 	want := []Rejection{
-		{Entry: 1, Reason: Reason{Kind: ReasonUnknownPool, Pool: "nope", Need: 1}},
-		{Entry: 4, Reason: Reason{Kind: ReasonOverCapacity, Pool: "db", Need: 2, Capacity: 1}},
+		{Entry: 1, Reason: Reason{Kind: vocab.ReasonUnknownPool, Pool: "nope", Need: 1}},
+		{Entry: 4, Reason: Reason{Kind: vocab.ReasonOverCapacity, Pool: "db", Need: 2, Capacity: 1}},
 	}
 	if !reflect.DeepEqual(d.Rejected, want) {
 		t.Fatalf("rejected %+v, want %+v", d.Rejected, want)

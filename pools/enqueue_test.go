@@ -2,6 +2,7 @@ package pools
 
 import (
 	"errors"
+	"github.com/poolflow/poolflow/vocab"
 	"testing"
 )
 
@@ -14,17 +15,17 @@ func TestCheckEnqueue(t *testing.T) {
 		queued   int
 		need     int
 		draining bool
-		kind     ReasonKind
+		kind     vocab.ReasonCode
 		msg      string
 	}{
 		{name: "accepted", spec: wh, queued: 99, need: 4},
-		{name: "backlog full", spec: wh, queued: 100, need: 1, kind: ReasonBacklogFull,
+		{name: "backlog full", spec: wh, queued: 100, need: 1, kind: vocab.ReasonBacklogFull,
 			msg: "pool warehouse: backlog full (max_queued 100)"},
 		{name: "no backlog limit", spec: Spec{Name: "db", Slots: 1}, queued: 1 << 20, need: 1},
-		{name: "over capacity", spec: wh, need: 5, kind: ReasonOverCapacity,
+		{name: "over capacity", spec: wh, need: 5, kind: vocab.ReasonOverCapacity,
 			msg: "pool warehouse: needs 5 slots, capacity 4"},
 		{name: "unlimited has no capacity check", spec: Spec{Name: "u", Slots: Unlimited}, need: 1000},
-		{name: "draining refuses first", spec: wh, queued: 100, need: 5, draining: true, kind: ReasonDraining,
+		{name: "draining refuses first", spec: wh, queued: 100, need: 5, draining: true, kind: vocab.ReasonDraining,
 			msg: "pool warehouse is draining"},
 	}
 	for _, tt := range tests {

@@ -1,6 +1,7 @@
 package pools
 
 import (
+	"github.com/poolflow/poolflow/vocab"
 	"reflect"
 	"slices"
 	"strconv"
@@ -49,11 +50,11 @@ func entry(id int64, label string, needs []Need, opts ...opt) Entry {
 }
 
 func named(name string, slots int) Pool {
-	return Pool{Name: name, Slots: slots, Ordering: Backfill, StarvationAfter: 10 * time.Minute}
+	return Pool{Name: name, Slots: slots, Ordering: vocab.Backfill, StarvationAfter: 10 * time.Minute}
 }
 
 func strict(name string, slots int) Pool {
-	return Pool{Name: name, Slots: slots, Ordering: Strict}
+	return Pool{Name: name, Slots: slots, Ordering: vocab.Strict}
 }
 
 func noStarve(p Pool) Pool { p.StarvationAfter = 0; return p }

@@ -1,6 +1,7 @@
 package pools
 
 import (
+	"github.com/poolflow/poolflow/vocab"
 	"strings"
 	"time"
 )
@@ -110,7 +111,7 @@ func (p *qpool) configure(c Pool) {
 	switch {
 	case p.implicit:
 		p.limit = limitKind(p.name)
-	case c.Ordering == Strict:
+	case c.Ordering == vocab.Strict:
 		p.strict = true
 	case c.StarvationAfter > 0:
 		p.starveAfter = c.StarvationAfter

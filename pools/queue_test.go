@@ -1,6 +1,7 @@
 package pools
 
 import (
+	"github.com/poolflow/poolflow/vocab"
 	"reflect"
 	"slices"
 	"testing"
@@ -179,7 +180,7 @@ func TestQueuePools(t *testing.T) {
 		t.Errorf("setting a pool unchanged re-filed its entries")
 	}
 	q.RemovePool("db")
-	if d := q.Pass(t0); len(d.Rejected) != 1 || d.Rejected[0].Reason.Kind != ReasonUnknownPool {
+	if d := q.Pass(t0); len(d.Rejected) != 1 || d.Rejected[0].Reason.Kind != vocab.ReasonUnknownPool {
 		t.Errorf("after removing db: rejected %+v", d.Rejected)
 	}
 	q.SetPool(named("db", 2))

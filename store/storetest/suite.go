@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Run runs the conformance suite against the harness's driver. Every test opens stores of its
@@ -180,10 +181,10 @@ func testEntryStateMachine(t *testing.T, h Harness) {
 	}))
 	for name, fn := range map[string]func(tx store.Tx) error{
 		"requeue": func(tx store.Tx) error { return tx.RequeueEntry(e.ID) },
-		"retire":  func(tx store.Tx) error { return tx.EndEntry(e.ID, store.EntryRetired, "retired", "late", now) },
+		"retire":  func(tx store.Tx) error { return tx.EndEntry(e.ID, vocab.EntryRetired, "retired", "late", now) },
 		"admit":   func(tx store.Tx) error { return tx.Admit(e, "d1", 1, now, now.Add(time.Minute)) },
 		"poke":    func(tx store.Tx) error { return tx.Reschedule(e.ID, nil, now) },
-		"cancel":  func(tx store.Tx) error { return tx.EndEntry(e.ID, store.EntryCancelled, "cancelled", "late", now) },
+		"cancel":  func(tx store.Tx) error { return tx.EndEntry(e.ID, vocab.EntryCancelled, "cancelled", "late", now) },
 	} {
 		err := tx(func(tx store.Tx) error {
 			err := fn(tx)
@@ -198,7 +199,7 @@ func testEntryStateMachine(t *testing.T, h Harness) {
 		}
 	}
 	got, err := st.EntryByID(bg(), e.ID)
-	if err != nil || got.State != string(store.EntryDone) {
+	if err != nil || got.State != vocab.EntryDone {
 		t.Fatalf("entry after refused moves: %+v %v", got, err)
 	}
 	if claims, _ := st.ListClaims(bg()); len(claims) != 0 {
@@ -283,7 +284,7 @@ func testIDsInInsertionOrder(t *testing.T, h Harness) {
 func testAttemptReplaced(t *testing.T, h Harness) {
 	st := h.New(t)
 	e := seed(t, st)
-	for _, state := range []string{"failed", "success"} {
+	for _, state := range []vocab.TaskState{vocab.TaskFailed, vocab.TaskSuccess} {
 		must(t, st.WithTx(bg(), func(tx store.Tx) error {
 			return tx.InsertAttempt(&store.Attempt{Run: e.Run, TaskID: "transfer", TryNumber: 1, State: state,
 				StartDate: day, EndDate: day.Add(time.Second)})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // testOwnerRows: each start takes the next epoch and clears the handled mark; a heartbeat
@@ -14,7 +15,7 @@ func testOwnerRows(t *testing.T, h Harness) {
 	st := h.New(t)
 	var epochs []int64
 	for i := 0; i < 2; i++ {
-		o := store.Owner{ID: "d1", Kind: store.OwnerDaemon, Host: "h", PID: 42, StartedAt: day, Heartbeat: day,
+		o := store.Owner{ID: "d1", Kind: vocab.OwnerDaemon, Host: "h", PID: 42, StartedAt: day, Heartbeat: day,
 			LeaseUntil: day.Add(time.Minute)}
 		must(t, st.WithTx(bg(), func(tx store.Tx) error {
 			if err := tx.PutOwner(&o); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // testSchemaNewerAtOpen: a database migrated by a newer binary is refused at open, clearly.
@@ -91,10 +92,10 @@ func testMigrateDaemonsToOwners(t *testing.T, h Harness) {
 	if err != nil || len(owners) != 2 {
 		t.Fatalf("owners %+v %v", owners, err)
 	}
-	if o := owners[0]; o.ID != "host:/state" || o.Kind != store.OwnerDaemon || o.Epoch != 3 || o.PID != 99 {
+	if o := owners[0]; o.ID != "host:/state" || o.Kind != vocab.OwnerDaemon || o.Epoch != 3 || o.PID != 99 {
 		t.Errorf("daemon row became %+v", o)
 	}
-	if o := owners[1]; o.Kind != store.OwnerTest {
+	if o := owners[1]; o.Kind != vocab.OwnerTest {
 		t.Errorf("test row became %+v", o)
 	}
 	must(t, st.WithTx(bg(), func(tx store.Tx) error {

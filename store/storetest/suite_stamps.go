@@ -48,13 +48,13 @@ func testChangeStamps(t *testing.T, h Harness) {
 	what := func(c store.Changes) []string {
 		var out []string
 		for _, r := range c.Runs {
-			out = append(out, "run "+r.RunID+" "+r.State+" "+r.Owner)
+			out = append(out, "run "+r.RunID+" "+string(r.State)+" "+r.Owner)
 		}
 		for _, ti := range c.TaskInstances {
-			out = append(out, "ti "+ti.TaskID+" "+ti.State)
+			out = append(out, "ti "+ti.TaskID+" "+string(ti.State))
 		}
 		for _, e := range c.Entries {
-			out = append(out, "entry "+e.TaskID+" "+e.State+" "+e.ReasonCode+" "+itoa(len(e.Needs))+" "+e.RunType)
+			out = append(out, "entry "+e.TaskID+" "+string(e.State)+" "+string(e.ReasonCode)+" "+itoa(len(e.Needs))+" "+string(e.RunType))
 		}
 		sort.Strings(out)
 		return out
@@ -100,19 +100,19 @@ func testChangeStamps(t *testing.T, h Harness) {
 	expect("admission", changes(a, s1), "ti transfer running", "entry transfer admitted  3 manual")
 	s2 := after
 	_, s3 := write(a, func(tx store.Tx) error { return tx.RequestStop(e.ID, "replaced") })
-	expect("stop request", changes(b, s2), "entry transfer admitted "+store.StopRequested+" 3 manual")
+	expect("stop request", changes(b, s2), "entry transfer admitted stop_requested 3 manual")
 	if err := a.WithTx(bg(), func(tx store.Tx) error { return tx.RequestStop(999999, "x") }); !errors.Is(err, store.ErrEntryState) {
 		t.Fatalf("stop request of no admitted entry: %v, want ErrEntryState", err)
 	}
 	_, s4 := write(b, func(tx store.Tx) error { _, err := tx.ReleaseOwnerClaims("d2", 1); return err })
 	// The stop request survives the requeue: the run's owner fails the task.
-	expect("requeue", changes(a, s3), "ti transfer scheduled", "entry transfer waiting "+store.StopRequested+" 3 manual")
+	expect("requeue", changes(a, s3), "ti transfer scheduled", "entry transfer waiting stop_requested 3 manual")
 
 	// Requirement changes, force, a new entry, a run moved to another owner, a run failed.
 	_, s5 := write(a, func(tx store.Tx) error { return tx.SetImplicitLimit([]int64{e.ID}, "_global", 0) })
-	expect("implicit limit", changes(b, s4), "entry transfer waiting "+store.StopRequested+" 2 manual")
+	expect("implicit limit", changes(b, s4), "entry transfer waiting stop_requested 2 manual")
 	_, s6 := write(a, func(tx store.Tx) error { return tx.SetForce(e.ID) })
-	expect("force", changes(b, s5), "entry transfer waiting "+store.StopRequested+" 2 manual")
+	expect("force", changes(b, s5), "entry transfer waiting stop_requested 2 manual")
 	var s1PK int64
 	_, s7 := write(a, func(tx store.Tx) error {
 		r := &store.Run{DAGID: "etl", RunID: "s1", RunType: "schedule", LogicalDate: day, State: "running", QueuedAt: day, Owner: "d1"}

@@ -1,11 +1,11 @@
 package sqlstore
 
 import (
-	"github.com/poolflow/poolflow/store"
-
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Reads for the CLI, the API and the UI. They use the reader pool and never wait for the
@@ -32,7 +32,7 @@ func (s *DB) ListClaims(ctx context.Context) ([]store.Claim, error) {
 }
 
 // ListEntries lists entries in the given states with their requirements, by queue ID.
-func (s *DB) ListEntries(ctx context.Context, states ...string) ([]store.Entry, error) {
+func (s *DB) ListEntries(ctx context.Context, states ...vocab.EntryState) ([]store.Entry, error) {
 	return entries(ctx, s.readers(), states, 0)
 }
 

@@ -3,11 +3,11 @@ package sqlstore
 import (
 	"fmt"
 
-	"github.com/poolflow/poolflow/store"
-
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 	"strings"
 	"time"
 )
@@ -302,7 +302,7 @@ func (t *Tx) PendingCommands(owners []string) ([]store.Command, error) {
 }
 
 // HasPendingCommand reports whether run already has an undone command of kind.
-func (t *Tx) HasPendingCommand(run int64, kind string) (bool, error) {
+func (t *Tx) HasPendingCommand(run int64, kind vocab.CommandKind) (bool, error) {
 	var n int
 	err := t.queryRow(`SELECT COUNT(*) FROM commands WHERE run = ? AND kind = ? AND done_at IS NULL`,
 		run, kind).Scan(&n)

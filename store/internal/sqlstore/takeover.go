@@ -1,9 +1,9 @@
 package sqlstore
 
 import (
-	"github.com/poolflow/poolflow/store"
-
 	"errors"
+	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 	"time"
 )
 
@@ -46,7 +46,7 @@ func (t *Tx) ReleaseOwnerClaims(owner string, maxEpoch int64) ([]int64, error) {
 
 // AdoptRuns moves owner from's open runs of the given types to owner to (a live daemon taking
 // over a dead one's leader-owned work) and returns how many moved.
-func (t *Tx) AdoptRuns(from, to string, runTypes ...string) (int, error) {
+func (t *Tx) AdoptRuns(from, to string, runTypes ...vocab.RunType) (int, error) {
 	q := `UPDATE dag_runs SET owner = ?, seq = ? WHERE owner = ? AND state IN ('queued', 'running') AND run_type IN (` +
 		rowsOf(len(runTypes), "?") + `)`
 	args := []any{to, t.stamp(), from}
