@@ -300,11 +300,12 @@ func (e *env) awaitNoQueue(ctx context.Context, st store.Store, run store.Run) e
 			return err
 		}
 		switch {
-		case strings.HasPrefix(r.Reason, "rejected: "):
+		case r.ReasonCode == vocab.ReasonRejected:
 			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("refused: run %s of dag %s was not started: %s", r.RunID, r.DAGID,
-				strings.TrimPrefix(r.Reason, "rejected: "))}
-		case r.State == "failed":
-			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("refused: run %s of dag %s failed: %s", r.RunID, r.DAGID, r.Reason)}
+				r.Reason)}
+		case r.State == vocab.RunFailed:
+			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("refused: run %s of dag %s failed: %s", r.RunID, r.DAGID,
+				r.ReasonCode.Say(r.Reason))}
 		case r.State != "queued":
 			fmt.Fprintf(e.stdout, "started run %s of dag %s: its ready tasks were admitted\n", r.RunID, r.DAGID)
 			return nil

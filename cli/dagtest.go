@@ -224,9 +224,9 @@ func taskReason(ti store.TaskInstance, e store.Entry) string {
 	}
 	switch {
 	case ti.Reason != "":
-		return ti.Reason
+		return ti.ReasonCode.Say(ti.Reason)
 	case e.Reason != "":
-		return e.Reason
+		return e.ReasonCode.Say(e.Reason)
 	case ti.StartDate.IsZero():
 		return "never started (state " + string(ti.State) + ")"
 	}

@@ -88,9 +88,9 @@ func (l *loop) admit(tx store.Tx, p *passState) error {
 		if le == nil || le.run.shared {
 			continue // another owner's entry: its owner expires it
 		}
-		reason := fmt.Sprintf("expired: queue_timeout %s passed while waiting", le.ti.task.QueueTimeout)
+		reason := fmt.Sprintf("queue_timeout %s passed while waiting", le.ti.task.QueueTimeout)
 		l.notify(p, Notice{Kind: NoticeExpired, DAGID: le.run.DAGID, RunID: le.run.RunID, TaskID: le.TaskID,
-			Try: le.TryNumber, Reason: reason, Pool: firstPool(le)})
+			Try: le.TryNumber, Reason: vocab.ReasonExpired.Say(reason), Pool: firstPool(le)})
 		if err := l.endWaiting(tx, p, le, vocab.EntryExpired, reason); err != nil {
 			return err
 		}
@@ -119,7 +119,7 @@ func (l *loop) admit(tx store.Tx, p *passState) error {
 		if le.pokes == 0 {
 			ti.StartDate = timeZero
 		}
-		ti.EndDate, ti.Reason = timeZero, ""
+		ti.EndDate, ti.ReasonCode, ti.Reason = timeZero, "", ""
 		l.touch(p, ti)
 		p.admitted = append(p.admitted, le)
 		l.notify(p, Notice{Kind: NoticeAdmitted, DAGID: le.run.DAGID, RunID: le.run.RunID, TaskID: le.TaskID,
@@ -136,7 +136,7 @@ func (l *loop) admit(tx store.Tx, p *passState) error {
 		if le == nil || le.run.shared || rj.Reason.Kind != vocab.ReasonOverCapacity || l.drainFits(rj.Reason.Pool, rj.Reason.Need) {
 			continue // an unknown pool may still be created; a draining pool may come to fit
 		}
-		if err := l.endWaiting(tx, p, le, vocab.EntryRejected, "rejected: "+rj.Reason.String()); err != nil {
+		if err := l.endWaiting(tx, p, le, vocab.EntryRejected, rj.Reason.String()); err != nil {
 			return err
 		}
 	}

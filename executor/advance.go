@@ -139,7 +139,7 @@ func (l *loop) advance(tx store.Tx, p *passState, run *liveRun) ([]readyTask, er
 				ready = append(ready, readyTask{run: run, ti: ti, try: ti.TryNumber + 1})
 			case vocab.TaskSkipped, vocab.TaskUpstreamFailed:
 				ti.State = next
-				ti.Reason = fmt.Sprintf("%s: trigger rule %s", next, ti.task.TriggerRule)
+				ti.ReasonCode, ti.Reason = "", fmt.Sprintf("%s: trigger rule %s", next, ti.task.TriggerRule)
 				l.touch(p, ti)
 			}
 		case vocab.TaskUpForRetry:
@@ -210,8 +210,7 @@ func (l *loop) newEntry(p *passState, r readyTask) store.Entry {
 func (l *loop) queued(tx store.Tx, p *passState, r readyTask, e store.Entry, refusal string) error {
 	run, ti := r.run, r.ti
 	if refusal != "" {
-		reason := "rejected: " + refusal
-		if err := tx.EndEntry(e.ID, vocab.EntryRejected, "rejected", reason, p.now); err != nil {
+		if err := tx.EndEntry(e.ID, vocab.EntryRejected, vocab.ReasonRejected, refusal, p.now); err != nil {
 			return err
 		}
 		if run.dag.IsJob && (run.RunType == "schedule" || run.RunType == "catchup") {
@@ -222,7 +221,7 @@ func (l *loop) queued(tx store.Tx, p *passState, r readyTask, e store.Entry, ref
 		ti.StartDate, ti.EndDate = time.Time{}, time.Time{}
 		l.notify(p, Notice{Kind: NoticeRejected, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: r.try,
 			Reason: refusal, Pool: firstPool(&liveEntry{Entry: e})})
-		return l.failAttempt(tx, p, run, ti, r.try, reason, p.now, false)
+		return l.failAttempt(tx, p, run, ti, r.try, vocab.ReasonRejected, refusal, p.now, false)
 	}
 	le := &liveEntry{Entry: e, run: run, ti: ti}
 	l.entries[e.ID] = le

@@ -101,7 +101,7 @@ func (l *loop) finish(tx store.Tx, p *passState, ev *evFinished) error {
 	}
 	switch {
 	case ev.ok:
-		ti.State, ti.Reason = vocab.TaskSuccess, ""
+		ti.State, ti.ReasonCode, ti.Reason = vocab.TaskSuccess, "", ""
 		if err := l.retireJobRetries(tx, p, run.dag, run, "retry retired by a success"); err != nil { // a job is never shared
 			return err
 		}
@@ -110,13 +110,13 @@ func (l *loop) finish(tx store.Tx, p *passState, ev *evFinished) error {
 		l.touch(p, ti)
 		return nil
 	case ev.skip:
-		ti.State, ti.Reason = vocab.TaskSkipped, ev.reason
+		ti.State, ti.ReasonCode, ti.Reason = vocab.TaskSkipped, "", ev.reason
 		p.attempts = append(p.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
 			State: "skipped", StartDate: ev.start, EndDate: ev.end, Reason: ev.reason, Daemon: l.cfg.DaemonID})
 		l.touch(p, ti)
 		return nil
 	}
-	return l.failAttempt(tx, p, run, ti, le.TryNumber, ev.reason, ev.end, ev.noRetry)
+	return l.failAttempt(tx, p, run, ti, le.TryNumber, "", ev.reason, ev.end, ev.noRetry)
 }
 
 // finishUnknown writes the end of an attempt whose entry is not in memory (its run was reloaded
@@ -151,28 +151,30 @@ func (l *loop) finishUnknown(tx store.Tx, p *passState, ev *evFinished) error {
 		Reason: reason, Daemon: l.cfg.DaemonID})
 }
 
-// failAttempt records try `try` as failed and applies the retry policy: up_for_retry until
-// end + delay while attempts are left, else failed (§3.3).
-func (l *loop) failAttempt(tx store.Tx, p *passState, run *liveRun, ti *liveTI, try int, reason string, at time.Time, noRetry bool) error {
+// failAttempt records try `try` as failed for reason (with its code, if it has one) and applies
+// the retry policy: up_for_retry until end + delay while attempts are left, else failed (§3.3).
+func (l *loop) failAttempt(tx store.Tx, p *passState, run *liveRun, ti *liveTI, try int, code vocab.ReasonCode, reason string,
+	at time.Time, noRetry bool) error {
 	ranBy := "" // an entry that expired, was cancelled or rejected never ran
 	if !ti.StartDate.IsZero() {
 		ranBy = l.cfg.DaemonID
 	}
-	p.attempts = append(p.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: try, State: "failed",
-		StartDate: ti.StartDate, EndDate: ti.EndDate, Reason: reason, Daemon: ranBy})
+	p.attempts = append(p.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: try, State: vocab.TaskFailed,
+		StartDate: ti.StartDate, EndDate: ti.EndDate, ReasonCode: code, Reason: reason, Daemon: ranBy})
+	said := code.Say(reason)
 	l.notify(p, Notice{Kind: NoticeAttemptEnded, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: try,
-		State: "failed", Reason: reason, Duration: ti.EndDate.Sub(ti.StartDate)})
+		State: string(vocab.TaskFailed), Reason: said, Duration: ti.EndDate.Sub(ti.StartDate)})
 	ti.TryNumber = try
-	ti.Reason = reason
+	ti.ReasonCode, ti.Reason = code, reason
 	if !noRetry && ti.task != nil && try < ti.task.Retries+1 {
 		ti.State = vocab.TaskUpForRetry
 		ti.NextAt = at.Add(dag.RetryDelay(ti.task, try))
 		l.log.Info("attempt failed; will retry", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID,
-			keyTry, try, "reason", reason, "retry_at", ti.NextAt)
+			keyTry, try, "reason", said, "retry_at", ti.NextAt)
 	} else {
 		ti.State = vocab.TaskFailed
 		ti.NextAt = time.Time{}
-		l.log.Info("task failed", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, keyTry, try, "reason", reason)
+		l.log.Info("task failed", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, keyTry, try, "reason", said)
 	}
 	l.touch(p, ti)
 	return nil
@@ -233,7 +235,8 @@ func (l *loop) applyCommand(tx store.Tx, p *passState, c store.Command) error {
 // endWaiting ends a waiting entry as expired, cancelled or rejected: a failed attempt that
 // follows the retry policy (§4.6).
 func (l *loop) endWaiting(tx store.Tx, p *passState, le *liveEntry, state vocab.EntryState, reason string) error {
-	if err := tx.EndEntry(le.ID, state, vocab.ReasonCode(state), reason, p.now); err != nil {
+	code := vocab.ReasonCode(state) // expired, cancelled or rejected
+	if err := tx.EndEntry(le.ID, state, code, reason, p.now); err != nil {
 		return err
 	}
 	l.dropEntry(le.ID)
@@ -243,7 +246,7 @@ func (l *loop) endWaiting(tx store.Tx, p *passState, le *liveEntry, state vocab.
 	}
 	ti.entry = nil
 	ti.StartDate, ti.EndDate = time.Time{}, time.Time{}
-	return l.failAttempt(tx, p, le.run, ti, le.TryNumber, reason, p.now, false)
+	return l.failAttempt(tx, p, le.run, ti, le.TryNumber, code, reason, p.now, false)
 }
 
 // markFailed ends a task with no further retry (poolflow tasks fail, §3.3; replace). A queued
@@ -276,13 +279,13 @@ func (l *loop) markFailed(tx store.Tx, p *passState, run *liveRun, ti *liveTI, r
 			a.kill(reason)
 			return nil
 		}
-		if err := tx.EndEntry(le.ID, vocab.EntryRetired, "failed", reason, p.now); err != nil {
+		if err := tx.EndEntry(le.ID, vocab.EntryRetired, vocab.ReasonFailed, reason, p.now); err != nil {
 			return err
 		}
 		l.dropEntry(le.ID)
 		ti.entry = nil
 	}
-	ti.State, ti.Reason, ti.NextAt = vocab.TaskFailed, reason, time.Time{}
+	ti.State, ti.ReasonCode, ti.Reason, ti.NextAt = vocab.TaskFailed, "", reason, time.Time{}
 	if ti.EndDate.IsZero() && !ti.StartDate.IsZero() {
 		ti.EndDate = p.now
 	}

@@ -36,7 +36,7 @@ func (l *loop) applyChanges(tx store.Tx, p *passState) error {
 				}
 			}
 			if ti.State != vocab.TaskRunning {
-				ti.State, ti.Reason, ti.NextAt = vocab.TaskFailed, "task removed from the DAG", time.Time{}
+				ti.State, ti.ReasonCode, ti.Reason, ti.NextAt = vocab.TaskFailed, "", "task removed from the DAG", time.Time{}
 				l.touch(p, ti)
 			}
 		}
@@ -77,7 +77,7 @@ func (b byKeys) Swap(i, j int) {
 
 // retire ends a waiting entry without it counting as an attempt.
 func (l *loop) retire(tx store.Tx, p *passState, le *liveEntry, reason string) error {
-	if err := tx.EndEntry(le.ID, vocab.EntryRetired, "retired", reason, p.now); err != nil {
+	if err := tx.EndEntry(le.ID, vocab.EntryRetired, vocab.ReasonRetired, reason, p.now); err != nil {
 		return err
 	}
 	l.dropEntry(le.ID)

@@ -56,7 +56,7 @@ func (l *loop) applyGateCommand(tx store.Tx, p *passState, run *liveRun, ti *liv
 
 // decideGate ends a gate: approved is success; rejected or timed out fails with no retry.
 func (l *loop) decideGate(tx store.Tx, p *passState, run *liveRun, ti *liveTI, approved bool, reason string) error {
-	ti.EndDate, ti.Reason = p.now, reason
+	ti.EndDate, ti.ReasonCode, ti.Reason = p.now, "", reason
 	ti.State = vocab.TaskSuccess
 	if !approved {
 		ti.State = vocab.TaskFailed

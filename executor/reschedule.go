@@ -87,22 +87,23 @@ func (l *loop) sensorTimedOut(tx store.Tx, p *passState, le *liveEntry, at time.
 	ti, run := le.ti, le.run
 	s := ti.task.Sensor
 	reason := fmt.Sprintf("sensor timeout %s passed", s.Timeout)
-	if err := tx.EndEntry(le.ID, vocab.EntryDone, "timeout", reason, p.now); err != nil {
+	if err := tx.EndEntry(le.ID, vocab.EntryDone, vocab.ReasonTimeout, reason, p.now); err != nil {
 		return err
 	}
 	l.dropEntry(le.ID)
 	ti.entry = nil
 	ti.EndDate = at
 	if s.SoftFail {
-		ti.State, ti.Reason, ti.NextAt = vocab.TaskSkipped, reason, time.Time{}
-		if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: le.TryNumber, State: "skipped",
-			StartDate: ti.StartDate, EndDate: at, Reason: reason, Daemon: l.cfg.DaemonID}); err != nil {
+		ti.State, ti.ReasonCode, ti.Reason, ti.NextAt = vocab.TaskSkipped, vocab.ReasonTimeout, reason, time.Time{}
+		if err := tx.InsertAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: le.TryNumber,
+			State: vocab.TaskSkipped, StartDate: ti.StartDate, EndDate: at, ReasonCode: vocab.ReasonTimeout, Reason: reason,
+			Daemon: l.cfg.DaemonID}); err != nil {
 			return err
 		}
 		l.touch(p, ti)
 		return nil
 	}
-	return l.failAttempt(tx, p, run, ti, le.TryNumber, reason, at, true)
+	return l.failAttempt(tx, p, run, ti, le.TryNumber, vocab.ReasonTimeout, reason, at, true)
 }
 
 // sensorDue wakes reschedule sensors whose next poke came and times out those whose timeout

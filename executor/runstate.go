@@ -66,7 +66,7 @@ func (l *loop) startQueuedRuns(tx store.Tx, p *passState) error {
 				continue
 			}
 		}
-		run.State, run.StartDate, run.Reason = vocab.RunRunning, p.now, ""
+		run.State, run.StartDate, run.ReasonCode, run.Reason = vocab.RunRunning, p.now, "", ""
 		p.started = append(p.started, run)
 		active[run.DAGID] = append(active[run.DAGID], run)
 		if err := tx.UpdateRun(&run.Run); err != nil {
@@ -108,10 +108,10 @@ func (l *loop) replacePrevious(tx store.Tx, p *passState, run *liveRun, prev []*
 }
 
 func (l *loop) setRunReason(tx store.Tx, run *liveRun, reason string) error {
-	if run.Reason == reason {
+	if run.ReasonCode == "" && run.Reason == reason {
 		return nil
 	}
-	run.Reason = reason
+	run.ReasonCode, run.Reason = "", reason
 	return tx.UpdateRun(&run.Run)
 }
 
@@ -169,7 +169,7 @@ func (l *loop) retireRemoved(tx store.Tx, p *passState) error {
 		running := false
 		for _, ti := range run.tis {
 			if le := ti.entry; le != nil && le.State == vocab.EntryWaiting {
-				if err := tx.EndEntry(le.ID, vocab.EntryRetired, "retired", reason, p.now); err != nil {
+				if err := tx.EndEntry(le.ID, vocab.EntryRetired, vocab.ReasonRetired, reason, p.now); err != nil {
 					return err
 				}
 				l.dropEntry(le.ID)
@@ -180,20 +180,20 @@ func (l *loop) retireRemoved(tx store.Tx, p *passState) error {
 				continue
 			}
 			if !ti.State.Terminal() {
-				ti.State, ti.Reason, ti.NextAt = vocab.TaskFailed, reason, time.Time{}
+				ti.State, ti.ReasonCode, ti.Reason, ti.NextAt = vocab.TaskFailed, "", reason, time.Time{}
 				l.touch(p, ti)
 			}
 		}
 		if running {
-			if run.Reason != reason+"; its running attempts finish" {
-				run.Reason = reason + "; its running attempts finish"
+			if run.ReasonCode != "" || run.Reason != reason+"; its running attempts finish" {
+				run.ReasonCode, run.Reason = "", reason+"; its running attempts finish"
 				if err := tx.UpdateRun(&run.Run); err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		run.State, run.EndDate, run.Reason = vocab.RunFailed, p.now, reason
+		run.State, run.EndDate, run.ReasonCode, run.Reason = vocab.RunFailed, p.now, "", reason
 		if err := tx.UpdateRun(&run.Run); err != nil {
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
@@ -149,8 +148,8 @@ func (l *loop) settleTriggers(tx store.Tx, p *passState) error {
 		if why != "" {
 			msg += " (" + why + ")"
 		}
-		run.Reason = "rejected: " + msg
-		if err := l.refuseRun(tx, p, run, run.Reason); err != nil {
+		run.ReasonCode, run.Reason = vocab.ReasonRejected, msg
+		if err := l.refuseRun(tx, p, run, msg); err != nil {
 			return err
 		}
 	}
@@ -162,14 +161,14 @@ func (l *loop) settleTriggers(tx store.Tx, p *passState) error {
 			if run.Reason != "" {
 				why += " (" + run.Reason + ")"
 			}
-			run.State, run.EndDate, run.Reason = vocab.RunFailed, p.now, "rejected: "+why
+			run.State, run.EndDate, run.ReasonCode, run.Reason = vocab.RunFailed, p.now, vocab.ReasonRejected, why
 			if err := tx.UpdateRun(&run.Run); err != nil {
 				return err
 			}
 			delete(l.runs, run.PK)
 		}
-		if strings.HasPrefix(run.Reason, "rejected: ") {
-			msg := strings.TrimPrefix(run.Reason, "rejected: ")
+		if run.ReasonCode == vocab.ReasonRejected {
+			msg := run.Reason
 			p.replies = append(p.replies, func() { reply <- triggerReply{err: fmt.Errorf("%w: %s", ErrRefused, msg)} })
 			continue
 		}
@@ -224,17 +223,18 @@ func firstNamed(needs []store.Requirement) string {
 	return ""
 }
 
-// refuseRun ends a run that may not wait: its waiting entries are rejected and it fails.
+// refuseRun ends a run that may not wait: its waiting entries are rejected for reason and it
+// fails.
 func (l *loop) refuseRun(tx store.Tx, p *passState, run *liveRun, reason string) error {
 	for _, ti := range run.inOrder() {
 		if le := ti.entry; le != nil && le.State == "waiting" {
-			if err := tx.EndEntry(le.ID, vocab.EntryRejected, "rejected", reason, p.now); err != nil {
+			if err := tx.EndEntry(le.ID, vocab.EntryRejected, vocab.ReasonRejected, reason, p.now); err != nil {
 				return err
 			}
 			l.dropEntry(le.ID)
 			ti.entry = nil
 			// The refused try is used up (§3.3) with no retry: the task shows it, not try 0.
-			if err := l.failAttempt(tx, p, run, ti, le.TryNumber, reason, p.now, true); err != nil {
+			if err := l.failAttempt(tx, p, run, ti, le.TryNumber, vocab.ReasonRejected, reason, p.now, true); err != nil {
 				return err
 			}
 		}

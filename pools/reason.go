@@ -56,7 +56,7 @@ func (r Reason) String() string {
 	case vocab.ReasonOverCapacity:
 		return fmt.Sprintf("waiting: needs %d slots of pool %s, capacity %d", r.Need, r.Pool, r.Capacity)
 	case vocab.ReasonBacklogFull:
-		return fmt.Sprintf("rejected: pool %s backlog is full", r.Pool)
+		return vocab.ReasonRejected.Say(fmt.Sprintf("pool %s backlog is full", r.Pool))
 	}
 	return "waiting: " + string(r.Kind)
 }

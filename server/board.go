@@ -100,7 +100,7 @@ func EntryReason(e store.Entry) *ReasonJSON {
 	if e.Reason == "" && e.ReasonCode == "" {
 		return nil
 	}
-	return &ReasonJSON{Code: orText(e.ReasonCode, vocab.ReasonWaiting), Text: e.Reason}
+	return &ReasonJSON{Code: orText(e.ReasonCode, vocab.ReasonWaiting), Text: e.ReasonCode.Say(e.Reason)}
 }
 
 // poolBoard is GET /pools: capacity, occupancy, holders, waiting entries in admission order with

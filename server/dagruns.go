@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/poolflow/poolflow/executor"
@@ -30,7 +29,10 @@ type DAGRunJSON struct {
 	ExternalTrigger   bool            `json:"external_trigger"`
 	Conf              json.RawMessage `json:"conf"`
 	Note              *string         `json:"note"`
-	Reason            *string         `json:"reason"`
+	// ReasonCode is the code of Reason when it has one (rejected: a start that asked not to
+	// queue could not start at once).
+	ReasonCode *vocab.ReasonCode `json:"reason_code"`
+	Reason     *string           `json:"reason"`
 }
 
 // TriggerJSON is the answer to a manual start: the run, and when something must wait for a
@@ -51,7 +53,7 @@ func runView(r store.Run) DAGRunJSON {
 	return DAGRunJSON{DAGRunID: r.RunID, DAGID: r.DAGID, LogicalDate: r.LogicalDate.UTC(), ExecutionDate: r.LogicalDate.UTC(),
 		QueuedAt: ts(r.QueuedAt), StartDate: ts(r.StartDate), EndDate: ts(r.EndDate), RunType: r.RunType.Word(),
 		State: r.State, ExternalTrigger: r.RunType == vocab.RunManual, Conf: rawConf(r.Conf), Note: strOrNil(r.Note),
-		Reason: strOrNil(r.Reason)}
+		ReasonCode: codeOrNil(r.ReasonCode), Reason: strOrNil(r.ReasonCode.Say(r.Reason))}
 }
 
 // listRuns is GET /api/v1/dags/{dag_id}/dagRuns, newest first; dag_id "~" lists every DAG's
@@ -283,8 +285,8 @@ func (s *Server) rejection(r *http.Request, run store.Run) (string, error) {
 		return "", err
 	}
 	for _, ti := range tis {
-		if msg, ok := strings.CutPrefix(ti.Reason, "rejected: "); ok {
-			return msg, nil
+		if ti.ReasonCode == vocab.ReasonRejected {
+			return ti.Reason, nil
 		}
 	}
 	return "", nil

@@ -45,8 +45,11 @@ type TaskInstanceJSON struct {
 	Due           *time.Time        `json:"due"`
 	Rule          *string           `json:"rule"`
 	NextAt        *time.Time        `json:"next_at"`
-	Reason        *string           `json:"reason"`
-	WaitReason    *ReasonJSON       `json:"wait_reason"`
+	// Reason is why it ended as it did, or why its last attempt failed; ReasonCode is its code
+	// when it has one (rejected, expired, cancelled, timeout).
+	ReasonCode *vocab.ReasonCode `json:"reason_code"`
+	Reason     *string           `json:"reason"`
+	WaitReason *ReasonJSON       `json:"wait_reason"`
 }
 
 // LimitJSON is one implicit pool an attempt needs one slot of.
@@ -87,7 +90,7 @@ func splitNeeds(needs []store.Requirement) (map[string]int, []LimitJSON) {
 func tiView(run store.Run, ti store.TaskInstance, task *dag.Task, weight int, entry *store.Entry) TaskInstanceJSON {
 	v := TaskInstanceJSON{TaskID: ti.TaskID, DAGID: run.DAGID, DAGRunID: run.RunID, ExecutionDate: run.LogicalDate.UTC(),
 		StartDate: ts(ti.StartDate), EndDate: ts(ti.EndDate), State: ti.State, TryNumber: ti.TryNumber, MapIndex: -1,
-		Requirements: map[string]int{}, Limits: []LimitJSON{}, NextAt: ts(ti.NextAt), Reason: strOrNil(ti.Reason)}
+		Requirements: map[string]int{}, Limits: []LimitJSON{}, NextAt: ts(ti.NextAt), ReasonCode: codeOrNil(ti.ReasonCode), Reason: strOrNil(ti.ReasonCode.Say(ti.Reason))}
 	if !ti.StartDate.IsZero() && !ti.EndDate.IsZero() {
 		d := ti.EndDate.Sub(ti.StartDate).Seconds()
 		v.Duration = &d

@@ -21,7 +21,11 @@ type Run struct {
 	QueuedAt    time.Time
 	StartDate   time.Time
 	EndDate     time.Time
-	Reason      string
+	// ReasonCode is why the run waits or ended, when that has a code (rejected: a start that
+	// asked not to queue could not start at once); Reason says it in words, without the words
+	// Say puts before them.
+	ReasonCode vocab.ReasonCode
+	Reason     string
 }
 
 // TaskInstance is one task of one run.
@@ -33,7 +37,10 @@ type TaskInstance struct {
 	StartDate time.Time
 	EndDate   time.Time
 	NextAt    time.Time
-	Reason    string
+	// ReasonCode is the code of its reason when it has one (rejected, expired, cancelled,
+	// timeout); Reason is the words, without the code's own (vocab.ReasonCode.Say).
+	ReasonCode vocab.ReasonCode
+	Reason     string
 }
 
 // Requirement is one normalized requirement row of a queue entry.
@@ -131,7 +138,9 @@ type Attempt struct {
 	State     vocab.TaskState // success, failed or skipped
 	StartDate time.Time
 	EndDate   time.Time
-	Reason    string
+	// ReasonCode and Reason are why it ended as it did, as a task instance's are.
+	ReasonCode vocab.ReasonCode
+	Reason     string
 	// Daemon is the daemon that ran it ("" when none did: it expired, was cancelled or
 	// rejected while waiting); the attempt's log is in that daemon's state folder.
 	Daemon string

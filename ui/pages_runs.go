@@ -128,7 +128,7 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 	for try := last; try >= 1; try-- {
 		av := attemptView{Try: try, Current: try == d.View.TryNumber}
 		if a, ok := byTry[try]; ok {
-			av.State, av.Reason = a.State, a.Reason
+			av.State, av.Reason = a.State, a.ReasonCode.Say(a.Reason)
 			av.Start, av.End = a.StartDate, a.EndDate
 		} else if av.Current {
 			av.State = state

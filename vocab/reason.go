@@ -36,6 +36,8 @@ const (
 )
 
 // How an entry, an attempt, a task instance or a run ended, when it did for a reason with a code.
+// Entries carry every one of them; attempts and task instances the codes of a try that never
+// ran (rejected, expired, cancelled) and of a sensor's timeout; runs rejected.
 const (
 	ReasonRejected      ReasonCode = "rejected"       // a pool refused it, or a start that may not wait could not (§4.6)
 	ReasonExpired       ReasonCode = "expired"        // its queue_timeout passed while it waited
@@ -43,7 +45,6 @@ const (
 	ReasonRetired       ReasonCode = "retired"        // its task, DAG or definition changed, or a retry was retired
 	ReasonTimeout       ReasonCode = "timeout"        // a sensor's timeout passed between pokes
 	ReasonFailed        ReasonCode = "failed"         // the task was marked failed while its entry waited
-	ReasonReplaced      ReasonCode = "replaced"       // its run was replaced by a newer fire (concurrency_policy replace)
 	ReasonStopRequested ReasonCode = "stop_requested" // the run's owner asked the daemon running the attempt to stop it
 )
 
@@ -54,7 +55,7 @@ func ReasonCodes() []ReasonCode {
 		ReasonTaskLimit, ReasonForbid, ReasonPaused, ReasonNodeAway, ReasonDraining, ReasonUnknownPool,
 		ReasonOverCapacity, ReasonBacklogFull,
 		ReasonUpstream, ReasonRunQueued, ReasonQueued, ReasonRetry, ReasonReschedule, ReasonApproval, ReasonWaiting,
-		ReasonRejected, ReasonExpired, ReasonCancelled, ReasonRetired, ReasonTimeout, ReasonFailed, ReasonReplaced,
+		ReasonRejected, ReasonExpired, ReasonCancelled, ReasonRetired, ReasonTimeout, ReasonFailed,
 		ReasonStopRequested}
 }
 

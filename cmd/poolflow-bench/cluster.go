@@ -246,7 +246,7 @@ func (b *bench) measureCluster(c clusterCase, pg *pgServer) (clusterRow, error) 
 		}
 		run = runs[0]
 		if run.State == "failed" {
-			return false, fmt.Errorf("the run failed: %s", run.Reason)
+			return false, fmt.Errorf("the run failed: %s", run.ReasonCode.Say(run.Reason))
 		}
 		return run.State == "success", nil
 	}); err != nil {

@@ -39,6 +39,8 @@ func Run(t *testing.T, h Harness) {
 		{"LockTimeoutIsUnavailable", testLockTimeoutIsUnavailable},
 		{"ConcurrentAdmission", testConcurrentAdmission},
 		{"ChangeStamps", testChangeStamps},
+		{"ReasonCodes", testReasonCodes},
+		{"MigrateReasonCodes", testMigrateReasonCodes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

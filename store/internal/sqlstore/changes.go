@@ -26,8 +26,7 @@ func (t *Tx) ChangesSince(seq int64) (store.Changes, error) {
 	if c.Runs, err = scanRuns(rows); err != nil {
 		return c, err
 	}
-	rows, err = t.query(`SELECT run, task_id, state, try_number, start_date, end_date, next_at, COALESCE(reason, '')
-		FROM task_instances WHERE seq > ? AND seq <= ?`, seq, upto)
+	rows, err = t.query(`SELECT `+tiCols+` FROM task_instances WHERE seq > ? AND seq <= ?`, seq, upto)
 	if err != nil {
 		return c, err
 	}

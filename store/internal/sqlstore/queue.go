@@ -415,8 +415,9 @@ func (t *Tx) RecordEnd(id int64, a *store.Attempt) error {
 	if err := t.InsertAttempt(a); err != nil {
 		return err
 	}
-	_, err := t.exec(`UPDATE task_instances SET state = ?, try_number = ?, start_date = ?, end_date = ?, next_at = NULL, reason = ?,
-		seq = ? WHERE run = ? AND task_id = ? AND state = 'running'`, a.State, a.TryNumber, nullMicros(a.StartDate),
-		nullMicros(a.EndDate), nullString(a.Reason), t.stamp(), a.Run, a.TaskID)
+	_, err := t.exec(`UPDATE task_instances SET state = ?, try_number = ?, start_date = ?, end_date = ?, next_at = NULL,
+		reason_code = ?, reason = ?, seq = ? WHERE run = ? AND task_id = ? AND state = 'running'`, a.State, a.TryNumber,
+		nullMicros(a.StartDate), nullMicros(a.EndDate), nullString(string(a.ReasonCode)), nullString(a.Reason), t.stamp(),
+		a.Run, a.TaskID)
 	return err
 }

@@ -108,11 +108,11 @@ func (t *Tx) FailRun(r *store.Run, reason string, now time.Time) error {
 		WHERE `+waiting, reason, store.Micros(now), t.stamp(), r.PK); err != nil {
 		return err
 	}
-	if _, err := t.exec(`UPDATE task_instances SET state = 'failed', reason = ?, next_at = NULL, seq = ?,
+	if _, err := t.exec(`UPDATE task_instances SET state = 'failed', reason_code = NULL, reason = ?, next_at = NULL, seq = ?,
 		end_date = CASE WHEN start_date IS NULL THEN NULL ELSE COALESCE(end_date, ?) END
 		WHERE run = ? AND state NOT IN ('success', 'failed', 'skipped', 'upstream_failed')`, reason, t.stamp(), store.Micros(now), r.PK); err != nil {
 		return err
 	}
-	r.State, r.EndDate, r.Reason = "failed", now, reason
+	r.State, r.EndDate, r.ReasonCode, r.Reason = vocab.RunFailed, now, "", reason
 	return t.UpdateRun(r)
 }
