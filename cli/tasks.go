@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/pools"
+	"github.com/poolflow/poolflow/server"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
 )
@@ -201,23 +203,15 @@ func Explain(ctx context.Context, st store.Store, dagID, runID, taskID string) (
 			fmt.Fprintf(&b, "pool assigned by rule %s\n", entry.Rule)
 		}
 	}
+	// Why it waits, in the words of the API and the UI (one function says it for all three).
+	w, waits := pools.WhyWaiting(server.TaskWait(run, *ti, ep))
 	switch {
-	case ti.State == "scheduled" && err == nil && entry.Reason != "":
-		fmt.Fprintln(&b, entry.Reason)
-	case ti.State == "scheduled":
-		fmt.Fprintln(&b, "waiting: queued for the next admission pass")
-	case ti.State == "running":
+	case waits:
+		fmt.Fprintln(&b, w.Text)
+	case ti.State == vocab.TaskRunning:
 		fmt.Fprintf(&b, "running since %s\n", fmtTime(ti.StartDate))
-	case ti.State == "up_for_retry":
-		fmt.Fprintf(&b, "waiting: retry at %s after %s\n", fmtTime(ti.NextAt), ti.Reason)
-	case ti.State == "none" && run.State == "queued" && run.Reason != "":
-		fmt.Fprintf(&b, "waiting: the run has not started (%s)\n", run.Reason)
-	case ti.State == "none" && run.State == "queued":
-		fmt.Fprintln(&b, "waiting: the run has not started (max_active_runs reached, or no daemon has taken it yet)")
-	case ti.State == "none":
-		fmt.Fprintln(&b, "waiting: upstream tasks have not finished")
 	case ti.Reason != "":
-		fmt.Fprintln(&b, ti.Reason)
+		fmt.Fprintln(&b, ti.ReasonCode.Say(ti.Reason))
 	}
 	return b.String(), nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
 )
@@ -97,10 +98,11 @@ func entryView(e store.Entry) EntryJSON {
 // the UI read an entry's reason from. A waiting entry's reason is computed when read
 // (executor.Explain fills it in, §4.5); a terminal entry's is the one it ended with.
 func EntryReason(e store.Entry) *ReasonJSON {
-	if e.Reason == "" && e.ReasonCode == "" {
+	w, ok := pools.EntryWait(e.ReasonCode, e.Reason)
+	if !ok {
 		return nil
 	}
-	return &ReasonJSON{Code: orText(e.ReasonCode, vocab.ReasonWaiting), Text: e.ReasonCode.Say(e.Reason)}
+	return &ReasonJSON{Code: w.Code, Text: w.Text}
 }
 
 // poolBoard is GET /pools: capacity, occupancy, holders, waiting entries in admission order with

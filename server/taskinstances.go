@@ -12,6 +12,7 @@ import (
 
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
 )
@@ -128,33 +129,27 @@ func tiView(run store.Run, ti store.TaskInstance, task *dag.Task, weight int, en
 	return v
 }
 
-// waitReason says why a task instance that is not running or ended is waiting, in the words of
-// `poolflow tasks explain`; nil when it is not waiting.
+// waitReason says why a task instance that is not running or ended is waiting (pools.WhyWaiting,
+// the words of `poolflow tasks explain` too); nil when it is not waiting. A waiting entry's
+// reason must have been filled in (explain).
 func waitReason(run store.Run, ti store.TaskInstance, entry *store.Entry) *ReasonJSON {
-	switch ti.State {
-	case vocab.TaskScheduled:
-		if entry != nil && entry.State == "waiting" {
-			if r := EntryReason(*entry); r != nil {
-				return r
-			}
-		}
-		if run.State == "queued" {
-			return &ReasonJSON{Code: "run_queued", Text: orText(run.Reason, "waiting: the run waits to start (max_active_runs)")}
-		}
-		return &ReasonJSON{Code: "queued", Text: "waiting: queued for the next admission pass"}
-	case vocab.TaskNone:
-		if run.State == "queued" {
-			return &ReasonJSON{Code: "run_queued", Text: orText(run.Reason, "waiting: the run waits to start (max_active_runs)")}
-		}
-		return &ReasonJSON{Code: "upstream", Text: "waiting: upstream tasks have not finished"}
-	case vocab.TaskUpForRetry:
-		return &ReasonJSON{Code: "retry", Text: "waiting: retry at " + fmtTime(ti.NextAt) + " after " + orText(ti.Reason, "a failed attempt")}
-	case vocab.TaskUpForReschedule:
-		return &ReasonJSON{Code: "reschedule", Text: "waiting: sensor pokes again at " + fmtTime(ti.NextAt)}
-	case vocab.TaskAwaitingApproval:
-		return &ReasonJSON{Code: "approval", Text: "waiting: for a person to approve or reject"}
+	w, ok := pools.WhyWaiting(TaskWait(run, ti, entry))
+	if !ok {
+		return nil
 	}
-	return nil
+	return &ReasonJSON{Code: w.Code, Text: w.Text}
+}
+
+// TaskWait is what pools.WhyWaiting tells a task instance's wait from: the task instance, its
+// run and its newest queue entry (nil for none), whose reason, if it waits, has been filled in
+// (executor.Explain).
+func TaskWait(run store.Run, ti store.TaskInstance, entry *store.Entry) pools.TaskWait {
+	w := pools.TaskWait{State: ti.State, NextAt: ti.NextAt, ReasonCode: ti.ReasonCode, Reason: ti.Reason,
+		RunState: run.State, RunReason: run.ReasonCode.Say(run.Reason)}
+	if entry != nil {
+		w.Entry, w.EntryCode, w.EntryText = entry.State, entry.ReasonCode, entry.Reason
+	}
+	return w
 }
 
 func orText[S ~string](s, def S) S {
@@ -162,13 +157,6 @@ func orText[S ~string](s, def S) S {
 		return def
 	}
 	return s
-}
-
-func fmtTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
 }
 
 // runTasks reads the run's task instances in DAG order (unknown tasks last, by id) with their
