@@ -1,10 +1,11 @@
 package dag
 
 import (
-	"github.com/poolflow/poolflow/vocab"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // FuzzParse feeds arbitrary bytes to Parse: it must never panic, must return either a DAG or

@@ -2,8 +2,9 @@ package dag
 
 import (
 	"fmt"
-	"github.com/poolflow/poolflow/vocab"
 	"testing"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // states decodes a compact list of upstream states: S success, F failed, K skipped,

@@ -3,10 +3,11 @@ package executor
 import (
 	"context"
 	"fmt"
-	"github.com/poolflow/poolflow/vocab"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // TestRescheduleProof: pool p has 1 slot; a higher-priority sensor waits for a file that maker

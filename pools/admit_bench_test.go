@@ -2,10 +2,11 @@ package pools
 
 import (
 	"fmt"
-	"github.com/poolflow/poolflow/vocab"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // benchSnapshot is a busy daemon: n waiting entries over 20 named pools (a quarter strict),

@@ -2,13 +2,14 @@ package pools
 
 import (
 	"fmt"
-	"github.com/poolflow/poolflow/vocab"
 	"maps"
-	"pgregory.net/rapid"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
+	"pgregory.net/rapid"
 )
 
 // The model is a small world of pools, waiting entries and running attempts over a simulated

@@ -1,12 +1,13 @@
 package pools
 
 import (
-	"github.com/poolflow/poolflow/vocab"
 	"math/rand/v2"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 func TestAdmit(t *testing.T) {

@@ -3,6 +3,7 @@ package pools
 import (
 	"errors"
 	"fmt"
+
 	"github.com/poolflow/poolflow/vocab"
 )
 

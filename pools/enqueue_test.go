@@ -2,8 +2,9 @@ package pools
 
 import (
 	"errors"
-	"github.com/poolflow/poolflow/vocab"
 	"testing"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 func TestCheckEnqueue(t *testing.T) {

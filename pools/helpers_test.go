@@ -1,12 +1,13 @@
 package pools
 
 import (
-	"github.com/poolflow/poolflow/vocab"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // t0 is the fixed "now" of the table tests.

@@ -1,9 +1,10 @@
 package pools
 
 import (
-	"github.com/poolflow/poolflow/vocab"
 	"strings"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // qentry is one entry of a Queue with its place in the indexes.

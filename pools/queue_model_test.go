@@ -3,12 +3,13 @@ package pools
 import (
 	"cmp"
 	"fmt"
-	"github.com/poolflow/poolflow/vocab"
 	"maps"
-	"pgregory.net/rapid"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
+	"pgregory.net/rapid"
 )
 
 // qworld drives a Queue and a plain reference of the same world (pools, claims, entries)

@@ -1,11 +1,12 @@
 package pools
 
 import (
-	"github.com/poolflow/poolflow/vocab"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 func queueFrom(s *Snapshot) *Queue {

@@ -2,8 +2,9 @@ package pools
 
 import (
 	"fmt"
-	"github.com/poolflow/poolflow/vocab"
 	"strings"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // maxHolderNames bounds the holders a pool_full message names; the rest are counted.

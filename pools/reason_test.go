@@ -1,8 +1,9 @@
 package pools
 
 import (
-	"github.com/poolflow/poolflow/vocab"
 	"testing"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 func TestReasonString(t *testing.T) {

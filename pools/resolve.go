@@ -3,9 +3,10 @@ package pools
 import (
 	"errors"
 	"fmt"
-	"github.com/poolflow/poolflow/vocab"
 	"strings"
 	"unicode"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // SpecError is one invalid field of one pool spec. Field uses the poolflow.yaml key name

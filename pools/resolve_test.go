@@ -2,11 +2,12 @@ package pools
 
 import (
 	"errors"
-	"github.com/poolflow/poolflow/vocab"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 func TestResolve(t *testing.T) {

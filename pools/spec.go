@@ -1,8 +1,9 @@
 package pools
 
 import (
-	"github.com/poolflow/poolflow/vocab"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 	// Spec is a pool as configured in poolflow.yaml or stored through the CLI/API (§4.1).
 )
 

@@ -1,8 +1,9 @@
 package pools
 
 import (
-	"github.com/poolflow/poolflow/vocab"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 	// Unlimited is the capacity of a pool that is never full.
 )
 

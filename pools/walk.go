@@ -1,11 +1,12 @@
 package pools
 
 import (
-	"github.com/poolflow/poolflow/vocab"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // kind is an obstacle kind inside a pass. Room obstacles are declared in the precedence of

@@ -3,8 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
-	"github.com/poolflow/poolflow/vocab"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Store is an open poolflow database: the reads of the CLI, the API and the UI, and write

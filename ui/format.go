@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/poolflow/poolflow/vocab"
 	"html/template"
 	"net/url"
 	"reflect"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // funcs are the template helpers: links, times, durations, states.

@@ -7,9 +7,10 @@ import (
 
 	"context"
 	"database/sql"
+	"strings"
+
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
-	"strings"
 )
 
 // entries reads entries in states (or the one with id) and attaches their requirement rows.

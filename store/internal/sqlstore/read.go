@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
 )

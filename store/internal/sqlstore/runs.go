@@ -6,10 +6,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"github.com/poolflow/poolflow/store"
-	"github.com/poolflow/poolflow/vocab"
 	"strings"
 	"time"
+
+	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 const runCols = `id, dag_id, run_id, run_type, logical_date, state, conf, note, no_queue, COALESCE(owner, ''),

@@ -2,9 +2,10 @@ package sqlstore
 
 import (
 	"errors"
+	"time"
+
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
-	"time"
 )
 
 // What a live owner does with the work of an owner whose lease expired (§9). The decision of who
