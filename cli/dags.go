@@ -268,7 +268,7 @@ func createManualRun(ctx context.Context, st store.Store, d *dag.DAG, runID stri
 		b, _ := json.Marshal(conf)
 		confJSON = string(b)
 	}
-	r := store.Run{DAGID: d.ID, RunID: runID, RunType: "manual", LogicalDate: now, State: "queued", Conf: confJSON, QueuedAt: now,
+	r := store.Run{DAGID: d.ID, RunID: runID, RunType: vocab.RunManual, LogicalDate: now, State: vocab.RunQueued, Conf: confJSON, QueuedAt: now,
 		NoQueue: noQueue}
 	err := st.WithTx(ctx, func(tx store.Tx) error {
 		if err := tx.UpsertDAG(d.ID, d.File, d.Schedule, now); err != nil {
@@ -306,7 +306,7 @@ func (e *env) awaitNoQueue(ctx context.Context, st store.Store, run store.Run) e
 		case r.State == vocab.RunFailed:
 			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("refused: run %s of dag %s failed: %s", r.RunID, r.DAGID,
 				r.ReasonCode.Say(r.Reason))}
-		case r.State != "queued":
+		case r.State != vocab.RunQueued:
 			fmt.Fprintf(e.stdout, "started run %s of dag %s: its ready tasks were admitted\n", r.RunID, r.DAGID)
 			return nil
 		}

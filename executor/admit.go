@@ -111,7 +111,7 @@ func (l *loop) admit(tx store.Tx, p *passState) error {
 		} else if err != nil {
 			return err
 		}
-		le.State, le.ReasonCode, le.Reason, le.holder = "admitted", "", "", l.cfg.DaemonID
+		le.State, le.ReasonCode, le.Reason, le.holder = vocab.EntryAdmitted, "", "", l.cfg.DaemonID
 		ti := le.ti
 		ti.State, ti.TryNumber = vocab.TaskRunning, le.TryNumber
 		// start_date is taken when the process starts, after this commit (§3.1); a reschedule

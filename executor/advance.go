@@ -190,7 +190,7 @@ func (l *loop) newEntry(p *passState, r readyTask) store.Entry {
 		run.lastNeeds = needs
 	}
 	e := store.Entry{Run: run.PK, TaskID: ti.TaskID, TryNumber: r.try, Label: label(run.DAGID, ti.TaskID, r.try),
-		Priority: run.weights[ti.TaskID], Due: run.due(), State: "waiting", Rule: rule, CreatedAt: p.now,
+		Priority: run.weights[ti.TaskID], Due: run.due(), State: vocab.EntryWaiting, Rule: rule, CreatedAt: p.now,
 		Needs: needs, Owner: l.cfg.DaemonID, DAGID: run.DAGID, RunID: run.RunID, Fingerprint: ti.fingerprint()}
 	if qt := ti.task.QueueTimeout; qt > 0 {
 		// Counted from the due time, or from when the entry joined the queue if that is later:
@@ -213,7 +213,7 @@ func (l *loop) queued(tx store.Tx, p *passState, r readyTask, e store.Entry, ref
 		if err := tx.EndEntry(e.ID, vocab.EntryRejected, vocab.ReasonRejected, refusal, p.now); err != nil {
 			return err
 		}
-		if run.dag.IsJob && (run.RunType == "schedule" || run.RunType == "catchup") {
+		if run.dag.IsJob && (run.RunType == vocab.RunSchedule || run.RunType == vocab.RunCatchup) {
 			l.log.Warn(fmt.Sprintf("Job %s could not enter pool %s: %s", run.DAGID, firstPool(&liveEntry{Entry: e}), refusal))
 		} else {
 			l.log.Warn("entry rejected", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, "reason", refusal)
@@ -242,7 +242,7 @@ func (l *loop) refusal(needs []store.Requirement, queued map[string]int) string 
 		if !ok {
 			continue // waits with reason unknown_pool until the pool exists
 		}
-		draining := sp.OnResize == "drain" && sp.TargetSlots != store.NoTarget
+		draining := sp.OnResize == vocab.ResizeDrain && sp.TargetSlots != store.NoTarget
 		if err := pools.CheckEnqueue(storeSpec(sp), queued[n.Pool], n.Slots, draining); err != nil {
 			return err.Error()
 		}

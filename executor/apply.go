@@ -92,12 +92,12 @@ func (l *loop) finish(tx store.Tx, p *passState, ev *evFinished) error {
 	ti.StartDate, ti.EndDate = ev.start, ev.end
 	ti.TryNumber = le.TryNumber
 	if ev.ok || ev.skip {
-		state := "success"
+		state := vocab.TaskSuccess
 		if ev.skip {
-			state = "skipped"
+			state = vocab.TaskSkipped
 		}
 		l.notify(p, Notice{Kind: NoticeAttemptEnded, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID,
-			Try: ti.TryNumber, State: state, Reason: ev.reason, Duration: ev.end.Sub(ev.start)})
+			Try: ti.TryNumber, State: string(state), Reason: ev.reason, Duration: ev.end.Sub(ev.start)})
 	}
 	switch {
 	case ev.ok:
@@ -106,13 +106,13 @@ func (l *loop) finish(tx store.Tx, p *passState, ev *evFinished) error {
 			return err
 		}
 		p.attempts = append(p.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
-			State: "success", StartDate: ev.start, EndDate: ev.end, Daemon: l.cfg.DaemonID})
+			State: vocab.TaskSuccess, StartDate: ev.start, EndDate: ev.end, Daemon: l.cfg.DaemonID})
 		l.touch(p, ti)
 		return nil
 	case ev.skip:
 		ti.State, ti.ReasonCode, ti.Reason = vocab.TaskSkipped, "", ev.reason
 		p.attempts = append(p.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
-			State: "skipped", StartDate: ev.start, EndDate: ev.end, Reason: ev.reason, Daemon: l.cfg.DaemonID})
+			State: vocab.TaskSkipped, StartDate: ev.start, EndDate: ev.end, Reason: ev.reason, Daemon: l.cfg.DaemonID})
 		l.touch(p, ti)
 		return nil
 	}
@@ -206,7 +206,7 @@ func (l *loop) applyCommand(tx store.Tx, p *passState, c store.Command) error {
 	if run == nil {
 		return fmt.Errorf("%w: the dag run has ended or is not open here", store.ErrConflict)
 	}
-	if c.Kind == "replace" {
+	if c.Kind == vocab.CommandReplace {
 		return l.replaceRun(tx, p, run)
 	}
 	ti := run.tis[c.TaskID]
@@ -214,19 +214,19 @@ func (l *loop) applyCommand(tx store.Tx, p *passState, c store.Command) error {
 		return fmt.Errorf("%w: task %s", store.ErrNotFound, c.TaskID)
 	}
 	switch c.Kind {
-	case "force":
-		if ti.entry == nil || ti.entry.State != "waiting" {
+	case vocab.CommandForce:
+		if ti.entry == nil || ti.entry.State != vocab.EntryWaiting {
 			return fmt.Errorf("%w: task %s is not waiting for admission", store.ErrConflict, c.TaskID)
 		}
 		ti.entry.Force = true
 		l.queueDirty(ti.entry.ID)
 		return tx.SetForce(ti.entry.ID)
-	case "cancel":
-		if ti.entry == nil || ti.entry.State != "waiting" {
+	case vocab.CommandCancel:
+		if ti.entry == nil || ti.entry.State != vocab.EntryWaiting {
 			return fmt.Errorf("%w: task %s is not waiting for admission", store.ErrConflict, c.TaskID)
 		}
 		return l.endWaiting(tx, p, ti.entry, vocab.EntryCancelled, "cancelled by operator")
-	case "fail":
+	case vocab.CommandFail:
 		return l.markFailed(tx, p, run, ti, "marked failed by operator")
 	}
 	return l.applyGateCommand(tx, p, run, ti, c)

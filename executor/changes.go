@@ -30,7 +30,7 @@ func (l *loop) applyChanges(tx store.Tx, p *passState) error {
 			if ti.task != nil || ti.State.Terminal() {
 				continue
 			}
-			if le := ti.entry; le != nil && le.State == "waiting" {
+			if le := ti.entry; le != nil && le.State == vocab.EntryWaiting {
 				if err := l.retire(tx, p, le, "task removed from the DAG"); err != nil {
 					return err
 				}
@@ -45,7 +45,7 @@ func (l *loop) applyChanges(tx store.Tx, p *passState) error {
 	var order []int64 // the retired entries' queue IDs: queued again in the same order
 	for _, le := range l.entries {
 		ti := le.ti
-		if le.State != "waiting" || le.away || le.run.shared || ti == nil || ti.task == nil || le.Fingerprint == ti.fingerprint() {
+		if le.State != vocab.EntryWaiting || le.away || le.run.shared || ti == nil || ti.task == nil || le.Fingerprint == ti.fingerprint() {
 			continue
 		}
 		if len(le.kept) > 0 {

@@ -33,7 +33,7 @@ func (l *loop) checkGateTimeout(tx store.Tx, p *passState, run *liveRun, ti *liv
 }
 
 func (l *loop) applyGateCommand(tx store.Tx, p *passState, run *liveRun, ti *liveTI, c store.Command) error {
-	if c.Kind != "approve" && c.Kind != "reject" {
+	if c.Kind != vocab.CommandApprove && c.Kind != vocab.CommandReject {
 		return fmt.Errorf("unknown command %q", c.Kind)
 	}
 	if ti.State != vocab.TaskAwaitingApproval {
@@ -43,15 +43,15 @@ func (l *loop) applyGateCommand(tx store.Tx, p *passState, run *liveRun, ti *liv
 	if who == "" {
 		who = "anonymous"
 	}
-	verb := "approved"
-	if c.Kind == "reject" {
-		verb = "rejected"
+	decided := "approved by"
+	if c.Kind == vocab.CommandReject {
+		decided = "rejected by"
 	}
-	reason := fmt.Sprintf("%s by %s at %s", verb, who, p.now.Format(time.RFC3339))
+	reason := fmt.Sprintf("%s %s at %s", decided, who, p.now.Format(time.RFC3339))
 	if c.Note != "" {
 		reason += ": " + c.Note
 	}
-	return l.decideGate(tx, p, run, ti, c.Kind == "approve", reason)
+	return l.decideGate(tx, p, run, ti, c.Kind == vocab.CommandApprove, reason)
 }
 
 // decideGate ends a gate: approved is success; rejected or timed out fails with no retry.

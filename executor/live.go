@@ -314,7 +314,7 @@ func newLiveRun(r store.Run, d *dag.DAG) *liveRun {
 // catch-up run, the request time of a manual or test run.
 func (r *liveRun) due() time.Time {
 	switch r.RunType {
-	case "schedule", "catchup":
+	case vocab.RunSchedule, vocab.RunCatchup:
 		return r.LogicalDate
 	}
 	return r.QueuedAt

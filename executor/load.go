@@ -66,7 +66,7 @@ func (l *loop) load(tx store.Tx, now time.Time) error {
 			return err
 		}
 	}
-	es, err := tx.Entries("waiting", "admitted")
+	es, err := tx.Entries(vocab.EntryWaiting, vocab.EntryAdmitted)
 	if err != nil {
 		return err
 	}

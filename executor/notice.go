@@ -1,8 +1,11 @@
 package executor
 
-import "time"
+import (
+	"github.com/poolflow/poolflow/vocab"
+	"time"
+	// Notice tells an observer (metrics, tests) what a committed pass did.
+)
 
-// Notice tells an observer (metrics, tests) what a committed pass did.
 type Notice struct {
 	Kind   NoticeKind
 	DAGID  string
@@ -24,9 +27,9 @@ type NoticeKind string
 const (
 	NoticeAttemptEnded NoticeKind = "attempt_ended"
 	NoticeRunEnded     NoticeKind = "run_ended"
-	NoticeAdmitted     NoticeKind = "admitted"
-	NoticeExpired      NoticeKind = "expired"
-	NoticeRejected     NoticeKind = "rejected"
+	NoticeAdmitted     NoticeKind = NoticeKind(vocab.EntryAdmitted)
+	NoticeExpired      NoticeKind = NoticeKind(vocab.EntryExpired)
+	NoticeRejected     NoticeKind = NoticeKind(vocab.EntryRejected)
 	// NoticePass follows every committed pass, after its other notices: a test waits for a
 	// pass with it instead of polling the store.
 	NoticePass NoticeKind = "pass"

@@ -116,7 +116,7 @@ func (l *loop) putEntry(le *liveEntry) {
 		block = pools.BlockNodeAway
 	case le.notHere:
 		block = pools.BlockNotMine // a shared run's entry this daemon must not admit: its owner will
-	case le.run.RunType != "test" && l.dagStates[le.run.DAGID].Paused:
+	case le.run.RunType != vocab.RunTest && l.dagStates[le.run.DAGID].Paused:
 		block = pools.BlockPaused
 	}
 	l.declareImplicit(le.run, le.Needs)

@@ -10,6 +10,7 @@ import (
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Live configuration. The registry (registry.go) watches poolflow.yaml and learns of stored
@@ -140,7 +141,7 @@ func (l *loop) applyConfig(ctx context.Context, tx store.Tx, now time.Time) erro
 func (l *loop) setGlobalLimit(tx store.Tx, maxRunning int) error {
 	var ids []int64
 	for id, le := range l.entries {
-		if le.State != "waiting" {
+		if le.State != vocab.EntryWaiting {
 			continue
 		}
 		ids = append(ids, id)

@@ -50,7 +50,7 @@ func (l *loop) rescheduleEntry(tx store.Tx, p *passState, le *liveEntry, ev *evF
 	if err := tx.Reschedule(le.ID, keep, next); err != nil {
 		return err
 	}
-	le.State, le.NotBefore, le.pokes = "waiting", next, pokes
+	le.State, le.NotBefore, le.pokes = vocab.EntryWaiting, next, pokes
 	le.kept = le.kept[:0]
 	for _, n := range le.Needs {
 		for _, k := range keep {
@@ -113,7 +113,7 @@ func (l *loop) sensorDue(tx store.Tx, p *passState, run *liveRun, ti *liveTI) er
 	if le == nil || !isReschedule(ti.task) || ti.StartDate.IsZero() {
 		return nil
 	}
-	if !p.now.Before(ti.StartDate.Add(ti.task.Sensor.Timeout)) && le.State == "waiting" {
+	if !p.now.Before(ti.StartDate.Add(ti.task.Sensor.Timeout)) && le.State == vocab.EntryWaiting {
 		return l.sensorTimedOut(tx, p, le, p.now)
 	}
 	if ti.State == vocab.TaskUpForReschedule && !p.now.Before(ti.NextAt) {

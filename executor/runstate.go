@@ -29,7 +29,7 @@ func (l *loop) startQueuedRuns(tx store.Tx, p *passState) error {
 	}
 	for _, r := range l.others {
 		// A dags test run ignores max_active_runs (§3.5), and does not count toward it.
-		if r.State == vocab.RunRunning && r.RunType != "test" {
+		if r.State == vocab.RunRunning && r.RunType != vocab.RunTest {
 			active[r.DAGID] = append(active[r.DAGID], &liveRun{Run: r, away: true})
 		}
 	}
@@ -38,7 +38,7 @@ func (l *loop) startQueuedRuns(tx store.Tx, p *passState) error {
 		if run.dag == nil {
 			continue
 		}
-		if run.RunType != "test" {
+		if run.RunType != vocab.RunTest {
 			scheduled := run.RunType.LeaderOwned()
 			if l.dagStates[run.DAGID].Paused && scheduled {
 				continue
@@ -89,12 +89,12 @@ func (l *loop) replacePrevious(tx store.Tx, p *passState, run *liveRun, prev []*
 			continue
 		}
 		waiting = true
-		sent, err := tx.HasPendingCommand(old.PK, "replace")
+		sent, err := tx.HasPendingCommand(old.PK, vocab.CommandReplace)
 		if err != nil {
 			return false, err
 		}
 		if !sent {
-			if err := tx.InsertCommand(&store.Command{Kind: "replace", Run: old.PK, Who: "poolflow",
+			if err := tx.InsertCommand(&store.Command{Kind: vocab.CommandReplace, Run: old.PK, Who: "poolflow",
 				Note: "replaced by " + run.RunID}, p.now); err != nil {
 				return false, err
 			}

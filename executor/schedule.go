@@ -45,7 +45,7 @@ func (l *loop) createRuns(tx store.Tx, p *passState) error {
 		if d == nil {
 			return errors.New("dag " + t.DAGID + " is not loaded")
 		}
-		run, err := l.newRun(tx, p, d, "test", time.Time{}, "", t.Conf, "", false)
+		run, err := l.newRun(tx, p, d, vocab.RunTest, time.Time{}, "", t.Conf, "", false)
 		if err != nil {
 			return err
 		}
@@ -60,7 +60,7 @@ func (l *loop) createRuns(tx store.Tx, p *passState) error {
 		}
 		if sched.reboot {
 			if l.reboot {
-				if err := l.fire(tx, p, d, "schedule", p.now); err != nil {
+				if err := l.fire(tx, p, d, vocab.RunSchedule, p.now); err != nil {
 					return err
 				}
 			}

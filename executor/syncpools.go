@@ -37,9 +37,9 @@ func SyncPools(tx store.Tx, cfg *config.Config, now time.Time) error {
 			continue
 		case err == nil && sp.Remainder:
 			row.Slots = prev.Slots // recomputed below
-		case err == nil && row.OnResize == "drain" && prev.TargetSlots != store.NoTarget && prev.TargetSlots == sp.Slots:
+		case err == nil && row.OnResize == vocab.ResizeDrain && prev.TargetSlots != store.NoTarget && prev.TargetSlots == sp.Slots:
 			row.Slots, row.TargetSlots = prev.Slots, prev.TargetSlots // still draining toward the same capacity
-		case err == nil && row.OnResize == "drain" && prev.Slots != sp.Slots:
+		case err == nil && row.OnResize == vocab.ResizeDrain && prev.Slots != sp.Slots:
 			_, waiting, err := tx.PoolHeld(sp.Name)
 			if err != nil {
 				return err

@@ -124,7 +124,7 @@ func (l *loop) takeOver(tx store.Tx, p *passState, t takeover) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	failed, skipped, err := tx.FailOwnerRuns(o.ID, "test", "test process gone", p.now)
+	failed, skipped, err := tx.FailOwnerRuns(o.ID, vocab.RunTest, "test process gone", p.now)
 	if err != nil {
 		return false, err
 	}

@@ -65,7 +65,7 @@ func (l *loop) trigger(tx store.Tx, p *passState, ev *evTrigger) error {
 		p.replies = append(p.replies, func() { ev.reply <- triggerReply{err: err} })
 		return nil
 	}
-	run, err := l.newRun(tx, p, d, "manual", req.LogicalDate, req.RunID, req.Conf, req.Note, req.NoQueue)
+	run, err := l.newRun(tx, p, d, vocab.RunManual, req.LogicalDate, req.RunID, req.Conf, req.Note, req.NoQueue)
 	if errors.Is(err, store.ErrConflict) {
 		err := fmt.Errorf("%w: dag run %s already exists", store.ErrConflict, run.RunID)
 		p.replies = append(p.replies, func() { ev.reply <- triggerReply{err: err} })
@@ -108,15 +108,13 @@ func (l *loop) runRecord(d *dag.DAG, runType vocab.RunType, logical time.Time, r
 		logical = now
 	}
 	if runID == "" {
-		prefix := "manual"
-		switch runType {
-		case "schedule", "catchup":
-			prefix = "scheduled"
-		case "test":
-			prefix = "test"
+		// Airflow's prefixes: scheduled__ for the scheduler's runs (catch-up too), else the type.
+		prefix := string(runType)
+		if runType.LeaderOwned() {
+			prefix = vocab.RunSchedule.Word()
 		}
 		runID = prefix + "__" + logical.UTC().Format("2006-01-02T15:04:05.000Z07:00")
-		if runType == "test" {
+		if runType == vocab.RunTest {
 			runID += l.testSuffix
 		}
 	}
@@ -191,7 +189,7 @@ func (l *loop) settleTriggers(tx store.Tx, p *passState) error {
 func firstWaiting(run *liveRun) *liveEntry {
 	var first *liveEntry
 	for _, ti := range run.tis {
-		if le := ti.entry; le != nil && le.State == "waiting" && (first == nil || le.ID < first.ID) {
+		if le := ti.entry; le != nil && le.State == vocab.EntryWaiting && (first == nil || le.ID < first.ID) {
 			first = le
 		}
 	}
@@ -227,7 +225,7 @@ func firstNamed(needs []store.Requirement) string {
 // fails.
 func (l *loop) refuseRun(tx store.Tx, p *passState, run *liveRun, reason string) error {
 	for _, ti := range run.inOrder() {
-		if le := ti.entry; le != nil && le.State == "waiting" {
+		if le := ti.entry; le != nil && le.State == vocab.EntryWaiting {
 			if err := tx.EndEntry(le.ID, vocab.EntryRejected, vocab.ReasonRejected, reason, p.now); err != nil {
 				return err
 			}

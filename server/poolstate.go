@@ -79,7 +79,7 @@ func (s *poolState) usage(pool string) usage {
 	var u usage
 	for _, c := range s.claims[pool] {
 		u.occupied += c.Slots
-		if s.states[c.Entry] == "waiting" {
+		if s.states[c.Entry] == vocab.EntryWaiting {
 			u.deferred += c.Slots
 		} else {
 			u.running += c.Slots

@@ -171,7 +171,7 @@ type Tx interface {
 	ClaimsOf(owner string, maxEpoch int64) ([]Claim, error)
 	ReleaseOwnerClaims(owner string, maxEpoch int64) ([]int64, error)
 	AdoptRuns(from, to string, runTypes ...vocab.RunType) (int, error)
-	FailOwnerRuns(owner, runType, reason string, now time.Time) (ended []Run, skipped int, err error)
+	FailOwnerRuns(owner string, runType vocab.RunType, reason string, now time.Time) (ended []Run, skipped int, err error)
 	FailRun(r *Run, reason string, now time.Time) error
 }
 

@@ -245,10 +245,10 @@ func (b *bench) measureCluster(c clusterCase, pg *pgServer) (clusterRow, error) 
 			return false, err
 		}
 		run = runs[0]
-		if run.State == "failed" {
+		if run.State == vocab.RunFailed {
 			return false, fmt.Errorf("the run failed: %s", run.ReasonCode.Say(run.Reason))
 		}
-		return run.State == "success", nil
+		return run.State == vocab.RunSuccess, nil
 	}); err != nil {
 		return clusterRow{}, err
 	}

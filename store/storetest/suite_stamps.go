@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // testChangeStamps: every write transaction that changes a row commits the next change number,
@@ -92,7 +93,7 @@ func testChangeStamps(t *testing.T, h Harness) {
 		if err := tx.Admit(e, "d2", 1, day, day.Add(30e9)); err != nil {
 			return err
 		}
-		return tx.UpdateTI(&store.TaskInstance{Run: e.Run, TaskID: "transfer", State: "running", TryNumber: 1})
+		return tx.UpdateTI(&store.TaskInstance{Run: e.Run, TaskID: "transfer", State: vocab.TaskRunning, TryNumber: 1})
 	})
 	if before != s1 || after != s1+1 {
 		t.Fatalf("admission: %d → %d, want %d → %d", before, after, s1, s1+1)
@@ -115,24 +116,24 @@ func testChangeStamps(t *testing.T, h Harness) {
 	expect("force", changes(b, s5), "entry transfer waiting stop_requested 2 manual")
 	var s1PK int64
 	_, s7 := write(a, func(tx store.Tx) error {
-		r := &store.Run{DAGID: "etl", RunID: "s1", RunType: "schedule", LogicalDate: day, State: "running", QueuedAt: day, Owner: "d1"}
+		r := &store.Run{DAGID: "etl", RunID: "s1", RunType: vocab.RunSchedule, LogicalDate: day, State: vocab.RunRunning, QueuedAt: day, Owner: "d1"}
 		if err := tx.InsertRun(r); err != nil {
 			return err
 		}
 		s1PK = r.PK
-		if err := tx.InsertTI(&store.TaskInstance{Run: r.PK, TaskID: "load", State: "none"}); err != nil {
+		if err := tx.InsertTI(&store.TaskInstance{Run: r.PK, TaskID: "load", State: vocab.TaskNone}); err != nil {
 			return err
 		}
 		return tx.InsertEntry(&store.Entry{Run: r.PK, TaskID: "load", TryNumber: 1, Label: "etl.load try 1", Due: day,
-			State: "waiting", CreatedAt: day, Needs: []store.Requirement{{Pool: "p", Slots: 1}}})
+			State: vocab.EntryWaiting, CreatedAt: day, Needs: []store.Requirement{{Pool: "p", Slots: 1}}})
 	})
 	expect("new run", changes(b, s6), "run s1 running d1", "ti load none", "entry load waiting  1 schedule")
-	_, s8 := write(b, func(tx store.Tx) error { _, err := tx.AdoptRuns("d1", "d2", "schedule"); return err })
+	_, s8 := write(b, func(tx store.Tx) error { _, err := tx.AdoptRuns("d1", "d2", vocab.RunSchedule); return err })
 	expect("adopt", changes(a, s7), "run s1 running d2")
 	// PutTIs updates one task instance and inserts another in one statement.
 	_, s9 := write(a, func(tx store.Tx) error {
-		return tx.PutTIs([]*store.TaskInstance{{Run: s1PK, TaskID: "load", State: "scheduled"},
-			{Run: s1PK, TaskID: "report", State: "none"}})
+		return tx.PutTIs([]*store.TaskInstance{{Run: s1PK, TaskID: "load", State: vocab.TaskScheduled},
+			{Run: s1PK, TaskID: "report", State: vocab.TaskNone}})
 	})
 	expect("put task instances", changes(b, s8), "ti load scheduled", "ti report none")
 	write(b, func(tx store.Tx) error {

@@ -65,7 +65,7 @@ func (t *Tx) AdoptRuns(from, to string, runTypes ...vocab.RunType) (int, error) 
 // FailOwnerRuns ends owner's open runs of runType as failed with reason: their waiting entries
 // are retired, every unfinished task instance fails with the reason. Their claims must have been
 // released first; a run that still has an admitted entry is left open and counted in skipped.
-func (t *Tx) FailOwnerRuns(owner, runType, reason string, now time.Time) (ended []store.Run, skipped int, err error) {
+func (t *Tx) FailOwnerRuns(owner string, runType vocab.RunType, reason string, now time.Time) (ended []store.Run, skipped int, err error) {
 	rows, err := t.query(`SELECT `+runCols+` FROM dag_runs WHERE owner = ? AND run_type = ? AND state IN ('queued', 'running')
 		ORDER BY id`, owner, runType)
 	if err != nil {
