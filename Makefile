@@ -17,7 +17,8 @@ run-cluster:
 build:
 	$(GO) build -o bin/poolflow ./cmd/poolflow
 
-# gofmt check, go vet, then every test with the race detector. The PostgreSQL half (the store
+# gofmt check, go vet, then every test with the race detector (vocab's TestNoRawStateLiterals among
+# them: no state spelled as a string literal outside package vocab). The PostgreSQL half (the store
 # conformance suite on PostgreSQL, the daemon on PostgreSQL end to end) runs when
 # POOLFLOW_TEST_POSTGRES names a server (`make test-pg` starts a throw-away one); in CI it is
 # required.

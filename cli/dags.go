@@ -14,6 +14,7 @@ import (
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 func (e *env) dagsCmd() *cobra.Command {
@@ -267,7 +268,7 @@ func createManualRun(ctx context.Context, st store.Store, d *dag.DAG, runID stri
 		b, _ := json.Marshal(conf)
 		confJSON = string(b)
 	}
-	r := store.Run{DAGID: d.ID, RunID: runID, RunType: "manual", LogicalDate: now, State: "queued", Conf: confJSON, QueuedAt: now,
+	r := store.Run{DAGID: d.ID, RunID: runID, RunType: vocab.RunManual, LogicalDate: now, State: vocab.RunQueued, Conf: confJSON, QueuedAt: now,
 		NoQueue: noQueue}
 	err := st.WithTx(ctx, func(tx store.Tx) error {
 		if err := tx.UpsertDAG(d.ID, d.File, d.Schedule, now); err != nil {
@@ -281,7 +282,7 @@ func createManualRun(ctx context.Context, st store.Store, d *dag.DAG, runID stri
 		}
 		tis := make([]*store.TaskInstance, len(d.Tasks))
 		for i, t := range d.Tasks {
-			tis[i] = &store.TaskInstance{Run: r.PK, TaskID: t.ID, State: string(dag.StateNone)}
+			tis[i] = &store.TaskInstance{Run: r.PK, TaskID: t.ID, State: vocab.TaskNone}
 		}
 		return tx.PutTIs(tis) // a few statements for a 10,000-task DAG, not 10,000
 	})
@@ -299,12 +300,13 @@ func (e *env) awaitNoQueue(ctx context.Context, st store.Store, run store.Run) e
 			return err
 		}
 		switch {
-		case strings.HasPrefix(r.Reason, "rejected: "):
+		case r.ReasonCode == vocab.ReasonRejected:
 			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("refused: run %s of dag %s was not started: %s", r.RunID, r.DAGID,
-				strings.TrimPrefix(r.Reason, "rejected: "))}
-		case r.State == "failed":
-			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("refused: run %s of dag %s failed: %s", r.RunID, r.DAGID, r.Reason)}
-		case r.State != "queued":
+				r.Reason)}
+		case r.State == vocab.RunFailed:
+			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("refused: run %s of dag %s failed: %s", r.RunID, r.DAGID,
+				r.ReasonCode.Say(r.Reason))}
+		case r.State != vocab.RunQueued:
 			fmt.Fprintf(e.stdout, "started run %s of dag %s: its ready tasks were admitted\n", r.RunID, r.DAGID)
 			return nil
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 func (e *env) dagsTestCmd() *cobra.Command {
@@ -94,7 +95,7 @@ func (e *env) dagsTestCmd() *cobra.Command {
 			} else {
 				printReport(e, report)
 			}
-			if run.State != string(dag.RunSuccess) {
+			if run.State != vocab.RunSuccess {
 				return &ExitError{Code: ExitFailed, Err: fmt.Errorf("run %s of dag %s %s", run.RunID, d.ID, run.State)}
 			}
 			return nil
@@ -107,21 +108,21 @@ func (e *env) dagsTestCmd() *cobra.Command {
 
 // TestReport is the JSON of `dags test -o json`.
 type TestReport struct {
-	DAGID string       `json:"dag_id"`
-	RunID string       `json:"run_id"`
-	State string       `json:"state"`
-	Tasks []TaskReport `json:"tasks"`
+	DAGID string         `json:"dag_id"`
+	RunID string         `json:"run_id"`
+	State vocab.RunState `json:"state"`
+	Tasks []TaskReport   `json:"tasks"`
 }
 
 // TaskReport is one task of a TestReport.
 type TaskReport struct {
-	TaskID       string         `json:"task_id"`
-	State        string         `json:"state"`
-	TryNumber    int            `json:"try_number"`
-	StartDate    *string        `json:"start_date"`
-	EndDate      *string        `json:"end_date"`
-	Requirements map[string]int `json:"requirements"`
-	Reason       *string        `json:"reason"`
+	TaskID       string          `json:"task_id"`
+	State        vocab.TaskState `json:"state"`
+	TryNumber    int             `json:"try_number"`
+	StartDate    *string         `json:"start_date"`
+	EndDate      *string         `json:"end_date"`
+	Requirements map[string]int  `json:"requirements"`
+	Reason       *string         `json:"reason"`
 }
 
 // writeJSON writes the report as writeJSON would, a task at a time: the JSON of a 100,000-task
@@ -129,9 +130,9 @@ type TaskReport struct {
 func (r *TestReport) writeJSON(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	head, err := json.MarshalIndent(struct {
-		DAGID string `json:"dag_id"`
-		RunID string `json:"run_id"`
-		State string `json:"state"`
+		DAGID string         `json:"dag_id"`
+		RunID string         `json:"run_id"`
+		State vocab.RunState `json:"state"`
 	}{r.DAGID, r.RunID, r.State}, "", "  ")
 	if err != nil {
 		return err
@@ -214,20 +215,20 @@ func declared(t *dag.Task) map[string]int {
 
 // taskReason is null (empty) unless the task failed or never started.
 func taskReason(ti store.TaskInstance, e store.Entry) string {
-	failed := ti.State == string(dag.StateFailed) || ti.State == string(dag.StateUpstreamFailed)
+	failed := ti.State == vocab.TaskFailed || ti.State == vocab.TaskUpstreamFailed
 	if !failed && !ti.StartDate.IsZero() {
 		return ""
 	}
-	if ti.State == string(dag.StateSuccess) && ti.StartDate.IsZero() {
+	if ti.State == vocab.TaskSuccess && ti.StartDate.IsZero() {
 		return ""
 	}
 	switch {
 	case ti.Reason != "":
-		return ti.Reason
+		return ti.ReasonCode.Say(ti.Reason)
 	case e.Reason != "":
-		return e.Reason
+		return e.ReasonCode.Say(e.Reason)
 	case ti.StartDate.IsZero():
-		return "never started (state " + ti.State + ")"
+		return "never started (state " + string(ti.State) + ")"
 	}
 	return ""
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Pools defined in poolflow.yaml are read-only here and over the API: change them in the file.
@@ -26,19 +27,19 @@ func (e *env) poolsCmd() *cobra.Command {
 
 // PoolView is a pool with its occupancy, as `pools list -o json` prints it.
 type PoolView struct {
-	Name            string `json:"name"`
-	Slots           int    `json:"slots"`
-	OccupiedSlots   int    `json:"occupied_slots"`
-	QueuedEntries   int    `json:"queued_entries"`
-	OpenSlots       int    `json:"open_slots"`
-	Ordering        string `json:"ordering"`
-	MaxQueued       int    `json:"max_queued"`
-	StarvationAfter string `json:"starvation_after"`
-	IncludeDeferred bool   `json:"include_deferred"`
-	OnResize        string `json:"on_resize"`
-	DrainingTo      *int   `json:"draining_to"`
-	Description     string `json:"description"`
-	Source          string `json:"source"`
+	Name            string         `json:"name"`
+	Slots           int            `json:"slots"`
+	OccupiedSlots   int            `json:"occupied_slots"`
+	QueuedEntries   int            `json:"queued_entries"`
+	OpenSlots       int            `json:"open_slots"`
+	Ordering        vocab.Ordering `json:"ordering"`
+	MaxQueued       int            `json:"max_queued"`
+	StarvationAfter string         `json:"starvation_after"`
+	IncludeDeferred bool           `json:"include_deferred"`
+	OnResize        vocab.OnResize `json:"on_resize"`
+	DrainingTo      *int           `json:"draining_to"`
+	Description     string         `json:"description"`
+	Source          string         `json:"source"`
 	// Synced is false for a pool of this poolflow.yaml that no daemon has written to the store
 	// yet (none runs with this file, or it has not seen the change): it is shown as configured.
 	Synced bool `json:"synced"`
@@ -58,7 +59,7 @@ func poolViews(ctx context.Context, st store.Store, cfg *config.Config) ([]PoolV
 		if claims, err = st.ListClaims(ctx); err != nil {
 			return nil, err
 		}
-		if waiting, err = st.ListEntries(ctx, "waiting"); err != nil {
+		if waiting, err = st.ListEntries(ctx, vocab.EntryWaiting); err != nil {
 			return nil, err
 		}
 	}
@@ -99,7 +100,7 @@ func poolViews(ctx context.Context, st store.Store, cfg *config.Config) ([]PoolV
 			continue
 		}
 		slots, _ := eff.Pool(sp.Name)
-		views = append(views, PoolView{Name: sp.Name, Slots: slots, OpenSlots: slots, Ordering: string(sp.Ordering),
+		views = append(views, PoolView{Name: sp.Name, Slots: slots, OpenSlots: slots, Ordering: sp.Ordering,
 			MaxQueued: sp.MaxQueued, StarvationAfter: sp.StarvationAfter.String(), IncludeDeferred: sp.IncludeDeferred,
 			OnResize: sp.OnResize, Description: sp.Description, Source: "file"})
 	}
@@ -173,11 +174,11 @@ func (e *env) poolsSetCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("starvation-after") && ordering == "backfill" {
+			if !cmd.Flags().Changed("starvation-after") && vocab.Ordering(ordering) == vocab.Backfill {
 				starvation = 10 * time.Minute
 			}
-			spec := pools.Spec{Name: args[0], Slots: slots, MaxQueued: maxQueued, Ordering: pools.Ordering(ordering),
-				StarvationAfter: starvation, IncludeDeferred: includeDeferred, OnResize: onResize, Description: description,
+			spec := pools.Spec{Name: args[0], Slots: slots, MaxQueued: maxQueued, Ordering: vocab.Ordering(ordering),
+				StarvationAfter: starvation, IncludeDeferred: includeDeferred, OnResize: vocab.OnResize(onResize), Description: description,
 				Source: "store"}
 			st, _, err := e.openStore(ctx, cfg)
 			if err != nil {
@@ -202,10 +203,10 @@ func (e *env) poolsSetCmd() *cobra.Command {
 	f := c.Flags()
 	f.IntVar(&slots, "slots", 0, "capacity in slots; -1 = unlimited")
 	f.IntVar(&maxQueued, "max-queued", 0, "backlog limit of waiting entries; 0 = none")
-	f.StringVar(&ordering, "ordering", "backfill", "strict or backfill")
+	f.StringVar(&ordering, "ordering", string(vocab.Backfill), "strict or backfill")
 	f.DurationVar(&starvation, "starvation-after", 0, "backfill: promote entries that waited longer (default 10m; 0 = off)")
 	f.BoolVar(&includeDeferred, "include-deferred", false, "reschedule sensors keep their slots of this pool between pokes")
-	f.StringVar(&onResize, "on-resize", "immediate", "immediate or drain")
+	f.StringVar(&onResize, "on-resize", string(vocab.ResizeImmediate), "immediate or drain")
 	f.StringVar(&description, "description", "", "what the pool protects")
 	f.BoolVar(&force, "force", false, "shrink even below what a loaded DAG or a held claim needs")
 	_ = c.MarkFlagRequired("slots")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // TestInterruptStopsACommand: a command waiting on something that never comes (a daemon that
@@ -28,7 +29,7 @@ func TestInterruptStopsACommand(t *testing.T) {
 	}
 	now := time.Now()
 	err = st.WithTx(context.Background(), func(tx store.Tx) error {
-		return tx.PutOwner(&store.Owner{ID: "ghost", Kind: store.OwnerDaemon, Host: "elsewhere", PID: 1,
+		return tx.PutOwner(&store.Owner{ID: "ghost", Kind: vocab.OwnerDaemon, Host: "elsewhere", PID: 1,
 			StartedAt: now, Heartbeat: now, LeaseUntil: now.Add(time.Hour)})
 	})
 	st.Close()

@@ -13,13 +13,16 @@ import (
 
 	"github.com/poolflow/poolflow/explain"
 	"github.com/poolflow/poolflow/owners"
+	"github.com/poolflow/poolflow/pools"
+	"github.com/poolflow/poolflow/server"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 func (e *env) tasksCmd() *cobra.Command {
 	c := &cobra.Command{Use: "tasks", Short: "Explain, force-run, fail, approve or reject task instances"}
 	var force bool
-	runCmd := e.commandCmd("run", "force", "Force-start a waiting task: it jumps the line but must still fit (needs --force)")
+	runCmd := e.commandCmd("run", vocab.CommandForce, "Force-start a waiting task: it jumps the line but must still fit (needs --force)")
 	runCmd.Flags().BoolVar(&force, "force", false, "move the entry to the front of the queue")
 	pre := runCmd.PreRunE
 	runCmd.PreRunE = func(cmd *cobra.Command, args []string) error {
@@ -32,16 +35,16 @@ func (e *env) tasksCmd() *cobra.Command {
 		return nil
 	}
 	c.AddCommand(e.explainCmd(), runCmd,
-		e.commandCmd("fail", "fail", "Mark a task failed: no further retry, its queued entry retired"),
-		e.commandCmd("cancel", "cancel", "Cancel a waiting task's queue entry (a failed attempt that follows the retry policy)"),
-		e.commandCmd("approve", "approve", "Approve an approval gate"),
-		e.commandCmd("reject", "reject", "Reject an approval gate (it fails with no retry)"))
+		e.commandCmd("fail", vocab.CommandFail, "Mark a task failed: no further retry, its queued entry retired"),
+		e.commandCmd("cancel", vocab.CommandCancel, "Cancel a waiting task's queue entry (a failed attempt that follows the retry policy)"),
+		e.commandCmd("approve", vocab.CommandApprove, "Approve an approval gate"),
+		e.commandCmd("reject", vocab.CommandReject, "Reject an approval gate (it fails with no retry)"))
 	return c
 }
 
 // commandCmd sends a command to the daemon that owns the run, through the store, and waits for
 // its outcome.
-func (e *env) commandCmd(use, kind, short string) *cobra.Command {
+func (e *env) commandCmd(use string, kind vocab.CommandKind, short string) *cobra.Command {
 	var note string
 	var wait time.Duration
 	c := &cobra.Command{
@@ -70,7 +73,7 @@ func (e *env) commandCmd(use, kind, short string) *cobra.Command {
 			if !found {
 				return fmt.Errorf("task %s: %w in run %s", args[2], store.ErrNotFound, args[1])
 			}
-			if run.State != "queued" && run.State != "running" {
+			if !run.State.Open() {
 				return fmt.Errorf("%s refused: dag run %s has ended (%s)", kind, args[1], run.State)
 			}
 			rows, err := st.ListOwners(ctx)
@@ -201,23 +204,15 @@ func Explain(ctx context.Context, st store.Store, dagID, runID, taskID string) (
 			fmt.Fprintf(&b, "pool assigned by rule %s\n", entry.Rule)
 		}
 	}
+	// Why it waits, in the words of the API and the UI (one function says it for all three).
+	w, waits := pools.WhyWaiting(server.TaskWait(run, *ti, ep))
 	switch {
-	case ti.State == "scheduled" && err == nil && entry.Reason != "":
-		fmt.Fprintln(&b, entry.Reason)
-	case ti.State == "scheduled":
-		fmt.Fprintln(&b, "waiting: queued for the next admission pass")
-	case ti.State == "running":
+	case waits:
+		fmt.Fprintln(&b, w.Text)
+	case ti.State == vocab.TaskRunning:
 		fmt.Fprintf(&b, "running since %s\n", fmtTime(ti.StartDate))
-	case ti.State == "up_for_retry":
-		fmt.Fprintf(&b, "waiting: retry at %s after %s\n", fmtTime(ti.NextAt), ti.Reason)
-	case ti.State == "none" && run.State == "queued" && run.Reason != "":
-		fmt.Fprintf(&b, "waiting: the run has not started (%s)\n", run.Reason)
-	case ti.State == "none" && run.State == "queued":
-		fmt.Fprintln(&b, "waiting: the run has not started (max_active_runs reached, or no daemon has taken it yet)")
-	case ti.State == "none":
-		fmt.Fprintln(&b, "waiting: upstream tasks have not finished")
 	case ti.Reason != "":
-		fmt.Fprintln(&b, ti.Reason)
+		fmt.Fprintln(&b, ti.ReasonCode.Say(ti.Reason))
 	}
 	return b.String(), nil
 }

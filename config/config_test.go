@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/pools"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/errors/*.golden")
@@ -61,7 +62,7 @@ func TestParseExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	backfill := func(s pools.Spec) pools.Spec {
-		s.Ordering, s.OnResize, s.Source, s.StarvationSet = pools.Backfill, "immediate", "file", true
+		s.Ordering, s.OnResize, s.Source, s.StarvationSet = vocab.Backfill, "immediate", "file", true
 		if s.StarvationAfter == 0 && s.Name != "batch" {
 			s.StarvationAfter = 10 * time.Minute
 		}
@@ -74,7 +75,7 @@ func TestParseExample(t *testing.T) {
 		Pools: []pools.Spec{
 			backfill(pools.Spec{Name: "db", Slots: 1, Line: 5, Column: 3}),
 			backfill(pools.Spec{Name: "unlimited", Slots: -1, Line: 6, Column: 3}),
-			{Name: "warehouse", Slots: 4, MaxQueued: 100, Ordering: pools.Strict, IncludeDeferred: true,
+			{Name: "warehouse", Slots: 4, MaxQueued: 100, Ordering: vocab.Strict, IncludeDeferred: true,
 				OnResize: "drain", Description: "the data warehouse", Source: "file", Line: 7, Column: 3},
 			backfill(pools.Spec{Name: "api", Slots: 2, StarvationAfter: 90 * time.Second, Line: 14, Column: 3}),
 			backfill(pools.Spec{Name: "batch", Slots: 3, Line: 17, Column: 3}),
@@ -98,7 +99,7 @@ func TestParseExample(t *testing.T) {
 
 func TestParseDefaults(t *testing.T) {
 	t.Parallel()
-	def := pools.Spec{Name: "default", Slots: 128, Ordering: pools.Backfill,
+	def := pools.Spec{Name: "default", Slots: 128, Ordering: vocab.Backfill,
 		StarvationAfter: 10 * time.Minute, StarvationSet: true, OnResize: "immediate"}
 	tests := []struct {
 		name string
@@ -111,7 +112,7 @@ func TestParseDefaults(t *testing.T) {
 		{"max_running none", "max_running: 0\n", &Config{File: "p.yaml", MaxRunning: 0, Pools: []pools.Spec{def}}},
 		{"default without slots", "pools:\n  default:\n    description: rest\n",
 			&Config{File: "p.yaml", MaxRunning: 32, Pools: []pools.Spec{{Name: "default", Slots: 128,
-				Ordering: pools.Backfill, StarvationAfter: 10 * time.Minute, StarvationSet: true,
+				Ordering: vocab.Backfill, StarvationAfter: 10 * time.Minute, StarvationSet: true,
 				OnResize: "immediate", Description: "rest", Source: "file", Line: 2, Column: 3}}}},
 	}
 	for _, tt := range tests {

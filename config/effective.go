@@ -260,7 +260,7 @@ func checkRules(file string, specs []RuleSpec) []error {
 // ErrInvalid is a configuration whose problems keep it from being used.
 var ErrInvalid = errors.New("invalid configuration")
 
-func orDefault(s, def string) string {
+func orDefault[T ~string](s, def T) T {
 	if s == "" {
 		return def
 	}

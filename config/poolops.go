@@ -12,6 +12,7 @@ import (
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/rules"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // ErrPoolInUse refuses deleting or shrinking a pool that a loaded DAG, a pool rule or a held
@@ -52,13 +53,13 @@ func SetPool(tx store.Tx, cfg *Config, dags []*dag.DAG, spec pools.Spec, force b
 				held, spec.Slots)
 		}
 	}
-	row := store.Pool{Name: spec.Name, Slots: spec.Slots, TargetSlots: store.NoTarget, Ordering: string(spec.Ordering),
+	row := store.Pool{Name: spec.Name, Slots: spec.Slots, TargetSlots: store.NoTarget, Ordering: spec.Ordering,
 		MaxQueued: spec.MaxQueued, StarvationAfter: spec.StarvationAfter, IncludeDeferred: spec.IncludeDeferred,
-		OnResize: orDefault(spec.OnResize, "immediate"), Description: spec.Description, Source: "store"}
+		OnResize: orDefault(spec.OnResize, vocab.ResizeImmediate), Description: spec.Description, Source: "store"}
 	if row.Ordering == "" {
-		row.Ordering = string(pools.Backfill)
+		row.Ordering = vocab.Backfill
 	}
-	if exists && row.OnResize == "drain" && prev.Slots != spec.Slots {
+	if exists && row.OnResize == vocab.ResizeDrain && prev.Slots != spec.Slots {
 		if _, waiting, err := tx.PoolHeld(spec.Name); err != nil {
 			return err
 		} else if waiting > 0 {

@@ -7,6 +7,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/poolflow/poolflow/pools"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // The shape of poolflow.yaml (§4.1, §6).
@@ -87,14 +88,16 @@ func (r *reader) pool(f field) (pools.Spec, bool) {
 		case "ordering":
 			var v string
 			v, good = r.str(g)
-			s.Ordering = pools.Ordering(v)
+			s.Ordering = vocab.Ordering(v)
 		case "starvation_after":
 			s.StarvationAfter, good = r.duration(g)
 			s.StarvationSet = true
 		case "include_deferred":
 			s.IncludeDeferred, good = r.bool(g)
 		case "on_resize":
-			s.OnResize, good = r.str(g)
+			var v string
+			v, good = r.str(g)
+			s.OnResize = vocab.OnResize(v)
 		case "description":
 			s.Description, good = r.str(g)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // SyncPools makes the store's pools table agree with poolflow.yaml: file pools are written
@@ -24,12 +25,9 @@ func SyncPools(tx store.Tx, cfg *Config, now time.Time) error {
 	for _, sp := range cfg.Pools {
 		inFile[sp.Name] = true
 		remainder = remainder || (sp.Name == "default" && sp.Remainder)
-		row := store.Pool{Name: sp.Name, Slots: sp.Slots, TargetSlots: store.NoTarget, Ordering: string(sp.Ordering),
+		row := store.Pool{Name: sp.Name, Slots: sp.Slots, TargetSlots: store.NoTarget, Ordering: orDefault(sp.Ordering, vocab.Backfill),
 			MaxQueued: sp.MaxQueued, StarvationAfter: sp.StarvationAfter, IncludeDeferred: sp.IncludeDeferred,
-			OnResize: orDefault(sp.OnResize, "immediate"), Description: sp.Description, Source: "file"}
-		if row.Ordering == "" {
-			row.Ordering = "backfill"
-		}
+			OnResize: orDefault(sp.OnResize, vocab.ResizeImmediate), Description: sp.Description, Source: "file"}
 		prev, err := tx.PoolByName(sp.Name)
 		switch {
 		case err == nil && prev.Source == "store":
@@ -38,9 +36,9 @@ func SyncPools(tx store.Tx, cfg *Config, now time.Time) error {
 			continue
 		case err == nil && sp.Remainder:
 			row.Slots = prev.Slots // recomputed below
-		case err == nil && row.OnResize == "drain" && prev.TargetSlots != store.NoTarget && prev.TargetSlots == sp.Slots:
+		case err == nil && row.OnResize == vocab.ResizeDrain && prev.TargetSlots != store.NoTarget && prev.TargetSlots == sp.Slots:
 			row.Slots, row.TargetSlots = prev.Slots, prev.TargetSlots // still draining toward the same capacity
-		case err == nil && row.OnResize == "drain" && prev.Slots != sp.Slots:
+		case err == nil && row.OnResize == vocab.ResizeDrain && prev.Slots != sp.Slots:
 			_, waiting, err := tx.PoolHeld(sp.Name)
 			if err != nil {
 				return err
@@ -132,9 +130,9 @@ func AddMissingPools(tx store.Tx, cfg *Config, now time.Time) error {
 				slots = max(c, 1)
 			}
 		}
-		row := store.Pool{Name: sp.Name, Slots: slots, TargetSlots: store.NoTarget, Ordering: orDefault(string(sp.Ordering), "backfill"),
+		row := store.Pool{Name: sp.Name, Slots: slots, TargetSlots: store.NoTarget, Ordering: orDefault(sp.Ordering, vocab.Backfill),
 			MaxQueued: sp.MaxQueued, StarvationAfter: sp.StarvationAfter, IncludeDeferred: sp.IncludeDeferred,
-			OnResize: orDefault(sp.OnResize, "immediate"), Description: sp.Description, Source: "file"}
+			OnResize: orDefault(sp.OnResize, vocab.ResizeImmediate), Description: sp.Description, Source: "file"}
 		if err := tx.PutPool(&row, now); err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // pools stands for the daemon's pool configuration.
@@ -101,11 +102,11 @@ queue_priority: 10
 
 // Trigger decides from the upstream states as Airflow does.
 func ExampleTrigger() {
-	up := []dag.State{dag.StateSuccess, dag.StateRunning}
+	up := []vocab.TaskState{vocab.TaskSuccess, vocab.TaskRunning}
 	fmt.Println(dag.Trigger(dag.AllSuccess, up))
 	fmt.Println(dag.Trigger(dag.OneSuccess, up))
-	fmt.Println(dag.Trigger(dag.AllSuccess, []dag.State{dag.StateFailed, dag.StateRunning}))
-	fmt.Println(dag.Trigger(dag.NoneFailedMinOneSuccess, []dag.State{dag.StateSkipped, dag.StateSkipped}))
+	fmt.Println(dag.Trigger(dag.AllSuccess, []vocab.TaskState{vocab.TaskFailed, vocab.TaskRunning}))
+	fmt.Println(dag.Trigger(dag.NoneFailedMinOneSuccess, []vocab.TaskState{vocab.TaskSkipped, vocab.TaskSkipped}))
 	// Output:
 	// none
 	// scheduled
@@ -117,7 +118,7 @@ func ExampleRunEndState() {
 	d := dag.New("etl")
 	d.Bash("extract", "true")
 	d.Bash("cleanup", "true", dag.After("extract"), dag.TriggerRuleOpt(dag.AllDone))
-	ended, state := dag.RunEndState(d, map[string]dag.State{"extract": dag.StateFailed, "cleanup": dag.StateSuccess})
+	ended, state := dag.RunEndState(d, map[string]vocab.TaskState{"extract": vocab.TaskFailed, "cleanup": vocab.TaskSuccess})
 	// Only leaves decide: the failed extract is not a leaf.
 	fmt.Println(ended, state)
 	// Output: true success

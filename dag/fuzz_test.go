@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // FuzzParse feeds arbitrary bytes to Parse: it must never panic, must return either a DAG or
@@ -39,7 +41,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("a parsed DAG has a bad schedule: %v", err)
 		}
 		weights := PriorityWeights(d)
-		states := map[string]State{}
+		states := map[string]vocab.TaskState{}
 		for _, task := range d.Tasks {
 			if _, ok := weights[task.ID]; !ok {
 				t.Fatalf("no weight for %s", task.ID)
@@ -48,16 +50,16 @@ func FuzzParse(f *testing.F) {
 				t.Fatal("empty fingerprint")
 			}
 			_ = RetryDelay(task, task.Retries+1)
-			up := make([]State, len(task.DependsOn))
+			up := make([]vocab.TaskState, len(task.DependsOn))
 			for i := range up {
-				up[i] = StateSuccess
+				up[i] = vocab.TaskSuccess
 			}
-			if Trigger(task.TriggerRule, up) == StateNone {
+			if Trigger(task.TriggerRule, up) == vocab.TaskNone {
 				t.Fatalf("%s waits although its upstream succeeded", task.ID)
 			}
-			states[task.ID] = StateSuccess
+			states[task.ID] = vocab.TaskSuccess
 		}
-		if ended, state := RunEndState(d, states); !ended || state != RunSuccess {
+		if ended, state := RunEndState(d, states); !ended || state != vocab.RunSuccess {
 			t.Fatalf("all success ends as %v %s", ended, state)
 		}
 	})

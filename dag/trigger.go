@@ -1,6 +1,10 @@
 package dag
 
-// Valid reports whether r is one of the twelve trigger rules of §3.2.
+import (
+	"github.com/poolflow/poolflow/vocab"
+	// Valid reports whether r is one of the twelve trigger rules of §3.2.
+)
+
 func (r TriggerRule) Valid() bool {
 	switch r {
 	case AllSuccess, AllFailed, AllDone, AllDoneMinOneSuccess, AllSkipped, OneSuccess, OneFailed,
@@ -15,20 +19,20 @@ type upstreamCounts struct {
 	total, done, success, skipped, failed, upstreamFailed int
 }
 
-func countUpstream(upstream []State) upstreamCounts {
+func countUpstream(upstream []vocab.TaskState) upstreamCounts {
 	c := upstreamCounts{total: len(upstream)}
 	for _, s := range upstream {
 		if s.Terminal() {
 			c.done++
 		}
 		switch s {
-		case StateSuccess:
+		case vocab.TaskSuccess:
 			c.success++
-		case StateSkipped:
+		case vocab.TaskSkipped:
 			c.skipped++
-		case StateFailed:
+		case vocab.TaskFailed:
 			c.failed++
-		case StateUpstreamFailed:
+		case vocab.TaskUpstreamFailed:
 			c.upstreamFailed++
 		}
 	}
@@ -36,14 +40,14 @@ func countUpstream(upstream []State) upstreamCounts {
 }
 
 // Trigger decides what happens to a task waiting on its upstream tasks (§3.2), as Airflow's
-// trigger_rule_dep does with flag_upstream_failed: StateScheduled when the task may run,
-// StateSkipped or StateUpstreamFailed when its outcome is decided without running, and
-// StateNone while it must keep waiting. A task with no upstream, or with rule always, is
-// StateScheduled. The one_* rules fire as soon as their condition holds, without waiting for the
-// other upstream tasks; an unknown rule keeps the task waiting (Validate refuses it).
-func Trigger(rule TriggerRule, upstream []State) State {
+// trigger_rule_dep does with flag_upstream_failed: scheduled when the task may run, skipped or
+// upstream_failed when its outcome is decided without running, and none while it must keep
+// waiting. A task with no upstream, or with rule always, is scheduled. The one_* rules fire as
+// soon as their condition holds, without waiting for the other upstream tasks; an unknown rule
+// keeps the task waiting (Validate refuses it).
+func Trigger(rule TriggerRule, upstream []vocab.TaskState) vocab.TaskState {
 	if len(upstream) == 0 || rule == Always {
-		return StateScheduled
+		return vocab.TaskScheduled
 	}
 	c := countUpstream(upstream)
 	allDone := c.done >= c.total
@@ -55,14 +59,14 @@ func Trigger(rule TriggerRule, upstream []State) State {
 	case AllSuccess:
 		switch {
 		case anyFailed:
-			return StateUpstreamFailed
+			return vocab.TaskUpstreamFailed
 		case c.skipped > 0:
-			return StateSkipped
+			return vocab.TaskSkipped
 		}
 		return when(c.success == c.total)
 	case AllFailed:
 		if c.success > 0 || c.skipped > 0 {
-			return StateSkipped
+			return vocab.TaskSkipped
 		}
 		return when(c.failed+c.upstreamFailed == c.total)
 	case AllDone:
@@ -72,71 +76,71 @@ func Trigger(rule TriggerRule, upstream []State) State {
 		// skips the task at once.
 		switch {
 		case c.skipped > 0:
-			return StateSkipped
+			return vocab.TaskSkipped
 		case allDone && c.success == 0:
-			return StateUpstreamFailed
+			return vocab.TaskUpstreamFailed
 		}
 		return when(allDone)
 	case AllSkipped:
 		if c.success > 0 || anyFailed {
-			return StateSkipped
+			return vocab.TaskSkipped
 		}
 		return when(c.skipped == c.total)
 	case OneSuccess:
 		switch {
 		case allDone && c.skipped == c.done:
-			return StateSkipped
+			return vocab.TaskSkipped
 		case allDone && c.success == 0:
-			return StateUpstreamFailed
+			return vocab.TaskUpstreamFailed
 		}
 		return when(c.success > 0)
 	case OneFailed:
 		if allDone && !anyFailed {
-			return StateSkipped
+			return vocab.TaskSkipped
 		}
 		return when(anyFailed)
 	case OneDone:
 		if allDone && c.failed == 0 && c.success == 0 {
-			return StateSkipped
+			return vocab.TaskSkipped
 		}
 		return when(c.success+c.failed > 0)
 	case NoneFailed:
 		if anyFailed {
-			return StateUpstreamFailed
+			return vocab.TaskUpstreamFailed
 		}
 		return when(c.success+c.skipped == c.total)
 	case NoneFailedMinOneSuccess:
 		switch {
 		case anyFailed:
-			return StateUpstreamFailed
+			return vocab.TaskUpstreamFailed
 		case c.skipped == c.total:
-			return StateSkipped
+			return vocab.TaskSkipped
 		}
 		return when(c.success+c.skipped == c.total)
 	case NoneSkipped:
 		if c.skipped > 0 {
-			return StateSkipped
+			return vocab.TaskSkipped
 		}
 		return when(allDone)
 	}
-	return StateNone
+	return vocab.TaskNone
 }
 
-func when(met bool) State {
+func when(met bool) vocab.TaskState {
 	if met {
-		return StateScheduled
+		return vocab.TaskScheduled
 	}
-	return StateNone
+	return vocab.TaskNone
 }
 
 // RunEndState tells whether a DAG run has ended, and how (§3.1): it has ended when every task is
 // in a terminal state (a task missing from states has not started), and then it failed if any
 // leaf task (one nothing depends on) is failed or upstream_failed, else it succeeded. A run
-// that has not ended is RunRunning.
-func RunEndState(d *DAG, states map[string]State) (ended bool, state RunState) {
+// that has not ended is running.
+func RunEndState(d *DAG, states map[string]vocab.TaskState) (ended bool, state vocab.RunState) {
 	for _, t := range d.Tasks {
 		if !states[t.ID].Terminal() {
-			return false, RunRunning
+			return false, vocab.RunRunning
 		}
 	}
 	hasDownstream := make(map[string]bool, len(d.Tasks))
@@ -149,9 +153,9 @@ func RunEndState(d *DAG, states map[string]State) (ended bool, state RunState) {
 		if hasDownstream[t.ID] {
 			continue
 		}
-		if s := states[t.ID]; s == StateFailed || s == StateUpstreamFailed {
-			return true, RunFailed
+		if s := states[t.ID]; s == vocab.TaskFailed || s == vocab.TaskUpstreamFailed {
+			return true, vocab.RunFailed
 		}
 	}
-	return true, RunSuccess
+	return true, vocab.RunSuccess
 }

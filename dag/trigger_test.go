@@ -3,18 +3,20 @@ package dag
 import (
 	"fmt"
 	"testing"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // states decodes a compact list of upstream states: S success, F failed, K skipped,
 // U upstream_failed, N none, Q scheduled, R running, Y up_for_retry, D up_for_reschedule,
 // A awaiting_approval.
-func states(s string) []State {
-	codes := map[rune]State{
-		'S': StateSuccess, 'F': StateFailed, 'K': StateSkipped, 'U': StateUpstreamFailed,
-		'N': StateNone, 'Q': StateScheduled, 'R': StateRunning, 'Y': StateUpForRetry,
-		'D': StateUpForReschedule, 'A': StateAwaitingApproval,
+func states(s string) []vocab.TaskState {
+	codes := map[rune]vocab.TaskState{
+		'S': vocab.TaskSuccess, 'F': vocab.TaskFailed, 'K': vocab.TaskSkipped, 'U': vocab.TaskUpstreamFailed,
+		'N': vocab.TaskNone, 'Q': vocab.TaskScheduled, 'R': vocab.TaskRunning, 'Y': vocab.TaskUpForRetry,
+		'D': vocab.TaskUpForReschedule, 'A': vocab.TaskAwaitingApproval,
 	}
-	out := make([]State, 0, len(s))
+	out := make([]vocab.TaskState, 0, len(s))
 	for _, c := range s {
 		st, ok := codes[c]
 		if !ok {
@@ -26,10 +28,10 @@ func states(s string) []State {
 }
 
 const (
-	run  = StateScheduled
-	wait = StateNone
-	skip = StateSkipped
-	uf   = StateUpstreamFailed
+	run  = vocab.TaskScheduled
+	wait = vocab.TaskNone
+	skip = vocab.TaskSkipped
+	uf   = vocab.TaskUpstreamFailed
 )
 
 func TestTrigger(t *testing.T) {
@@ -37,7 +39,7 @@ func TestTrigger(t *testing.T) {
 	tests := []struct {
 		rule     TriggerRule
 		upstream string
-		want     State
+		want     vocab.TaskState
 	}{
 		// A task without upstream tasks is ready whatever its rule.
 		{AllSuccess, "", run}, {AllFailed, "", run}, {OneSuccess, "", run}, {AllSkipped, "", run},
@@ -116,14 +118,14 @@ var (
 )
 
 // upstreamLists enumerates every list of upstream states up to length n.
-func upstreamLists(n int) [][]State {
-	lists := [][]State{{}}
-	prev := [][]State{{}}
+func upstreamLists(n int) [][]vocab.TaskState {
+	lists := [][]vocab.TaskState{{}}
+	prev := [][]vocab.TaskState{{}}
 	for range n {
-		var next [][]State
+		var next [][]vocab.TaskState
 		for _, l := range prev {
 			for _, s := range allStates {
-				next = append(next, append(append([]State(nil), l...), s))
+				next = append(next, append(append([]vocab.TaskState(nil), l...), s))
 			}
 		}
 		lists = append(lists, next...)
@@ -167,7 +169,7 @@ func TestTriggerDecidesOnceUpstreamIsDone(t *testing.T) {
 	}
 }
 
-func allTerminal(up []State) bool {
+func allTerminal(up []vocab.TaskState) bool {
 	for _, s := range up {
 		if !s.Terminal() {
 			return false
@@ -177,17 +179,17 @@ func allTerminal(up []State) bool {
 }
 
 // completions lists every way the non-terminal states of up can end.
-func completions(up []State) [][]State {
-	out := [][]State{nil}
+func completions(up []vocab.TaskState) [][]vocab.TaskState {
+	out := [][]vocab.TaskState{nil}
 	for _, s := range up {
-		var next [][]State
+		var next [][]vocab.TaskState
 		for _, prefix := range out {
-			ends := []State{s}
+			ends := []vocab.TaskState{s}
 			if !s.Terminal() {
 				ends = terminalOnes
 			}
 			for _, e := range ends {
-				next = append(next, append(append([]State(nil), prefix...), e))
+				next = append(next, append(append([]vocab.TaskState(nil), prefix...), e))
 			}
 		}
 		out = next
@@ -206,20 +208,20 @@ func TestRunEndState(t *testing.T) {
 	}}
 	tests := []struct {
 		name      string
-		states    map[string]State
+		states    map[string]vocab.TaskState
 		wantEnded bool
-		want      RunState
+		want      vocab.RunState
 	}{
-		{"all success", map[string]State{"extract": StateSuccess, "transform": StateSuccess, "load": StateSuccess, "audit": StateSuccess}, true, RunSuccess},
-		{"a leaf failed", map[string]State{"extract": StateSuccess, "transform": StateSuccess, "load": StateFailed, "audit": StateSuccess}, true, RunFailed},
-		{"a leaf upstream_failed", map[string]State{"extract": StateSuccess, "transform": StateFailed, "load": StateUpstreamFailed, "audit": StateSuccess}, true, RunFailed},
-		{"only an inner task failed", map[string]State{"extract": StateSuccess, "transform": StateFailed, "load": StateSuccess, "audit": StateSuccess}, true, RunSuccess},
-		{"skipped leaves", map[string]State{"extract": StateSuccess, "transform": StateSkipped, "load": StateSkipped, "audit": StateSuccess}, true, RunSuccess},
-		{"everything skipped", map[string]State{"extract": StateSkipped, "transform": StateSkipped, "load": StateSkipped, "audit": StateSkipped}, true, RunSuccess},
-		{"a task running", map[string]State{"extract": StateSuccess, "transform": StateRunning, "load": StateNone, "audit": StateFailed}, false, RunRunning},
-		{"a retry pending", map[string]State{"extract": StateSuccess, "transform": StateSuccess, "load": StateUpForRetry, "audit": StateSuccess}, false, RunRunning},
-		{"an approval pending", map[string]State{"extract": StateSuccess, "transform": StateSuccess, "load": StateAwaitingApproval, "audit": StateSuccess}, false, RunRunning},
-		{"a task not started yet", map[string]State{"extract": StateSuccess, "transform": StateSuccess, "audit": StateSuccess}, false, RunRunning},
+		{"all success", map[string]vocab.TaskState{"extract": vocab.TaskSuccess, "transform": vocab.TaskSuccess, "load": vocab.TaskSuccess, "audit": vocab.TaskSuccess}, true, vocab.RunSuccess},
+		{"a leaf failed", map[string]vocab.TaskState{"extract": vocab.TaskSuccess, "transform": vocab.TaskSuccess, "load": vocab.TaskFailed, "audit": vocab.TaskSuccess}, true, vocab.RunFailed},
+		{"a leaf upstream_failed", map[string]vocab.TaskState{"extract": vocab.TaskSuccess, "transform": vocab.TaskFailed, "load": vocab.TaskUpstreamFailed, "audit": vocab.TaskSuccess}, true, vocab.RunFailed},
+		{"only an inner task failed", map[string]vocab.TaskState{"extract": vocab.TaskSuccess, "transform": vocab.TaskFailed, "load": vocab.TaskSuccess, "audit": vocab.TaskSuccess}, true, vocab.RunSuccess},
+		{"skipped leaves", map[string]vocab.TaskState{"extract": vocab.TaskSuccess, "transform": vocab.TaskSkipped, "load": vocab.TaskSkipped, "audit": vocab.TaskSuccess}, true, vocab.RunSuccess},
+		{"everything skipped", map[string]vocab.TaskState{"extract": vocab.TaskSkipped, "transform": vocab.TaskSkipped, "load": vocab.TaskSkipped, "audit": vocab.TaskSkipped}, true, vocab.RunSuccess},
+		{"a task running", map[string]vocab.TaskState{"extract": vocab.TaskSuccess, "transform": vocab.TaskRunning, "load": vocab.TaskNone, "audit": vocab.TaskFailed}, false, vocab.RunRunning},
+		{"a retry pending", map[string]vocab.TaskState{"extract": vocab.TaskSuccess, "transform": vocab.TaskSuccess, "load": vocab.TaskUpForRetry, "audit": vocab.TaskSuccess}, false, vocab.RunRunning},
+		{"an approval pending", map[string]vocab.TaskState{"extract": vocab.TaskSuccess, "transform": vocab.TaskSuccess, "load": vocab.TaskAwaitingApproval, "audit": vocab.TaskSuccess}, false, vocab.RunRunning},
+		{"a task not started yet", map[string]vocab.TaskState{"extract": vocab.TaskSuccess, "transform": vocab.TaskSuccess, "audit": vocab.TaskSuccess}, false, vocab.RunRunning},
 	}
 	for _, tt := range tests {
 		ended, got := RunEndState(d, tt.states)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 const gateDAG = `dag_id: gate
@@ -33,10 +34,10 @@ func TestApprovalGates(t *testing.T) {
 	cases := []struct {
 		name      string
 		decide    func(t *testing.T, d *Daemon, clock *FakeClock, run int64)
-		run       string
-		gate      string
+		run       vocab.RunState
+		gate      vocab.TaskState
 		reason    string
-		published string
+		published vocab.TaskState
 	}{
 		{"approve", func(t *testing.T, d *Daemon, _ *FakeClock, run int64) {
 			command(t, d, store.Command{Kind: "approve", Run: run, TaskID: "approve", Who: "ana", Note: "looks good"})

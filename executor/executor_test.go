@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // TestDiamondRetry runs a diamond DAG where one branch fails once and succeeds on its retry.
@@ -68,7 +69,9 @@ tasks:
 func TestProcessOutcomes(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name, task, state, reason, log string
+		name, task  string
+		state       vocab.TaskState
+		reason, log string
 	}{
 		{"exit0", `command: ["sh", "-c", "echo out; echo err >&2"]`, "success", "", "out\nerr\n"},
 		{"exit3", `command: ["sh", "-c", "exit 3"]`, "failed", "exit status 3", ""},

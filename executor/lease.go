@@ -10,6 +10,7 @@ import (
 	"github.com/poolflow/poolflow/internal/procfs"
 	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // errSuperseded ends a daemon whose id another process took after its lease lapsed.
@@ -26,9 +27,9 @@ func (l *loop) register(tx store.Tx, now time.Time, again bool) error {
 	case err != nil && !errors.Is(err, store.ErrNotFound):
 		return err
 	}
-	kind := store.OwnerDaemon
+	kind := vocab.OwnerDaemon
 	if l.cfg.Test != nil {
-		kind = store.OwnerTest
+		kind = vocab.OwnerTest
 	}
 	o := store.Owner{ID: l.cfg.DaemonID, Kind: kind, Host: l.host, PID: os.Getpid(), ProcStart: procfs.SelfStart(),
 		StartedAt: now, Heartbeat: now, LeaseUntil: now.Add(l.cfg.Lease)}

@@ -109,7 +109,7 @@ func (l *loop) stopWatchdog() {
 	l.runner.Close()
 }
 
-func orDefault(s, def string) string {
+func orDefault[S ~string](s, def S) S {
 	if s == "" {
 		return def
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -262,7 +263,8 @@ tasks:
 				clock.Advance(31 * time.Second)
 				eventually(t, "the entry to expire", func() bool {
 					ti := b.tis(t, pk)["waiter"]
-					return ti.State == "up_for_retry" && ti.TryNumber == 1 && strings.HasPrefix(ti.Reason, "expired: queue_timeout 30s")
+					return ti.State == "up_for_retry" && ti.TryNumber == 1 && ti.ReasonCode == vocab.ReasonExpired &&
+						strings.HasPrefix(ti.Reason, "queue_timeout 30s")
 				})
 				e, _ := b.latest(pk, "waiter")
 				if e.State != "expired" {

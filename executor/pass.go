@@ -107,7 +107,8 @@ func (l *loop) after(p *decide.Plan, out apply.Outcome) {
 				"runs_taken_over", t.Adopted)
 		}
 		for _, r := range t.Failed {
-			notices = append(notices, decide.Notice{Kind: NoticeRunEnded, DAGID: r.DAGID, RunID: r.RunID, State: r.State, Reason: r.Reason})
+			notices = append(notices, decide.Notice{Kind: NoticeRunEnded, DAGID: r.DAGID, RunID: r.RunID, State: string(r.State),
+				Reason: r.ReasonCode.Say(r.Reason)})
 		}
 	}
 	if run, done := l.dec.TestResult(); done {

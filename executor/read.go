@@ -10,6 +10,7 @@ import (
 	"github.com/poolflow/poolflow/executor/state"
 	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // read is the first half of a pass: inside its transaction, under the writers' lock, it reads
@@ -158,7 +159,7 @@ func (l *loop) readAll(tx store.Tx, ps []store.Pool, claims []store.Claim) (*sta
 			return nil, err
 		}
 	}
-	rows.Entries, err = tx.Entries("waiting", "admitted")
+	rows.Entries, err = tx.Entries(vocab.EntryWaiting, vocab.EntryAdmitted)
 	return rows, err
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // TestRefusalNamesTheRefusingPool: a job needing {a: 1, b: 1} fires while b's backlog is full
@@ -44,7 +46,7 @@ func TestRefusalNamesTheRefusingPool(t *testing.T) {
 	if len(runs) != 1 {
 		t.Fatalf("%d runs of j", len(runs))
 	}
-	if ti := b.tis(t, runs[0].PK)["j"]; ti.Reason != "rejected: "+msg {
-		t.Errorf("task instance reason %q", ti.Reason)
+	if ti := b.tis(t, runs[0].PK)["j"]; ti.ReasonCode != vocab.ReasonRejected || ti.Reason != msg {
+		t.Errorf("task instance reason %s %q", ti.ReasonCode, ti.Reason)
 	}
 }

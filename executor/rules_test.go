@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/poolflow/poolflow/config"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 const rulesCfg = `max_running: 8
@@ -95,8 +96,8 @@ tasks:
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "pool db cannot admit nq.a try 1 at once") {
 		t.Fatalf("second start: %v", err)
 	}
-	if r := b.mustRun(t, "nq", "second"); r.State != "failed" || !strings.HasPrefix(r.Reason, "rejected: ") {
-		t.Fatalf("refused run: %s %q", r.State, r.Reason)
+	if r := b.mustRun(t, "nq", "second"); r.State != "failed" || r.ReasonCode != vocab.ReasonRejected || r.Reason == "" {
+		t.Fatalf("refused run: %s %s %q", r.State, r.ReasonCode, r.Reason)
 	}
 	res, err = d.Trigger(context.Background(), TriggerRequest{DAGID: "nq", RunID: "third"})
 	if err != nil || !res.Queued || res.Pool != "db" || res.QueueID == 0 {

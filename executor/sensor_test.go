@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // TestRescheduleProof: pool p has 1 slot; a higher-priority sensor waits for a file that maker
@@ -15,7 +17,11 @@ import (
 // out, and the run fails.
 func TestRescheduleProof(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ mode, run, sensor, maker string }{
+	for _, tc := range []struct {
+		mode          string
+		run           vocab.RunState
+		sensor, maker vocab.TaskState
+	}{
 		{"reschedule", "success", "success", "success"},
 		{"poke", "failed", "failed", "success"},
 	} {
@@ -170,7 +176,8 @@ tasks:
 func TestSensorChecks(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name, sensor, state string
+		name, sensor string
+		state        vocab.TaskState
 	}{
 		{"command_met", `{command: ["true"], poke_interval: 100ms, timeout: 2s}`, "success"},
 		{"command_error", `{command: ["sh", "-c", "exit 7"], poke_interval: 100ms, timeout: 2s}`, "failed"},

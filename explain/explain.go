@@ -16,6 +16,7 @@ import (
 	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Fill sets the ReasonCode and Reason of every waiting entry among es to why it waits now
@@ -33,7 +34,7 @@ import (
 func Fill(ctx context.Context, st store.Store, now time.Time, es ...*store.Entry) error {
 	waiting := false
 	for _, e := range es {
-		waiting = waiting || e.State == string(store.EntryWaiting)
+		waiting = waiting || e.State == vocab.EntryWaiting
 	}
 	if !waiting {
 		return nil
@@ -51,7 +52,10 @@ func Fill(ctx context.Context, st store.Store, now time.Time, es ...*store.Entry
 // Explanation is why every waiting entry of the store waits, as computed at one moment.
 type Explanation struct{ reasons map[int64]explained }
 
-type explained struct{ code, text string }
+type explained struct {
+	code vocab.ReasonCode
+	text string
+}
 
 // Reasons computes why every waiting entry of the store waits now (see Fill).
 func Reasons(ctx context.Context, st store.Store, now time.Time) (*Explanation, error) {
@@ -64,7 +68,7 @@ func Reasons(ctx context.Context, st store.Store, now time.Time) (*Explanation, 
 
 // Fill sets e's ReasonCode and Reason when it waits; other entries are left as they are.
 func (x *Explanation) Fill(e *store.Entry) {
-	if e.State != string(store.EntryWaiting) {
+	if e.State != vocab.EntryWaiting {
 		return
 	}
 	r := x.reasons[e.ID]
@@ -80,7 +84,7 @@ func explainAll(ctx context.Context, st store.Store, now time.Time) (map[int64]e
 	if err != nil {
 		return nil, err
 	}
-	entries, err := st.ListEntries(ctx, string(store.EntryWaiting))
+	entries, err := st.ListEntries(ctx, vocab.EntryWaiting)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +150,7 @@ func explainAll(ctx context.Context, st store.Store, now time.Time) (map[int64]e
 				}
 			case !view.IsAlive(e.Owner):
 				block = pools.BlockNodeAway
-			case view.Owners[e.Owner].Kind != store.OwnerTest && flags[e.DAGID].Paused:
+			case view.Owners[e.Owner].Kind != vocab.OwnerTest && flags[e.DAGID].Paused:
 				block = pools.BlockPaused
 			}
 			if block == pools.NotBlocked && e.Owner != owner && flags[e.DAGID].Paused {
@@ -166,10 +170,10 @@ func explainAll(ctx context.Context, st store.Store, now time.Time) (map[int64]e
 				continue
 			}
 			text := r.String()
-			if r.Kind == pools.ReasonNodeAway && !alive {
+			if r.Kind == vocab.ReasonNodeAway && !alive {
 				text = view.AwayText(owner)
 			}
-			out[e.ID] = explained{code: string(r.Kind), text: text}
+			out[e.ID] = explained{code: r.Kind, text: text}
 		}
 	}
 	return out, nil
@@ -181,8 +185,8 @@ func explainAll(ctx context.Context, st store.Store, now time.Time) (map[int64]e
 // and entries queued under another task definition stay with their owner too; the read path
 // has no DAGs and counts them as shared.
 func sharedEntry(e *store.Entry, v *owners.View, kept []pools.Need) bool {
-	return owners.IsLeaderOwned(e.RunType) && v.IsDaemon(e.Owner) && len(kept) == 0 && e.NotBefore.IsZero() &&
-		e.ReasonCode != store.StopRequested
+	return e.RunType.LeaderOwned() && v.IsDaemon(e.Owner) && len(kept) == 0 && e.NotBefore.IsZero() &&
+		e.ReasonCode != vocab.ReasonStopRequested
 }
 
 // localizeGlobal drops another owner's _global from an entry's needs and, for one this owner
@@ -226,7 +230,7 @@ func explainEntry(e *store.Entry, kept []pools.Need, block pools.Block) pools.En
 
 // Pool is a stored pool as admission sees it.
 func Pool(sp store.Pool) pools.Pool {
-	return pools.Pool{Name: sp.Name, Slots: sp.Slots, Ordering: pools.Ordering(sp.Ordering),
+	return pools.Pool{Name: sp.Name, Slots: sp.Slots, Ordering: sp.Ordering,
 		StarvationAfter: sp.StarvationAfter}
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // ErrLive refuses a start whose owner id is held by a live process.
@@ -33,8 +34,8 @@ func (e *LiveError) Error() string {
 
 func (e *LiveError) Unwrap() error { return ErrLive }
 
-func kindName(k store.OwnerKind) string {
-	if k == store.OwnerTest {
+func kindName(k vocab.OwnerKind) string {
+	if k == vocab.OwnerTest {
 		return "dags test process"
 	}
 	return "daemon"
@@ -111,7 +112,7 @@ func (v *View) IsDaemon(id string) bool {
 		return false
 	}
 	o, ok := v.Owners[id]
-	return ok && o.Kind == store.OwnerDaemon
+	return ok && o.Kind == vocab.OwnerDaemon
 }
 
 // Handled reports whether the end of owner id's current epoch has been handled by a live
@@ -164,7 +165,7 @@ func FateOf(r store.Run, self string, serve bool, v *View) Fate {
 		}
 		return Foreign
 	case v.IsAlive(r.Owner):
-		if serve && IsLeaderOwned(r.RunType) && v.IsDaemon(r.Owner) {
+		if serve && r.RunType.LeaderOwned() && v.IsDaemon(r.Owner) {
 			return Shared
 		}
 		return Foreign
@@ -172,12 +173,9 @@ func FateOf(r store.Run, self string, serve bool, v *View) Fate {
 	return Away
 }
 
-// LeaderOwned are the run types that move to a live daemon when their owner dies; the others
-// stay bound to their owner.
-var LeaderOwned = []string{"schedule", "catchup"}
-
-// IsLeaderOwned reports whether runs of this type move to a live daemon when their owner dies.
-func IsLeaderOwned(runType string) bool { return runType == "schedule" || runType == "catchup" }
+// LeaderOwned are the run types that move to a live daemon when their owner dies
+// (vocab.RunType.LeaderOwned); the others stay bound to their owner.
+var LeaderOwned = []vocab.RunType{vocab.RunSchedule, vocab.RunCatchup}
 
 // Takeover is what to do about one dead owner.
 type Takeover struct {
@@ -236,7 +234,7 @@ func CommandTarget(run store.Run, owners []store.Owner, now time.Time, host stri
 	}
 	var live []string
 	for _, o := range owners {
-		if o.Kind == store.OwnerDaemon && v.IsAlive(o.ID) {
+		if o.Kind == vocab.OwnerDaemon && v.IsAlive(o.ID) {
 			live = append(live, o.ID)
 		}
 	}

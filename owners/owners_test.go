@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // t0 is the tests' now.
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
-func owner(id string, kind store.OwnerKind, host string, pid int, lease time.Time) store.Owner {
+func owner(id string, kind vocab.OwnerKind, host string, pid int, lease time.Time) store.Owner {
 	return store.Owner{ID: id, Kind: kind, Host: host, PID: pid, Epoch: 1, StartedAt: t0.Add(-time.Hour),
 		Heartbeat: lease.Add(-30 * time.Second), LeaseUntil: lease}
 }
@@ -28,12 +29,12 @@ func TestOwnerAlive(t *testing.T) {
 		o    store.Owner
 		want bool
 	}{
-		{"lease running, process running here", owner("a", store.OwnerDaemon, "here", 10, t0.Add(time.Second)), true},
-		{"lease running, process gone here", owner("a", store.OwnerDaemon, "here", 11, t0.Add(time.Second)), false},
-		{"lease running, other host", owner("a", store.OwnerDaemon, "there", 11, t0.Add(time.Second)), true},
-		{"lease ended, other host", owner("a", store.OwnerDaemon, "there", 10, t0), false},
-		{"lease ended, process running here (stuck)", owner("a", store.OwnerDaemon, "here", 10, t0.Add(-time.Second)), false},
-		{"released at a clean stop", owner("a", store.OwnerTest, "here", 10, t0), false},
+		{"lease running, process running here", owner("a", vocab.OwnerDaemon, "here", 10, t0.Add(time.Second)), true},
+		{"lease running, process gone here", owner("a", vocab.OwnerDaemon, "here", 11, t0.Add(time.Second)), false},
+		{"lease running, other host", owner("a", vocab.OwnerDaemon, "there", 11, t0.Add(time.Second)), true},
+		{"lease ended, other host", owner("a", vocab.OwnerDaemon, "there", 10, t0), false},
+		{"lease ended, process running here (stuck)", owner("a", vocab.OwnerDaemon, "here", 10, t0.Add(-time.Second)), false},
+		{"released at a clean stop", owner("a", vocab.OwnerTest, "here", 10, t0), false},
 	}
 	for _, tc := range cases {
 		if got := Alive(tc.o, t0, "here", running(10)); got != tc.want {
@@ -48,16 +49,17 @@ func TestOwnerAlive(t *testing.T) {
 func TestRunFate(t *testing.T) {
 	t.Parallel()
 	owners := []store.Owner{
-		owner("me", store.OwnerDaemon, "h", 1, t0.Add(time.Minute)),
-		owner("live", store.OwnerDaemon, "h", 2, t0.Add(time.Minute)),
-		owner("dead", store.OwnerDaemon, "h", 3, t0.Add(-time.Minute)),
-		owner("test:h:4", store.OwnerTest, "h", 4, t0.Add(time.Minute)),
+		owner("me", vocab.OwnerDaemon, "h", 1, t0.Add(time.Minute)),
+		owner("live", vocab.OwnerDaemon, "h", 2, t0.Add(time.Minute)),
+		owner("dead", vocab.OwnerDaemon, "h", 3, t0.Add(-time.Minute)),
+		owner("test:h:4", vocab.OwnerTest, "h", 4, t0.Add(time.Minute)),
 	}
 	v := NewView(owners, "me", t0, "h", func(store.Owner) bool { return true })
 	cases := []struct {
-		owner, runType string
-		serve          bool
-		want           Fate
+		owner   string
+		runType vocab.RunType
+		serve   bool
+		want    Fate
 	}{
 		{"me", "manual", true, Mine}, {"", "manual", true, Take}, {"", "manual", false, Foreign},
 		{"live", "manual", true, Foreign}, {"dead", "manual", true, Away}, {"dead", "manual", false, Away},
@@ -78,13 +80,13 @@ func TestRunFate(t *testing.T) {
 // host) it is taken over, by a serve daemon completely; handled and live owners are left alone.
 func TestPlanTakeovers(t *testing.T) {
 	t.Parallel()
-	handled := owner("handled", store.OwnerDaemon, "h", 4, t0.Add(-time.Minute))
+	handled := owner("handled", vocab.OwnerDaemon, "h", 4, t0.Add(-time.Minute))
 	handled.HandledEpoch = 1
 	owners := []store.Owner{
-		owner("me", store.OwnerDaemon, "h", 1, t0.Add(time.Minute)),
-		owner("live", store.OwnerDaemon, "h", 2, t0.Add(time.Minute)),
-		owner("here", store.OwnerDaemon, "h", 3, t0.Add(-time.Minute)),
-		owner("there", store.OwnerTest, "far", 3, t0.Add(-time.Minute)),
+		owner("me", vocab.OwnerDaemon, "h", 1, t0.Add(time.Minute)),
+		owner("live", vocab.OwnerDaemon, "h", 2, t0.Add(time.Minute)),
+		owner("here", vocab.OwnerDaemon, "h", 3, t0.Add(-time.Minute)),
+		owner("there", vocab.OwnerTest, "far", 3, t0.Add(-time.Minute)),
 		handled,
 	}
 	v := NewView(owners, "me", t0, "h", func(store.Owner) bool { return true })
@@ -115,9 +117,9 @@ func TestPlanTakeovers(t *testing.T) {
 func TestCommandTarget(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
-	dead := owner("dead", store.OwnerDaemon, "elsewhere", 3, now.Add(-time.Minute))
-	live := owner("live", store.OwnerDaemon, "elsewhere", 4, now.Add(time.Minute))
-	test := owner("test:x:5", store.OwnerTest, "elsewhere", 5, now.Add(time.Minute))
+	dead := owner("dead", vocab.OwnerDaemon, "elsewhere", 3, now.Add(-time.Minute))
+	live := owner("live", vocab.OwnerDaemon, "elsewhere", 4, now.Add(time.Minute))
+	test := owner("test:x:5", vocab.OwnerTest, "elsewhere", 5, now.Add(time.Minute))
 	run := store.Run{RunID: "r", Owner: "dead"}
 	if who, ok, _ := CommandTarget(run, []store.Owner{dead, live}, now, "here"); !ok || who != "live" {
 		t.Errorf("dead owner, live daemon: %s %v", who, ok)
@@ -134,7 +136,7 @@ func TestCommandTarget(t *testing.T) {
 // TestOwnerLiveError names the live process.
 func TestOwnerLiveError(t *testing.T) {
 	t.Parallel()
-	err := error(&LiveError{Owner: owner("d", store.OwnerDaemon, "h", 77, t0)})
+	err := error(&LiveError{Owner: owner("d", vocab.OwnerDaemon, "h", 77, t0)})
 	if !errors.Is(err, ErrLive) || !strings.Contains(err.Error(), "pid 77 on host h since") {
 		t.Fatalf("%v", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // benchSnapshot is a busy daemon: n waiting entries over 20 named pools (a quarter strict),
@@ -15,9 +17,9 @@ func benchSnapshot(n int) *Snapshot {
 	var named []string
 	for i := range 20 {
 		name := fmt.Sprintf("pool%02d", i)
-		p := Pool{Name: name, Slots: 1 + rng.IntN(20), Ordering: Backfill, StarvationAfter: 10 * time.Minute}
+		p := Pool{Name: name, Slots: 1 + rng.IntN(20), Ordering: vocab.Backfill, StarvationAfter: 10 * time.Minute}
 		if i%4 == 0 {
-			p.Ordering, p.StarvationAfter = Strict, 0
+			p.Ordering, p.StarvationAfter = vocab.Strict, 0
 		}
 		s.Pools[name] = p
 		named = append(named, name)

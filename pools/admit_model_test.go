@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poolflow/poolflow/vocab"
 	"pgregory.net/rapid"
 )
 
@@ -84,12 +85,12 @@ func newModel(t *rapid.T, busy bool) *model {
 	for i := range n {
 		name := fmt.Sprintf("p%d", i)
 		slots := rapid.SampledFrom([]int{Unlimited, 0, 1, 1, 2, 2, 2, 3, 3, 4}).Draw(t, "slots "+name)
-		p := Pool{Name: name, Slots: slots, Ordering: Backfill}
+		p := Pool{Name: name, Slots: slots, Ordering: vocab.Backfill}
 		if busy {
 			p.Slots = rapid.IntRange(2, 4).Draw(t, "slots "+name)
 			p.StarvationAfter = time.Duration(rapid.IntRange(1, 10).Draw(t, "starve "+name)) * time.Minute
 		} else if rapid.Bool().Draw(t, "strict "+name) {
-			p.Ordering = Strict
+			p.Ordering = vocab.Strict
 		} else {
 			p.StarvationAfter = time.Duration(rapid.SampledFrom([]int{0, 5, 15}).Draw(t, "starve "+name)) * time.Minute
 		}
@@ -409,7 +410,7 @@ func rejectedIn(s *Snapshot, e *Entry) bool {
 }
 
 func starvedIn(p Pool, e *Entry, now time.Time) bool {
-	return !p.Implicit && p.Ordering != Strict && p.StarvationAfter > 0 && now.Sub(queuedAt(e)) > p.StarvationAfter
+	return !p.Implicit && p.Ordering != vocab.Strict && p.StarvationAfter > 0 && now.Sub(queuedAt(e)) > p.StarvationAfter
 }
 
 // checkDecision checks one decision against the rules of §4.3–§4.5.
@@ -487,10 +488,10 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 		pos[e.ID] = i
 	}
 
-	// Strict pools: nothing later is taken past a head that lacks room in the pool or is
+	// vocab.Strict pools: nothing later is taken past a head that lacks room in the pool or is
 	// blocked; kept-claims sensors and rejected entries never become heads.
 	for name, p := range s.Pools {
-		if p.Ordering != Strict || p.Implicit {
+		if p.Ordering != vocab.Strict || p.Implicit {
 			continue
 		}
 		room := used[name]
@@ -508,7 +509,7 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 				continue
 			}
 			if head != nil {
-				if k := reasons[e.ID].Kind; e.Block != BlockNotMine && !(k.IsBlock() || k.Rejects() || k == ReasonBehind) {
+				if k := reasons[e.ID].Kind; e.Block != BlockNotMine && !(k.IsBlock() || k.Rejects() || k == vocab.ReasonBehind) {
 					t.Fatalf("strict pool %s: %d behind head %d has reason %s", name, e.ID, head.ID, k)
 				}
 				continue
@@ -535,8 +536,8 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 			}
 			r := reasons[y.ID]
 			switch {
-			case r.Kind.IsBlock() || r.Kind.Rejects() || r.Kind == ReasonBehind || r.Kind == ReasonStarvedHead:
-			case r.Kind == ReasonPoolFull || r.Kind.IsLimit():
+			case r.Kind.IsBlock() || r.Kind.Rejects() || r.Kind == vocab.ReasonBehind || r.Kind == vocab.ReasonStarvedHead:
+			case r.Kind == vocab.ReasonPoolFull || r.Kind.IsLimit():
 				if x.Needs[0].Slots >= y.Needs[0].Slots && !starvedIn(s.Pools[pool], x, now) {
 					t.Fatalf("%d admitted into %s after %d waits (%s) needing no more", x.ID, pool, y.ID, r)
 				}
@@ -552,7 +553,7 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 	// admitted before it is, so it keeps no room either. No pool is kept for either: a paused
 	// DAG cannot freeze a backfill pool.
 	for id, r := range reasons {
-		if r.Kind != ReasonStarvedHead {
+		if r.Kind != vocab.ReasonStarvedHead {
 			continue
 		}
 		b := byID[r.Behind]
@@ -595,27 +596,27 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 		}
 		p, known := s.Pools[r.Pool]
 		switch r.Kind {
-		case ReasonUnknownPool:
+		case vocab.ReasonUnknownPool:
 			if known {
 				t.Fatalf("entry %d: pool %s exists", id, r.Pool)
 			}
-		case ReasonOverCapacity:
+		case vocab.ReasonOverCapacity:
 			if p.Slots == Unlimited || r.Need <= p.Slots {
 				t.Fatalf("entry %d: %d slots fit capacity %d", id, r.Need, p.Slots)
 			}
-		case ReasonBehind, ReasonStarvedHead:
+		case vocab.ReasonBehind, vocab.ReasonStarvedHead:
 			b := byID[r.Behind]
 			// A starved entry the room was kept for may well be admitted later in the pass.
-			if b == nil || (r.Kind == ReasonBehind && taken[b.ID]) || len(b.Kept) > 0 {
+			if b == nil || (r.Kind == vocab.ReasonBehind && taken[b.ID]) || len(b.Kept) > 0 {
 				t.Fatalf("entry %d: %s names %d, which is not a waiting entry that may block", id, r.Kind, r.Behind)
 			}
 			if _, ok := needOf(b, r.Pool); !ok {
 				t.Fatalf("entry %d: %s names %d, which does not need %s", id, r.Kind, r.Behind, r.Pool)
 			}
-			if (r.Kind == ReasonBehind) != (p.Ordering == Strict) {
+			if (r.Kind == vocab.ReasonBehind) != (p.Ordering == vocab.Strict) {
 				t.Fatalf("entry %d: %s in %s pool %s", id, r.Kind, p.Ordering, r.Pool)
 			}
-		case ReasonPoolFull, ReasonGlobalLimit, ReasonDAGLimit, ReasonTaskLimit:
+		case vocab.ReasonPoolFull, vocab.ReasonGlobalLimit, vocab.ReasonDAGLimit, vocab.ReasonTaskLimit:
 			if r.Need <= r.Free || r.Kind != LimitKind(r.Pool) || r.Used != after[r.Pool] {
 				t.Fatalf("entry %d: %s in %s with need %d, free %d, used %d (tally %d)", id, r.Kind, r.Pool,
 					r.Need, r.Free, r.Used, after[r.Pool])
@@ -638,7 +639,7 @@ func ownBlockAhead(s *Snapshot, order []*Entry, e *Entry) *Entry {
 			continue
 		}
 		for _, n := range e.Needs {
-			if p, ok := s.Pools[n.Pool]; ok && p.Ordering == Strict && !p.Implicit {
+			if p, ok := s.Pools[n.Pool]; ok && p.Ordering == vocab.Strict && !p.Implicit {
 				if _, needs := needOf(f, n.Pool); needs {
 					return f
 				}

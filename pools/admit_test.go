@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 func TestAdmit(t *testing.T) {
@@ -558,8 +560,8 @@ func TestAdmitRejected(t *testing.T) {
 	}
 	d := Admit(s, t0)
 	want := []Rejection{
-		{Entry: 1, Reason: Reason{Kind: ReasonUnknownPool, Pool: "nope", Need: 1}},
-		{Entry: 4, Reason: Reason{Kind: ReasonOverCapacity, Pool: "db", Need: 2, Capacity: 1}},
+		{Entry: 1, Reason: Reason{Kind: vocab.ReasonUnknownPool, Pool: "nope", Need: 1}},
+		{Entry: 4, Reason: Reason{Kind: vocab.ReasonOverCapacity, Pool: "db", Need: 2, Capacity: 1}},
 	}
 	if !reflect.DeepEqual(d.Rejected, want) {
 		t.Fatalf("rejected %+v, want %+v", d.Rejected, want)

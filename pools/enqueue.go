@@ -3,6 +3,8 @@ package pools
 import (
 	"errors"
 	"fmt"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // ErrRefused matches every *Refusal with errors.Is, for callers that map kinds of errors to
@@ -13,7 +15,7 @@ var ErrRefused = errors.New("refused by pool")
 // message, returned as is by HTTP 409 and in `rejected: <msg>` attempt reasons.
 type Refusal struct {
 	Pool   string
-	Reason ReasonKind // ReasonDraining, ReasonOverCapacity or ReasonBacklogFull
+	Reason vocab.ReasonCode // vocab.ReasonDraining, vocab.ReasonOverCapacity or vocab.ReasonBacklogFull
 	Msg    string
 }
 
@@ -37,13 +39,13 @@ func CheckEnqueue(spec Spec, queued int, need int, draining bool) error {
 func refusal(spec Spec, queued int, need int, draining bool) *Refusal {
 	switch {
 	case draining:
-		return &Refusal{Pool: spec.Name, Reason: ReasonDraining,
+		return &Refusal{Pool: spec.Name, Reason: vocab.ReasonDraining,
 			Msg: fmt.Sprintf("pool %s is draining", spec.Name)}
 	case spec.Slots != Unlimited && need > spec.Slots:
-		return &Refusal{Pool: spec.Name, Reason: ReasonOverCapacity,
+		return &Refusal{Pool: spec.Name, Reason: vocab.ReasonOverCapacity,
 			Msg: fmt.Sprintf("pool %s: needs %d slots, capacity %d", spec.Name, need, spec.Slots)}
 	case spec.MaxQueued > 0 && queued >= spec.MaxQueued:
-		return &Refusal{Pool: spec.Name, Reason: ReasonBacklogFull,
+		return &Refusal{Pool: spec.Name, Reason: vocab.ReasonBacklogFull,
 			Msg: fmt.Sprintf("pool %s: backlog full (max_queued %d)", spec.Name, spec.MaxQueued)}
 	}
 	return nil

@@ -3,6 +3,8 @@ package pools
 import (
 	"errors"
 	"testing"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 func TestCheckEnqueue(t *testing.T) {
@@ -14,17 +16,17 @@ func TestCheckEnqueue(t *testing.T) {
 		queued   int
 		need     int
 		draining bool
-		kind     ReasonKind
+		kind     vocab.ReasonCode
 		msg      string
 	}{
 		{name: "accepted", spec: wh, queued: 99, need: 4},
-		{name: "backlog full", spec: wh, queued: 100, need: 1, kind: ReasonBacklogFull,
+		{name: "backlog full", spec: wh, queued: 100, need: 1, kind: vocab.ReasonBacklogFull,
 			msg: "pool warehouse: backlog full (max_queued 100)"},
 		{name: "no backlog limit", spec: Spec{Name: "db", Slots: 1}, queued: 1 << 20, need: 1},
-		{name: "over capacity", spec: wh, need: 5, kind: ReasonOverCapacity,
+		{name: "over capacity", spec: wh, need: 5, kind: vocab.ReasonOverCapacity,
 			msg: "pool warehouse: needs 5 slots, capacity 4"},
 		{name: "unlimited has no capacity check", spec: Spec{Name: "u", Slots: Unlimited}, need: 1000},
-		{name: "draining refuses first", spec: wh, queued: 100, need: 5, draining: true, kind: ReasonDraining,
+		{name: "draining refuses first", spec: wh, queued: 100, need: 5, draining: true, kind: vocab.ReasonDraining,
 			msg: "pool warehouse is draining"},
 	}
 	for _, tt := range tests {
@@ -66,16 +68,16 @@ func TestCheckEntryNamesTheRefusingPool(t *testing.T) {
 		name  string
 		needs []Need
 		pool  string
-		kind  ReasonKind
+		kind  vocab.ReasonCode
 		msg   string
 	}{
 		{name: "accepted", needs: ns("a:1", "_global:1", "nope:1")},
 		{name: "second pool refuses", needs: ns("a:1", "small:1", "_task/d/t:1"), pool: "small",
-			kind: ReasonBacklogFull, msg: "pool small: backlog full (max_queued 1)"},
-		{name: "over capacity in the second", needs: ns("_global:1", "a:6"), pool: "a", kind: ReasonOverCapacity,
+			kind: vocab.ReasonBacklogFull, msg: "pool small: backlog full (max_queued 1)"},
+		{name: "over capacity in the second", needs: ns("_global:1", "a:6"), pool: "a", kind: vocab.ReasonOverCapacity,
 			msg: "pool a: needs 6 slots, capacity 5"},
 		{name: "the first of two refusing pools", needs: ns("a:1", "wh:1", "small:1"), pool: "wh",
-			kind: ReasonDraining, msg: "pool wh is draining"},
+			kind: vocab.ReasonDraining, msg: "pool wh is draining"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

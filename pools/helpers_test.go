@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // t0 is the fixed "now" of the table tests.
@@ -49,11 +51,11 @@ func entry(id int64, label string, needs []Need, opts ...opt) Entry {
 }
 
 func named(name string, slots int) Pool {
-	return Pool{Name: name, Slots: slots, Ordering: Backfill, StarvationAfter: 10 * time.Minute}
+	return Pool{Name: name, Slots: slots, Ordering: vocab.Backfill, StarvationAfter: 10 * time.Minute}
 }
 
 func strict(name string, slots int) Pool {
-	return Pool{Name: name, Slots: slots, Ordering: Strict}
+	return Pool{Name: name, Slots: slots, Ordering: vocab.Strict}
 }
 
 func noStarve(p Pool) Pool { p.StarvationAfter = 0; return p }

@@ -3,6 +3,8 @@ package pools
 import (
 	"strings"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // qentry is one entry of a Queue with its place in the indexes.
@@ -110,7 +112,7 @@ func (p *qpool) configure(c Pool) {
 	switch {
 	case p.implicit:
 		p.limit = limitKind(p.name)
-	case c.Ordering == Strict:
+	case c.Ordering == vocab.Strict:
 		p.strict = true
 	case c.StarvationAfter > 0:
 		p.starveAfter = c.StarvationAfter

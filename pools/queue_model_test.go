@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poolflow/poolflow/vocab"
 	"pgregory.net/rapid"
 )
 
@@ -55,10 +56,10 @@ func (w *qworld) setPool(t *rapid.T, name string) {
 	if name[0] == '_' {
 		p = Implicit(name, slots)
 	} else {
-		p = Pool{Name: name, Slots: slots, Ordering: Backfill}
+		p = Pool{Name: name, Slots: slots, Ordering: vocab.Backfill}
 		switch rapid.IntRange(0, 3).Draw(t, "ordering") {
 		case 0:
-			p.Ordering = Strict
+			p.Ordering = vocab.Strict
 		case 1:
 		default:
 			p.StarvationAfter = time.Duration(rapid.SampledFrom([]int{1, 3, 5, 15}).Draw(t, "starve")) * time.Minute

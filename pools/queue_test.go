@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 func queueFrom(s *Snapshot) *Queue {
@@ -195,7 +197,7 @@ func TestQueuePools(t *testing.T) {
 		t.Errorf("setting a pool unchanged re-filed its entries")
 	}
 	q.RemovePool("db")
-	if d := q.Pass(t0); len(d.Rejected) != 1 || d.Rejected[0].Reason.Kind != ReasonUnknownPool {
+	if d := q.Pass(t0); len(d.Rejected) != 1 || d.Rejected[0].Reason.Kind != vocab.ReasonUnknownPool {
 		t.Errorf("after removing db: rejected %+v", d.Rejected)
 	}
 	q.SetPool(named("db", 2))

@@ -3,6 +3,8 @@ package pools
 import (
 	"fmt"
 	"strings"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // maxHolderNames bounds the holders a pool_full message names; the rest are counted.
@@ -15,7 +17,7 @@ func (r Reason) Code() string { return string(r.Kind) }
 // "waiting: pool db is full (needs 1, 0 of 1 free; held by load.extract try 1)".
 func (r Reason) String() string {
 	switch r.Kind {
-	case ReasonPoolFull:
+	case vocab.ReasonPoolFull:
 		var b strings.Builder
 		fmt.Fprintf(&b, "waiting: pool %s is full (needs %d, %d of %d free", r.Pool, r.Need, r.Free, r.Capacity)
 		for i, h := range r.Holders {
@@ -32,30 +34,30 @@ func (r Reason) String() string {
 		}
 		b.WriteString(")")
 		return b.String()
-	case ReasonBehind:
+	case vocab.ReasonBehind:
 		return fmt.Sprintf("waiting: behind %s, the head of strict pool %s", r.behindName(), r.Pool)
-	case ReasonStarvedHead:
+	case vocab.ReasonStarvedHead:
 		return fmt.Sprintf("waiting: pool %s is kept for starved %s", r.Pool, r.behindName())
-	case ReasonGlobalLimit:
+	case vocab.ReasonGlobalLimit:
 		return fmt.Sprintf("waiting: max_running reached (%d of %d running)", r.Used, r.Capacity)
-	case ReasonDAGLimit:
+	case vocab.ReasonDAGLimit:
 		return "waiting: max_active_tasks of this run reached"
-	case ReasonTaskLimit:
+	case vocab.ReasonTaskLimit:
 		return "waiting: task concurrency limit reached"
-	case ReasonPaused:
+	case vocab.ReasonPaused:
 		return "waiting: DAG is paused"
-	case ReasonForbid:
+	case vocab.ReasonForbid:
 		return "waiting: concurrency_policy forbid waits for the previous run"
-	case ReasonNodeAway:
+	case vocab.ReasonNodeAway:
 		return "waiting: node unavailable"
-	case ReasonDraining:
+	case vocab.ReasonDraining:
 		return fmt.Sprintf("waiting: pool %s is draining", r.Pool)
-	case ReasonUnknownPool:
+	case vocab.ReasonUnknownPool:
 		return fmt.Sprintf("waiting: pool %s does not exist", r.Pool)
-	case ReasonOverCapacity:
+	case vocab.ReasonOverCapacity:
 		return fmt.Sprintf("waiting: needs %d slots of pool %s, capacity %d", r.Need, r.Pool, r.Capacity)
-	case ReasonBacklogFull:
-		return fmt.Sprintf("rejected: pool %s backlog is full", r.Pool)
+	case vocab.ReasonBacklogFull:
+		return vocab.ReasonRejected.Say(fmt.Sprintf("pool %s backlog is full", r.Pool))
 	}
 	return "waiting: " + string(r.Kind)
 }
@@ -78,44 +80,29 @@ func holderName(h Holder) string {
 	return name
 }
 
-// IsLimit says the reason is a wait on an implicit pool (§4.2), which never blocks others.
-func (k ReasonKind) IsLimit() bool {
-	return k == ReasonGlobalLimit || k == ReasonDAGLimit || k == ReasonTaskLimit
-}
-
-// IsBlock says the reason comes from the entry's Block rather than from room.
-func (k ReasonKind) IsBlock() bool {
-	return k == ReasonPaused || k == ReasonForbid || k == ReasonNodeAway
-}
-
-// Rejects says the caller turns the reason into a rejected attempt rather than a wait (§4.6).
-func (k ReasonKind) Rejects() bool {
-	return k == ReasonUnknownPool || k == ReasonOverCapacity || k == ReasonBacklogFull
-}
-
 // Reason is the wait reason of a blocked entry; "" for NotBlocked and BlockNotMine.
-func (b Block) Reason() ReasonKind {
+func (b Block) Reason() vocab.ReasonCode {
 	switch b {
 	case BlockPaused:
-		return ReasonPaused
+		return vocab.ReasonPaused
 	case BlockForbid:
-		return ReasonForbid
+		return vocab.ReasonForbid
 	case BlockNodeAway:
-		return ReasonNodeAway
+		return vocab.ReasonNodeAway
 	}
 	return ""
 }
 
 // LimitKind is the reason kind of a wait on the implicit pool name: global_limit, dag_limit or
 // task_limit; pool_full for a named pool.
-func LimitKind(name string) ReasonKind {
+func LimitKind(name string) vocab.ReasonCode {
 	switch {
 	case name == GlobalPool:
-		return ReasonGlobalLimit
+		return vocab.ReasonGlobalLimit
 	case strings.HasPrefix(name, DAGPoolPrefix):
-		return ReasonDAGLimit
+		return vocab.ReasonDAGLimit
 	case strings.HasPrefix(name, TaskPrefix):
-		return ReasonTaskLimit
+		return vocab.ReasonTaskLimit
 	}
-	return ReasonPoolFull
+	return vocab.ReasonPoolFull
 }

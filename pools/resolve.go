@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // SpecError is one invalid field of one pool spec. Field uses the poolflow.yaml key name
@@ -66,8 +68,8 @@ func Resolve(maxRunning int, specs []Spec) (map[string]Spec, error) {
 		}
 		switch s.Ordering {
 		case "":
-			s.Ordering = Backfill
-		case Backfill, Strict:
+			s.Ordering = vocab.Backfill
+		case vocab.Backfill, vocab.Strict:
 		default:
 			fail(s.Name, "ordering", "invalid value %q (want strict or backfill)", s.Ordering)
 		}
@@ -75,18 +77,18 @@ func Resolve(maxRunning int, specs []Spec) (map[string]Spec, error) {
 		switch {
 		case s.StarvationAfter < 0:
 			fail(s.Name, "starvation_after", "invalid value %s (want 0 for off, or more)", s.StarvationAfter)
-		case s.Ordering == Strict && set:
+		case s.Ordering == vocab.Strict && set:
 			fail(s.Name, "starvation_after", "not allowed on a strict pool")
-		case s.Ordering != Strict && !set:
+		case s.Ordering != vocab.Strict && !set:
 			s.StarvationAfter = DefaultStarvationAfter
 		}
-		if s.Ordering != Strict {
+		if s.Ordering != vocab.Strict {
 			s.StarvationSet = true
 		}
 		switch s.OnResize {
 		case "":
-			s.OnResize = ResizeImmediate
-		case ResizeImmediate, ResizeDrain:
+			s.OnResize = vocab.ResizeImmediate
+		case vocab.ResizeImmediate, vocab.ResizeDrain:
 		default:
 			fail(s.Name, "on_resize", "invalid value %q (want immediate or drain)", s.OnResize)
 		}
@@ -107,8 +109,8 @@ func Resolve(maxRunning int, specs []Spec) (map[string]Spec, error) {
 	}
 	if _, ok := out[DefaultPool]; !ok {
 		out[DefaultPool] = Spec{
-			Name: DefaultPool, Slots: DefaultPoolSlots, Ordering: Backfill,
-			StarvationAfter: DefaultStarvationAfter, StarvationSet: true, OnResize: ResizeImmediate,
+			Name: DefaultPool, Slots: DefaultPoolSlots, Ordering: vocab.Backfill,
+			StarvationAfter: DefaultStarvationAfter, StarvationSet: true, OnResize: vocab.ResizeImmediate,
 		}
 	}
 	if len(errs) > 0 {

@@ -6,11 +6,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 func TestResolve(t *testing.T) {
 	t.Parallel()
-	def := Spec{Name: "default", Slots: 128, Ordering: Backfill, StarvationAfter: 10 * time.Minute,
+	def := Spec{Name: "default", Slots: 128, Ordering: vocab.Backfill, StarvationAfter: 10 * time.Minute,
 		StarvationSet: true, OnResize: "immediate"}
 	tests := []struct {
 		name       string
@@ -27,17 +29,17 @@ func TestResolve(t *testing.T) {
 			maxRunning: 32,
 			specs: []Spec{
 				{Name: "db", Slots: 1},
-				{Name: "wh", Slots: 4, Ordering: Strict, OnResize: "drain", MaxQueued: 100},
+				{Name: "wh", Slots: 4, Ordering: vocab.Strict, OnResize: "drain", MaxQueued: 100},
 				{Name: "u", Slots: Unlimited, StarvationSet: true},
 				{Name: "z", Slots: 0, StarvationAfter: time.Minute},
 			},
 			want: map[string]Spec{
 				"default": def,
-				"db": {Name: "db", Slots: 1, Ordering: Backfill, StarvationAfter: 10 * time.Minute,
+				"db": {Name: "db", Slots: 1, Ordering: vocab.Backfill, StarvationAfter: 10 * time.Minute,
 					StarvationSet: true, OnResize: "immediate"},
-				"wh": {Name: "wh", Slots: 4, Ordering: Strict, OnResize: "drain", MaxQueued: 100},
-				"u":  {Name: "u", Slots: -1, Ordering: Backfill, StarvationSet: true, OnResize: "immediate"},
-				"z": {Name: "z", Slots: 0, Ordering: Backfill, StarvationAfter: time.Minute,
+				"wh": {Name: "wh", Slots: 4, Ordering: vocab.Strict, OnResize: "drain", MaxQueued: 100},
+				"u":  {Name: "u", Slots: -1, Ordering: vocab.Backfill, StarvationSet: true, OnResize: "immediate"},
+				"z": {Name: "z", Slots: 0, Ordering: vocab.Backfill, StarvationAfter: time.Minute,
 					StarvationSet: true, OnResize: "immediate"},
 			},
 		},
@@ -50,11 +52,11 @@ func TestResolve(t *testing.T) {
 				{Name: "default", Remainder: true},
 			},
 			want: map[string]Spec{
-				"default": {Name: "default", Slots: 22, Remainder: true, Ordering: Backfill,
+				"default": {Name: "default", Slots: 22, Remainder: true, Ordering: vocab.Backfill,
 					StarvationAfter: 10 * time.Minute, StarvationSet: true, OnResize: "immediate"},
-				"db": {Name: "db", Slots: 10, Ordering: Backfill, StarvationAfter: 10 * time.Minute,
+				"db": {Name: "db", Slots: 10, Ordering: vocab.Backfill, StarvationAfter: 10 * time.Minute,
 					StarvationSet: true, OnResize: "immediate"},
-				"u": {Name: "u", Slots: -1, Ordering: Backfill, StarvationAfter: 10 * time.Minute,
+				"u": {Name: "u", Slots: -1, Ordering: vocab.Backfill, StarvationAfter: 10 * time.Minute,
 					StarvationSet: true, OnResize: "immediate"},
 			},
 		},
@@ -103,9 +105,9 @@ func TestResolveErrors(t *testing.T) {
 			want: []string{"pool db: max_queued: invalid value -1 (want 0 for none, or more)"}},
 		{name: "ordering", specs: []Spec{{Name: "db", Slots: 1, Ordering: "fifo"}},
 			want: []string{`pool db: ordering: invalid value "fifo" (want strict or backfill)`}},
-		{name: "starvation on strict", specs: []Spec{{Name: "db", Slots: 1, Ordering: Strict, StarvationAfter: time.Minute}},
+		{name: "starvation on strict", specs: []Spec{{Name: "db", Slots: 1, Ordering: vocab.Strict, StarvationAfter: time.Minute}},
 			want: []string{"pool db: starvation_after: not allowed on a strict pool"}},
-		{name: "explicit 0 starvation on strict", specs: []Spec{{Name: "db", Slots: 1, Ordering: Strict, StarvationSet: true}},
+		{name: "explicit 0 starvation on strict", specs: []Spec{{Name: "db", Slots: 1, Ordering: vocab.Strict, StarvationSet: true}},
 			want: []string{"pool db: starvation_after: not allowed on a strict pool"}},
 		{name: "negative starvation", specs: []Spec{{Name: "db", Slots: 1, StarvationAfter: -time.Second}},
 			want: []string{"pool db: starvation_after: invalid value -1s (want 0 for off, or more)"}},
@@ -145,15 +147,15 @@ func TestResolveErrors(t *testing.T) {
 
 func TestSpecPool(t *testing.T) {
 	t.Parallel()
-	got := Spec{Name: "wh", Slots: 4, Ordering: Strict, StarvationAfter: time.Minute}.Pool()
-	if want := (Pool{Name: "wh", Slots: 4, Ordering: Strict}); got != want {
+	got := Spec{Name: "wh", Slots: 4, Ordering: vocab.Strict, StarvationAfter: time.Minute}.Pool()
+	if want := (Pool{Name: "wh", Slots: 4, Ordering: vocab.Strict}); got != want {
 		t.Errorf("strict Pool() = %+v, want %+v", got, want)
 	}
 	got = Spec{Name: "db", Slots: 1, StarvationAfter: time.Minute}.Pool()
-	if want := (Pool{Name: "db", Slots: 1, Ordering: Backfill, StarvationAfter: time.Minute}); got != want {
+	if want := (Pool{Name: "db", Slots: 1, Ordering: vocab.Backfill, StarvationAfter: time.Minute}); got != want {
 		t.Errorf("backfill Pool() = %+v, want %+v", got, want)
 	}
-	if got, want := Implicit(GlobalPool, 8), (Pool{Name: GlobalPool, Slots: 8, Ordering: Backfill, Implicit: true}); got != want {
+	if got, want := Implicit(GlobalPool, 8), (Pool{Name: GlobalPool, Slots: 8, Ordering: vocab.Backfill, Implicit: true}); got != want {
 		t.Errorf("Implicit = %+v, want %+v", got, want)
 	}
 }

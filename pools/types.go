@@ -1,16 +1,12 @@
 package pools
 
-import "time"
+import (
+	"time"
 
-// Ordering is a pool's admission policy (§4.4).
-type Ordering string
-
-const (
-	Backfill Ordering = "backfill" // a later entry that fits may start ahead of one that does not
-	Strict   Ordering = "strict"   // a head that lacks room blocks every later entry of the pool
+	"github.com/poolflow/poolflow/vocab"
+	// Unlimited is the capacity of a pool that is never full.
 )
 
-// Unlimited is the capacity of a pool that is never full.
 const Unlimited = -1
 
 // Names of the implicit pools (§4.2). They always backfill and never starve-promote.
@@ -26,7 +22,7 @@ type Pool struct {
 	// Slots is the capacity admission uses now (-1 = unlimited). For a pool draining under
 	// on_resize: drain, this is the stored (old) capacity until its old queue is empty.
 	Slots           int
-	Ordering        Ordering
+	Ordering        vocab.Ordering
 	StarvationAfter time.Duration // backfill only; 0 = off
 	// Implicit pools (_global, _dag/…, _task/…) are limits, not named pools.
 	Implicit bool
@@ -91,29 +87,9 @@ type Snapshot struct {
 	Entries []Entry
 }
 
-// ReasonKind names why an entry waits (§4.5).
-type ReasonKind string
-
-const (
-	ReasonPoolFull     ReasonKind = "pool_full"
-	ReasonBehind       ReasonKind = "behind"
-	ReasonStarvedHead  ReasonKind = "starved_head"
-	ReasonGlobalLimit  ReasonKind = "global_limit"
-	ReasonDAGLimit     ReasonKind = "dag_limit"
-	ReasonTaskLimit    ReasonKind = "task_limit"
-	ReasonForbid       ReasonKind = "forbid"
-	ReasonPaused       ReasonKind = "paused"
-	ReasonNodeAway     ReasonKind = "node_unavailable"
-	ReasonDraining     ReasonKind = "draining"
-	ReasonUnknownPool  ReasonKind = "unknown_pool"
-	ReasonOverCapacity ReasonKind = "over_capacity"
-	// ReasonBacklogFull is an enqueue refusal (max_queued reached); Admit never returns it.
-	ReasonBacklogFull ReasonKind = "backlog_full"
-)
-
 // Reason is why one entry waits after a pass.
 type Reason struct {
-	Kind     ReasonKind
+	Kind     vocab.ReasonCode
 	Pool     string   // the pool the reason is about
 	Need     int      // slots the entry needs in Pool
 	Free     int      // free slots of Pool in this pass

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // kind is an obstacle kind inside a pass. Room obstacles are declared in the precedence of
@@ -26,20 +28,20 @@ const (
 	kTask
 )
 
-var kindNames = [...]ReasonKind{
-	kPaused: ReasonPaused, kForbid: ReasonForbid, kNodeAway: ReasonNodeAway,
-	kUnknown: ReasonUnknownPool, kOver: ReasonOverCapacity, kBehind: ReasonBehind,
-	kStarved: ReasonStarvedHead, kFull: ReasonPoolFull, kGlobal: ReasonGlobalLimit,
-	kDAG: ReasonDAGLimit, kTask: ReasonTaskLimit,
+var kindNames = [...]vocab.ReasonCode{
+	kPaused: vocab.ReasonPaused, kForbid: vocab.ReasonForbid, kNodeAway: vocab.ReasonNodeAway,
+	kUnknown: vocab.ReasonUnknownPool, kOver: vocab.ReasonOverCapacity, kBehind: vocab.ReasonBehind,
+	kStarved: vocab.ReasonStarvedHead, kFull: vocab.ReasonPoolFull, kGlobal: vocab.ReasonGlobalLimit,
+	kDAG: vocab.ReasonDAGLimit, kTask: vocab.ReasonTaskLimit,
 }
 
 func limitKind(name string) kind {
 	switch LimitKind(name) {
-	case ReasonGlobalLimit:
+	case vocab.ReasonGlobalLimit:
 		return kGlobal
-	case ReasonDAGLimit:
+	case vocab.ReasonDAGLimit:
 		return kDAG
-	case ReasonTaskLimit:
+	case vocab.ReasonTaskLimit:
 		return kTask
 	}
 	return kFull
@@ -141,7 +143,7 @@ func newWalk(s *Snapshot, now time.Time) *walk {
 		switch {
 		case implicit:
 			ps.limit = limitKind(name)
-		case p.Ordering == Strict:
+		case p.Ordering == vocab.Strict:
 			ps.strict = true
 		case p.StarvationAfter > 0:
 			ps.starve = p.StarvationAfter

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Attrs are the attributes of one attempt that a rule condition can read (§6). The json tags
@@ -28,7 +30,7 @@ type Attrs struct {
 }
 
 var (
-	triggers = []string{"schedule", "manual", "catchup"}
+	triggers = vocab.Strings([]vocab.RunType{vocab.RunSchedule, vocab.RunManual, vocab.RunCatchup}) // a test run is manual
 	kinds    = []string{"command", "bash", "go", "sensor"}
 )
 

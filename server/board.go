@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/explain"
+	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // The seed's routes (seed 000): GET /pools, the data of the dashboard's Resource pools card, and
@@ -31,13 +33,13 @@ type BoardPoolJSON struct {
 	Description *string `json:"description"`
 	// Capacity is the slots admission uses now, -1 for unlimited; DrainingTo is the capacity an
 	// on_resize: drain pool switches to once its old queue is empty.
-	Capacity   int    `json:"capacity"`
-	DrainingTo *int   `json:"draining_to"`
-	Occupancy  int    `json:"occupancy"`
-	OpenSlots  int    `json:"open_slots"`
-	Ordering   string `json:"ordering"`
-	MaxQueued  int    `json:"max_queued"`
-	Source     string `json:"source"`
+	Capacity   int            `json:"capacity"`
+	DrainingTo *int           `json:"draining_to"`
+	Occupancy  int            `json:"occupancy"`
+	OpenSlots  int            `json:"open_slots"`
+	Ordering   vocab.Ordering `json:"ordering"`
+	MaxQueued  int            `json:"max_queued"`
+	Source     string         `json:"source"`
 	// Holders are the admitted entries holding slots, by queue ID.
 	Holders []HolderJSON `json:"holders"`
 	// Waiting lists the waiting entries in admission order.
@@ -63,23 +65,23 @@ type HolderJSON struct {
 
 // EntryJSON is one queue entry.
 type EntryJSON struct {
-	QueueID      int64          `json:"queueId"`
-	DAGID        string         `json:"dag_id"`
-	DAGRunID     string         `json:"dag_run_id"`
-	TaskID       string         `json:"task_id"`
-	TryNumber    int            `json:"try_number"`
-	Label        string         `json:"label"`
-	State        string         `json:"state"`
-	Priority     int            `json:"priority"`
-	Due          time.Time      `json:"due"`
-	Deadline     *time.Time     `json:"deadline"`
-	Force        bool           `json:"force"`
-	Requirements map[string]int `json:"requirements"`
-	Limits       []LimitJSON    `json:"limits"`
-	Rule         *string        `json:"rule"`
-	Reason       *ReasonJSON    `json:"reason"`
-	EnqueuedAt   time.Time      `json:"enqueued_at"`
-	EndedAt      *time.Time     `json:"ended_at"`
+	QueueID      int64            `json:"queueId"`
+	DAGID        string           `json:"dag_id"`
+	DAGRunID     string           `json:"dag_run_id"`
+	TaskID       string           `json:"task_id"`
+	TryNumber    int              `json:"try_number"`
+	Label        string           `json:"label"`
+	State        vocab.EntryState `json:"state"`
+	Priority     int              `json:"priority"`
+	Due          time.Time        `json:"due"`
+	Deadline     *time.Time       `json:"deadline"`
+	Force        bool             `json:"force"`
+	Requirements map[string]int   `json:"requirements"`
+	Limits       []LimitJSON      `json:"limits"`
+	Rule         *string          `json:"rule"`
+	Reason       *ReasonJSON      `json:"reason"`
+	EnqueuedAt   time.Time        `json:"enqueued_at"`
+	EndedAt      *time.Time       `json:"ended_at"`
 }
 
 func entryView(e store.Entry) EntryJSON {
@@ -96,10 +98,11 @@ func entryView(e store.Entry) EntryJSON {
 // the UI read an entry's reason from. A waiting entry's reason is computed when read
 // (executor.Explain fills it in, §4.5); a terminal entry's is the one it ended with.
 func EntryReason(e store.Entry) *ReasonJSON {
-	if e.Reason == "" && e.ReasonCode == "" {
+	w, ok := pools.EntryWait(e.ReasonCode, e.Reason)
+	if !ok {
 		return nil
 	}
-	return &ReasonJSON{Code: orText(e.ReasonCode, "waiting"), Text: e.Reason}
+	return &ReasonJSON{Code: w.Code, Text: w.Text}
 }
 
 // poolBoard is GET /pools: capacity, occupancy, holders, waiting entries in admission order with
@@ -184,7 +187,7 @@ func (s *Server) cancelEntry(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if e.State != "waiting" {
+	if e.State != vocab.EntryWaiting {
 		s.fail(w, r, conflict("queue entry %d of pool %s is not waiting (%s)", id, name, e.State))
 		return
 	}
@@ -193,7 +196,7 @@ func (s *Server) cancelEntry(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	err = s.sendCommand(r.Context(), run, "cancel", e.TaskID, "")
+	err = s.sendCommand(r.Context(), run, vocab.CommandCancel, e.TaskID, "")
 	if errors.Is(err, errCommandPending) {
 		writeJSON(w, http.StatusAccepted, pendingJSON{Queued: true, Detail: err.Error()})
 		return

@@ -11,6 +11,7 @@ import (
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // commandWho is recorded as the author of decisions made over the API.
@@ -26,7 +27,7 @@ var errCommandPending = errors.New("command queued")
 // errCommandPending after that. When no live process can apply it, the answer is a 409 saying
 // so. Commands tolerate replay (§4.8): a command applied twice is refused the second time with
 // a conflict, never applied twice.
-func (s *Server) sendCommand(ctx context.Context, run store.Run, kind, taskID, note string) error {
+func (s *Server) sendCommand(ctx context.Context, run store.Run, kind vocab.CommandKind, taskID, note string) error {
 	c := store.Command{Kind: kind, Run: run.PK, TaskID: taskID, Who: commandWho, Note: note}
 	if s.cfg.Daemon != nil && run.Owner == s.cfg.Daemon.ID() {
 		d, err := s.daemon()
@@ -35,7 +36,7 @@ func (s *Server) sendCommand(ctx context.Context, run store.Run, kind, taskID, n
 		}
 		return d.Command(ctx, c)
 	}
-	if run.State != string(dag.RunQueued) && run.State != string(dag.RunRunning) {
+	if run.State != vocab.RunQueued && run.State != vocab.RunRunning {
 		return conflict("dag run %s has ended (%s)", run.RunID, run.State)
 	}
 	rows, err := s.cfg.Store.ListOwners(ctx)
@@ -89,7 +90,7 @@ type gateBody struct {
 
 // decideGate is POST .../approve and .../reject with an optional {"note"} (§5.2). It answers
 // with the task instance after the decision.
-func (s *Server) decideGate(kind string) http.HandlerFunc {
+func (s *Server) decideGate(kind vocab.CommandKind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var body gateBody
 		if err := decodeBody(w, r, &body, true); err != nil {
@@ -105,7 +106,7 @@ func (s *Server) decideGate(kind string) http.HandlerFunc {
 			s.fail(w, r, conflict("task %s is not an approval gate", t.ti.TaskID))
 			return
 		}
-		if t.ti.State != string(dag.StateAwaitingApproval) {
+		if t.ti.State != vocab.TaskAwaitingApproval {
 			s.fail(w, r, conflict("task %s is not awaiting approval (state %s)", t.ti.TaskID, t.ti.State))
 			return
 		}

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // DAGRunJSON is Airflow's DAGRun object plus queued_at (Airflow 2.1+) and our reason.
@@ -25,11 +25,14 @@ type DAGRunJSON struct {
 	DataIntervalStart *time.Time      `json:"data_interval_start"`
 	DataIntervalEnd   *time.Time      `json:"data_interval_end"`
 	RunType           string          `json:"run_type"`
-	State             string          `json:"state"`
+	State             vocab.RunState  `json:"state"`
 	ExternalTrigger   bool            `json:"external_trigger"`
 	Conf              json.RawMessage `json:"conf"`
 	Note              *string         `json:"note"`
-	Reason            *string         `json:"reason"`
+	// ReasonCode is the code of Reason when it has one (rejected: a start that asked not to
+	// queue could not start at once).
+	ReasonCode *vocab.ReasonCode `json:"reason_code"`
+	Reason     *string           `json:"reason"`
 }
 
 // TriggerJSON is the answer to a manual start: the run, and when something must wait for a
@@ -46,22 +49,11 @@ type dagRunCollection struct {
 	TotalEntries int          `json:"total_entries"`
 }
 
-// runType names a run's trigger with Airflow's words where one means the same.
-func runType(t string) string {
-	switch t {
-	case "schedule":
-		return "scheduled"
-	case "catchup":
-		return "backfill"
-	}
-	return t // manual, test
-}
-
 func runView(r store.Run) DAGRunJSON {
 	return DAGRunJSON{DAGRunID: r.RunID, DAGID: r.DAGID, LogicalDate: r.LogicalDate.UTC(), ExecutionDate: r.LogicalDate.UTC(),
-		QueuedAt: ts(r.QueuedAt), StartDate: ts(r.StartDate), EndDate: ts(r.EndDate), RunType: runType(r.RunType),
-		State: r.State, ExternalTrigger: r.RunType == "manual", Conf: rawConf(r.Conf), Note: strOrNil(r.Note),
-		Reason: strOrNil(r.Reason)}
+		QueuedAt: ts(r.QueuedAt), StartDate: ts(r.StartDate), EndDate: ts(r.EndDate), RunType: r.RunType.Word(),
+		State: r.State, ExternalTrigger: r.RunType == vocab.RunManual, Conf: rawConf(r.Conf), Note: strOrNil(r.Note),
+		ReasonCode: codeOrNil(r.ReasonCode), Reason: strOrNil(r.ReasonCode.Say(r.Reason))}
 }
 
 // listRuns is GET /api/v1/dags/{dag_id}/dagRuns, newest first; dag_id "~" lists every DAG's
@@ -94,13 +86,20 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// runStates and runTypes are the values the run filters accept; run types in the API's words
-// (scheduled, backfill) or the store's.
+// runTypeWords are the run types the filters accept in the API's words (Airflow's scheduled and
+// backfill), with the stored value each stands for; the stored values are accepted too.
+var runTypeWords = func() map[string]string {
+	m := map[string]string{}
+	for _, t := range vocab.RunTypes() {
+		if t.Word() != string(t) {
+			m[t.Word()] = string(t)
+		}
+	}
+	return m
+}()
+
 var (
-	runStates    = []string{"queued", "running", "success", "failed"}
-	runTypes     = []string{"schedule", "catchup", "manual", "test"}
-	runTypeWords = map[string]string{"scheduled": "schedule", "backfill": "catchup"}
-	runOrders    = []string{"queued_at", "logical_date", "execution_date", "start_date", "end_date", "run_id", "dag_id",
+	runOrders = []string{"queued_at", "logical_date", "execution_date", "start_date", "end_date", "run_id", "dag_id",
 		"state", "run_type"}
 )
 
@@ -111,11 +110,19 @@ func runFilterOf(r *http.Request) (store.RunFilter, error) {
 		return f, err
 	}
 	f.Limit, f.Offset = p.limit, p.offset
-	if f.States, err = listQuery(r, "state", runStates, nil); err != nil {
+	states, err := listQuery(r, "state", vocab.Strings(vocab.RunStates()), nil)
+	if err != nil {
 		return f, err
 	}
-	if f.RunTypes, err = listQuery(r, "run_type", runTypes, runTypeWords); err != nil {
+	types, err := listQuery(r, "run_type", vocab.Strings(vocab.RunTypes()), runTypeWords)
+	if err != nil {
 		return f, err
+	}
+	for _, s := range states {
+		f.States = append(f.States, vocab.RunState(s))
+	}
+	for _, t := range types {
+		f.RunTypes = append(f.RunTypes, vocab.RunType(t))
 	}
 	// execution_date is Airflow 2's name of the logical date: both narrow the same range.
 	for _, name := range []string{"execution_date", "logical_date"} {
@@ -278,8 +285,8 @@ func (s *Server) rejection(r *http.Request, run store.Run) (string, error) {
 		return "", err
 	}
 	for _, ti := range tis {
-		if msg, ok := strings.CutPrefix(ti.Reason, "rejected: "); ok {
-			return msg, nil
+		if ti.ReasonCode == vocab.ReasonRejected {
+			return ti.Reason, nil
 		}
 	}
 	return "", nil

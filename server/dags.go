@@ -12,6 +12,7 @@ import (
 
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // DAGJSON is Airflow's DAG object, plus the fields of its DAGDetail that poolflow has and our
@@ -67,6 +68,13 @@ func strOrNil(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+func codeOrNil(c vocab.ReasonCode) *vocab.ReasonCode {
+	if c == "" {
+		return nil
+	}
+	return &c
 }
 
 func dagView(d *dag.DAG, row store.DAGRow) DAGJSON {

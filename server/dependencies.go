@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/poolflow/poolflow/dag"
-	"github.com/poolflow/poolflow/pools"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // dependencyJSON is one of Airflow's unmet dependencies: what is not met, and why.
@@ -21,24 +21,24 @@ type dependenciesJSON struct {
 
 // dependencyNames gives each wait reason of §4.5 the name Airflow would show for it (its own
 // where one exists: "Pool Slots Available", "Task Concurrency", …).
-var dependencyNames = map[string]string{
-	string(pools.ReasonPoolFull):     "Pool Slots Available",
-	string(pools.ReasonBehind):       "Pool Admission Order",
-	string(pools.ReasonStarvedHead):  "Pool Starvation Guard",
-	string(pools.ReasonGlobalLimit):  "Global Concurrency (max_running)",
-	string(pools.ReasonDAGLimit):     "Dag Run Task Concurrency (max_active_tasks)",
-	string(pools.ReasonTaskLimit):    "Task Concurrency",
-	string(pools.ReasonForbid):       "Dag Run Concurrency Policy",
-	string(pools.ReasonPaused):       "Dag Not Paused",
-	string(pools.ReasonNodeAway):     "Daemon Available",
-	string(pools.ReasonDraining):     "Pool Not Draining",
-	string(pools.ReasonUnknownPool):  "Pool Exists",
-	string(pools.ReasonOverCapacity): "Pool Capacity",
-	"queued":                         "Pool Slots Available",
-	"run_queued":                     "Dag Run Limit",
-	"retry":                          "Not In Retry Period",
-	"reschedule":                     "Ready To Reschedule",
-	"approval":                       "Approval",
+var dependencyNames = map[vocab.ReasonCode]string{
+	vocab.ReasonPoolFull:     "Pool Slots Available",
+	vocab.ReasonBehind:       "Pool Admission Order",
+	vocab.ReasonStarvedHead:  "Pool Starvation Guard",
+	vocab.ReasonGlobalLimit:  "Global Concurrency (max_running)",
+	vocab.ReasonDAGLimit:     "Dag Run Task Concurrency (max_active_tasks)",
+	vocab.ReasonTaskLimit:    "Task Concurrency",
+	vocab.ReasonForbid:       "Dag Run Concurrency Policy",
+	vocab.ReasonPaused:       "Dag Not Paused",
+	vocab.ReasonNodeAway:     "Daemon Available",
+	vocab.ReasonDraining:     "Pool Not Draining",
+	vocab.ReasonUnknownPool:  "Pool Exists",
+	vocab.ReasonOverCapacity: "Pool Capacity",
+	vocab.ReasonQueued:       "Pool Slots Available",
+	vocab.ReasonRunQueued:    "Dag Run Limit",
+	vocab.ReasonRetry:        "Not In Retry Period",
+	vocab.ReasonReschedule:   "Ready To Reschedule",
+	vocab.ReasonApproval:     "Approval",
 }
 
 // getDependencies is GET .../taskInstances/{task_id}/dependencies: the unmet dependencies of a
@@ -54,18 +54,18 @@ func (s *Server) getDependencies(w http.ResponseWriter, r *http.Request) {
 
 func (t *taskInstance) dependencies() []dependencyJSON {
 	out := []dependencyJSON{}
-	state := dag.State(t.ti.State)
-	if state == dag.StateNone && t.run.State != "queued" {
+	state := t.ti.State
+	if state == vocab.TaskNone && t.run.State != vocab.RunQueued {
 		return append(out, dependencyJSON{Name: "Trigger Rule", Reason: t.upstreamReason()})
 	}
 	if wr := waitReason(t.run, t.ti, t.entry); wr != nil {
 		name := dependencyNames[wr.Code]
 		if name == "" {
-			name = wr.Code
+			name = string(wr.Code)
 		}
 		return append(out, dependencyJSON{Name: name, Reason: strings.TrimPrefix(wr.Text, "waiting: ")})
 	}
-	if state == dag.StateRunning || state.Terminal() {
+	if state == vocab.TaskRunning || state.Terminal() {
 		out = append(out, dependencyJSON{Name: "Task Instance State",
 			Reason: fmt.Sprintf("task is in the '%s' state", state)})
 	}
@@ -77,14 +77,14 @@ func (t *taskInstance) upstreamReason() string {
 	if t.task == nil {
 		return "upstream tasks have not finished"
 	}
-	states := map[string]string{}
+	states := map[string]vocab.TaskState{}
 	for _, ti := range t.all {
 		states[ti.TaskID] = ti.State
 	}
 	var open []string
 	for _, up := range t.task.DependsOn {
-		if st := states[up]; !dag.State(st).Terminal() {
-			open = append(open, fmt.Sprintf("%s (%s)", up, orText(st, "none")))
+		if st := states[up]; !st.Terminal() {
+			open = append(open, fmt.Sprintf("%s (%s)", up, orText(st, vocab.TaskNone)))
 		}
 	}
 	rule := string(t.task.TriggerRule)

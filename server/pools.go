@@ -12,6 +12,7 @@ import (
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Pools defined in poolflow.yaml are read-only over the API (409; change them in the file);
@@ -29,13 +30,13 @@ type poolJSON struct {
 	Description     *string `json:"description"`
 	IncludeDeferred bool    `json:"include_deferred"`
 
-	Ordering        string `json:"ordering"`
-	MaxQueued       int    `json:"max_queued"`
-	StarvationAfter string `json:"starvation_after"`
-	OnResize        string `json:"on_resize"`
-	DrainingTo      *int   `json:"draining_to"`
-	QueuedEntries   int    `json:"queued_entries"`
-	Source          string `json:"source"`
+	Ordering        vocab.Ordering `json:"ordering"`
+	MaxQueued       int            `json:"max_queued"`
+	StarvationAfter string         `json:"starvation_after"`
+	OnResize        vocab.OnResize `json:"on_resize"`
+	DrainingTo      *int           `json:"draining_to"`
+	QueuedEntries   int            `json:"queued_entries"`
+	Source          string         `json:"source"`
 }
 
 type poolCollection struct {
@@ -143,11 +144,11 @@ func (b *poolBody) spec(base pools.Spec) (pools.Spec, error) {
 		sp.IncludeDeferred = *b.IncludeDeferred
 	}
 	if b.Ordering != nil {
-		if pools.Ordering(*b.Ordering) != sp.Ordering {
+		if vocab.Ordering(*b.Ordering) != sp.Ordering {
 			// A new ordering takes its own starvation default unless one is given.
 			sp.StarvationAfter, sp.StarvationSet = 0, false
 		}
-		sp.Ordering = pools.Ordering(*b.Ordering)
+		sp.Ordering = vocab.Ordering(*b.Ordering)
 	}
 	if b.MaxQueued != nil {
 		sp.MaxQueued = *b.MaxQueued
@@ -160,7 +161,7 @@ func (b *poolBody) spec(base pools.Spec) (pools.Spec, error) {
 		sp.StarvationAfter, sp.StarvationSet = d, true
 	}
 	if b.OnResize != nil {
-		sp.OnResize = *b.OnResize
+		sp.OnResize = vocab.OnResize(*b.OnResize)
 	}
 	// Resolve validates every field and fills the defaults (backfill, starvation_after 10m on
 	// backfill pools, on_resize immediate); its errors name the field.
@@ -183,9 +184,9 @@ func specProblem(err error) error {
 }
 
 func specOf(p store.Pool) pools.Spec {
-	sp := pools.Spec{Name: p.Name, Slots: p.Slots, MaxQueued: p.MaxQueued, Ordering: pools.Ordering(p.Ordering),
+	sp := pools.Spec{Name: p.Name, Slots: p.Slots, MaxQueued: p.MaxQueued, Ordering: p.Ordering,
 		StarvationAfter: p.StarvationAfter,
-		StarvationSet:   pools.Ordering(p.Ordering) != pools.Strict, IncludeDeferred: p.IncludeDeferred, OnResize: p.OnResize,
+		StarvationSet:   p.Ordering != vocab.Strict, IncludeDeferred: p.IncludeDeferred, OnResize: p.OnResize,
 		Description: p.Description, Source: p.Source}
 	if p.TargetSlots != store.NoTarget {
 		sp.Slots = p.TargetSlots // the capacity asked for, which the drain is heading to

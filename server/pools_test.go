@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // TestPoolCRUD creates, changes and deletes a stored pool; file pools stay read-only and a pool a
@@ -180,7 +181,7 @@ func TestCancelWithNoDaemonAlive(t *testing.T) {
 		if err := tx.UpdateRun(&run); err != nil {
 			return err
 		}
-		return tx.PutOwner(&store.Owner{ID: "ghost", Kind: store.OwnerDaemon, Host: "elsewhere", PID: 4242,
+		return tx.PutOwner(&store.Owner{ID: "ghost", Kind: vocab.OwnerDaemon, Host: "elsewhere", PID: 4242,
 			StartedAt: gone, Heartbeat: gone, LeaseUntil: gone.Add(30 * time.Second)})
 	})
 	if err != nil {

@@ -6,16 +6,17 @@ import (
 
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // poolState is one read of every pool with its claims and live entries; occupancy is always
 // derived from the claim rows, never from a counter.
 type poolState struct {
 	pools   []store.Pool
-	claims  map[string][]store.Claim // by pool
-	waiting map[string][]store.Entry // by pool, in admission order
-	states  map[int64]string         // entry → state, for every waiting or admitted entry
-	live    map[int64]store.Entry    // every waiting or admitted entry, by queue ID
+	claims  map[string][]store.Claim   // by pool
+	waiting map[string][]store.Entry   // by pool, in admission order
+	states  map[int64]vocab.EntryState // entry → state, for every waiting or admitted entry
+	live    map[int64]store.Entry      // every waiting or admitted entry, by queue ID
 }
 
 func readPoolState(ctx context.Context, st store.Store) (*poolState, error) {
@@ -27,12 +28,12 @@ func readPoolState(ctx context.Context, st store.Store) (*poolState, error) {
 	if err != nil {
 		return nil, err
 	}
-	live, err := st.ListEntries(ctx, "waiting", "admitted")
+	live, err := st.ListEntries(ctx, vocab.EntryWaiting, vocab.EntryAdmitted)
 	if err != nil {
 		return nil, err
 	}
 	s := &poolState{pools: ps, claims: map[string][]store.Claim{}, waiting: map[string][]store.Entry{},
-		states: map[int64]string{}, live: make(map[int64]store.Entry, len(live))}
+		states: map[int64]vocab.EntryState{}, live: make(map[int64]store.Entry, len(live))}
 	held := map[int64]bool{}
 	for _, c := range claims {
 		s.claims[c.Pool] = append(s.claims[c.Pool], c)
@@ -41,7 +42,7 @@ func readPoolState(ctx context.Context, st store.Store) (*poolState, error) {
 	for _, e := range live {
 		s.states[e.ID] = e.State
 		s.live[e.ID] = e
-		if e.State != "waiting" {
+		if e.State != vocab.EntryWaiting {
 			continue
 		}
 		for _, n := range e.Needs {
@@ -78,7 +79,7 @@ func (s *poolState) usage(pool string) usage {
 	var u usage
 	for _, c := range s.claims[pool] {
 		u.occupied += c.Slots
-		if s.states[c.Entry] == "waiting" {
+		if s.states[c.Entry] == vocab.EntryWaiting {
 			u.deferred += c.Slots
 		} else {
 			u.running += c.Slots

@@ -30,31 +30,38 @@ const readyTimeout = 2 * time.Second
 
 // probeJSON is the body of /livez and /readyz.
 type probeJSON struct {
-	Status string      `json:"status"` // ok or failed
+	Status string      `json:"status"` // ok or fail
 	Checks []checkJSON `json:"checks"`
 }
 
 type checkJSON struct {
 	Name   string `json:"name"`
-	Status string `json:"status"` // ok or failed
+	Status string `json:"status"` // ok or fail
 	Detail string `json:"detail,omitempty"`
 }
 
+// A probe and each of its checks say "ok" or "fail" (the health check format of the IETF
+// draft and of Kubernetes' own endpoints say pass/fail; the word failed is a task's state here).
+const (
+	probeOK   = "ok"
+	probeFail = "fail"
+)
+
 func passed(name, detail string) checkJSON {
-	return checkJSON{Name: name, Status: "ok", Detail: detail}
+	return checkJSON{Name: name, Status: probeOK, Detail: detail}
 }
 
 func failed(name, detail string) checkJSON {
-	return checkJSON{Name: name, Status: "failed", Detail: detail}
+	return checkJSON{Name: name, Status: probeFail, Detail: detail}
 }
 
 // writeProbe answers 200 when every check passed, else 503.
 func writeProbe(w http.ResponseWriter, checks ...checkJSON) {
-	out := probeJSON{Status: "ok", Checks: checks}
+	out := probeJSON{Status: probeOK, Checks: checks}
 	status := http.StatusOK
 	for _, c := range checks {
-		if c.Status != "ok" {
-			out.Status, status = "failed", http.StatusServiceUnavailable
+		if c.Status != probeOK {
+			out.Status, status = probeFail, http.StatusServiceUnavailable
 		}
 	}
 	w.Header().Set("Cache-Control", "no-store")

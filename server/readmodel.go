@@ -13,6 +13,7 @@ import (
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/executor/runner"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // The read models and the action path the web UI (package ui) shares with the API: the same
@@ -183,7 +184,7 @@ var ErrCommandPending = errCommandPending
 // Command sends an operator command (fail, cancel, force, approve, reject) on a task instance,
 // the way the API's routes do: through this daemon's loop, or through the store to the process
 // that owns the run. It refuses an unknown run or task with a 404 error.
-func (s *Server) Command(ctx context.Context, dagID, runID, taskID, kind, note string) error {
+func (s *Server) Command(ctx context.Context, dagID, runID, taskID string, kind vocab.CommandKind, note string) error {
 	t, err := s.taskInstanceByID(ctx, dagID, runID, taskID)
 	if err != nil {
 		return err

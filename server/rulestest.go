@@ -9,6 +9,7 @@ import (
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/rules"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // rulesTestBody is rules.Attrs as a request body: the attributes a rule condition reads (§6).
@@ -26,7 +27,7 @@ type rulesTestBody struct {
 }
 
 var (
-	ruleTriggers = []string{"schedule", "manual", "catchup"}
+	ruleTriggers = vocab.Strings([]vocab.RunType{vocab.RunSchedule, vocab.RunManual, vocab.RunCatchup})
 	ruleKinds    = []string{"command", "bash", "go", "sensor"}
 )
 

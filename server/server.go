@@ -12,6 +12,7 @@ import (
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Config configures the HTTP server.
@@ -133,8 +134,8 @@ func (s *Server) table() []route {
 		{http.MethodGet, ti, s.getTaskInstance, false, nil},
 		{http.MethodGet, ti + "/dependencies", s.getDependencies, false, nil},
 		{http.MethodGet, ti + "/logs/{try_number}", s.getLog, true, nil},
-		{http.MethodPost, ti + "/approve", s.decideGate("approve"), true, nil},
-		{http.MethodPost, ti + "/reject", s.decideGate("reject"), true, nil},
+		{http.MethodPost, ti + "/approve", s.decideGate(vocab.CommandApprove), true, nil},
+		{http.MethodPost, ti + "/reject", s.decideGate(vocab.CommandReject), true, nil},
 		{http.MethodGet, v1 + "/pools", s.listPools, false, poolsParams},
 		{http.MethodPost, v1 + "/pools", s.createPool, true, nil},
 		{http.MethodGet, v1 + "/pools/{pool_name}", s.getPool, false, nil},

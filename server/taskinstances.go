@@ -12,40 +12,45 @@ import (
 
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/explain"
+	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // TaskInstanceJSON is Airflow's TaskInstance object with poolflow's pool fields: requirements
 // (named pools → slots), limits (the implicit pools of §4.2), the queue entry, and why it waits.
 type TaskInstanceJSON struct {
-	TaskID         string     `json:"task_id"`
-	DAGID          string     `json:"dag_id"`
-	DAGRunID       string     `json:"dag_run_id"`
-	ExecutionDate  time.Time  `json:"execution_date"`
-	StartDate      *time.Time `json:"start_date"`
-	EndDate        *time.Time `json:"end_date"`
-	Duration       *float64   `json:"duration"`
-	State          string     `json:"state"`
-	TryNumber      int        `json:"try_number"`
-	MaxTries       int        `json:"max_tries"`
-	MapIndex       int        `json:"map_index"`
-	Operator       *string    `json:"operator"`
-	Pool           *string    `json:"pool"`
-	PoolSlots      int        `json:"pool_slots"`
-	PriorityWeight *int       `json:"priority_weight"`
-	QueuedWhen     *time.Time `json:"queued_when"`
-	Note           *string    `json:"note"`
+	TaskID         string          `json:"task_id"`
+	DAGID          string          `json:"dag_id"`
+	DAGRunID       string          `json:"dag_run_id"`
+	ExecutionDate  time.Time       `json:"execution_date"`
+	StartDate      *time.Time      `json:"start_date"`
+	EndDate        *time.Time      `json:"end_date"`
+	Duration       *float64        `json:"duration"`
+	State          vocab.TaskState `json:"state"`
+	TryNumber      int             `json:"try_number"`
+	MaxTries       int             `json:"max_tries"`
+	MapIndex       int             `json:"map_index"`
+	Operator       *string         `json:"operator"`
+	Pool           *string         `json:"pool"`
+	PoolSlots      int             `json:"pool_slots"`
+	PriorityWeight *int            `json:"priority_weight"`
+	QueuedWhen     *time.Time      `json:"queued_when"`
+	Note           *string         `json:"note"`
 
-	Requirements  map[string]int `json:"requirements"`
-	Limits        []LimitJSON    `json:"limits"`
-	QueueID       *int64         `json:"queue_id"`
-	QueueState    *string        `json:"queue_state"`
-	QueueDeadline *time.Time     `json:"queue_deadline"`
-	Due           *time.Time     `json:"due"`
-	Rule          *string        `json:"rule"`
-	NextAt        *time.Time     `json:"next_at"`
-	Reason        *string        `json:"reason"`
-	WaitReason    *ReasonJSON    `json:"wait_reason"`
+	Requirements  map[string]int    `json:"requirements"`
+	Limits        []LimitJSON       `json:"limits"`
+	QueueID       *int64            `json:"queue_id"`
+	QueueState    *vocab.EntryState `json:"queue_state"`
+	QueueDeadline *time.Time        `json:"queue_deadline"`
+	Due           *time.Time        `json:"due"`
+	Rule          *string           `json:"rule"`
+	NextAt        *time.Time        `json:"next_at"`
+	// Reason is why it ended as it did, or why its last attempt failed; ReasonCode is its code
+	// when it has one (rejected, expired, cancelled, timeout).
+	ReasonCode *vocab.ReasonCode `json:"reason_code"`
+	Reason     *string           `json:"reason"`
+	WaitReason *ReasonJSON       `json:"wait_reason"`
 }
 
 // LimitJSON is one implicit pool an attempt needs one slot of.
@@ -58,8 +63,8 @@ type LimitJSON struct {
 // ReasonJSON is a wait reason: its stable code (§4.5, or upstream, retry, approval,
 // reschedule, queued for waits outside the pools) and the words the CLI and UI show.
 type ReasonJSON struct {
-	Code string `json:"code"`
-	Text string `json:"text"`
+	Code vocab.ReasonCode `json:"code"`
+	Text string           `json:"text"`
 }
 
 type taskInstanceCollection struct {
@@ -86,7 +91,7 @@ func splitNeeds(needs []store.Requirement) (map[string]int, []LimitJSON) {
 func tiView(run store.Run, ti store.TaskInstance, task *dag.Task, weight int, entry *store.Entry) TaskInstanceJSON {
 	v := TaskInstanceJSON{TaskID: ti.TaskID, DAGID: run.DAGID, DAGRunID: run.RunID, ExecutionDate: run.LogicalDate.UTC(),
 		StartDate: ts(ti.StartDate), EndDate: ts(ti.EndDate), State: ti.State, TryNumber: ti.TryNumber, MapIndex: -1,
-		Requirements: map[string]int{}, Limits: []LimitJSON{}, NextAt: ts(ti.NextAt), Reason: strOrNil(ti.Reason)}
+		Requirements: map[string]int{}, Limits: []LimitJSON{}, NextAt: ts(ti.NextAt), ReasonCode: codeOrNil(ti.ReasonCode), Reason: strOrNil(ti.ReasonCode.Say(ti.Reason))}
 	if !ti.StartDate.IsZero() && !ti.EndDate.IsZero() {
 		d := ti.EndDate.Sub(ti.StartDate).Seconds()
 		v.Duration = &d
@@ -124,47 +129,34 @@ func tiView(run store.Run, ti store.TaskInstance, task *dag.Task, weight int, en
 	return v
 }
 
-// waitReason says why a task instance that is not running or ended is waiting, in the words of
-// `poolflow tasks explain`; nil when it is not waiting.
+// waitReason says why a task instance that is not running or ended is waiting (pools.WhyWaiting,
+// the words of `poolflow tasks explain` too); nil when it is not waiting. A waiting entry's
+// reason must have been filled in (explain).
 func waitReason(run store.Run, ti store.TaskInstance, entry *store.Entry) *ReasonJSON {
-	switch dag.State(ti.State) {
-	case dag.StateScheduled:
-		if entry != nil && entry.State == "waiting" {
-			if r := EntryReason(*entry); r != nil {
-				return r
-			}
-		}
-		if run.State == "queued" {
-			return &ReasonJSON{Code: "run_queued", Text: orText(run.Reason, "waiting: the run waits to start (max_active_runs)")}
-		}
-		return &ReasonJSON{Code: "queued", Text: "waiting: queued for the next admission pass"}
-	case dag.StateNone:
-		if run.State == "queued" {
-			return &ReasonJSON{Code: "run_queued", Text: orText(run.Reason, "waiting: the run waits to start (max_active_runs)")}
-		}
-		return &ReasonJSON{Code: "upstream", Text: "waiting: upstream tasks have not finished"}
-	case dag.StateUpForRetry:
-		return &ReasonJSON{Code: "retry", Text: "waiting: retry at " + fmtTime(ti.NextAt) + " after " + orText(ti.Reason, "a failed attempt")}
-	case dag.StateUpForReschedule:
-		return &ReasonJSON{Code: "reschedule", Text: "waiting: sensor pokes again at " + fmtTime(ti.NextAt)}
-	case dag.StateAwaitingApproval:
-		return &ReasonJSON{Code: "approval", Text: "waiting: for a person to approve or reject"}
+	w, ok := pools.WhyWaiting(TaskWait(run, ti, entry))
+	if !ok {
+		return nil
 	}
-	return nil
+	return &ReasonJSON{Code: w.Code, Text: w.Text}
 }
 
-func orText(s, def string) string {
+// TaskWait is what pools.WhyWaiting tells a task instance's wait from: the task instance, its
+// run and its newest queue entry (nil for none), whose reason, if it waits, has been filled in
+// (executor.Explain).
+func TaskWait(run store.Run, ti store.TaskInstance, entry *store.Entry) pools.TaskWait {
+	w := pools.TaskWait{State: ti.State, NextAt: ti.NextAt, ReasonCode: ti.ReasonCode, Reason: ti.Reason,
+		RunState: run.State, RunReason: run.ReasonCode.Say(run.Reason)}
+	if entry != nil {
+		w.Entry, w.EntryCode, w.EntryText = entry.State, entry.ReasonCode, entry.Reason
+	}
+	return w
+}
+
+func orText[S ~string](s, def S) S {
 	if s == "" {
 		return def
 	}
 	return s
-}
-
-func fmtTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
 }
 
 // runTasks reads the run's task instances in DAG order (unknown tasks last, by id) with their
@@ -261,9 +253,7 @@ func (s *Server) listTaskInstances(w http.ResponseWriter, r *http.Request) {
 }
 
 var (
-	tiStates = []string{string(dag.StateNone), string(dag.StateScheduled), string(dag.StateRunning),
-		string(dag.StateUpForRetry), string(dag.StateUpForReschedule), string(dag.StateAwaitingApproval),
-		string(dag.StateSuccess), string(dag.StateFailed), string(dag.StateSkipped), string(dag.StateUpstreamFailed)}
+	tiStates = vocab.Strings(vocab.TaskStates())
 	tiOrders = []string{"dag_order", "task_id", "state", "start_date", "end_date", "duration", "try_number", "priority_weight"}
 )
 
@@ -296,7 +286,7 @@ func tiFilterOf(r *http.Request) (func(TaskInstanceJSON) bool, error) {
 		return *t
 	}
 	return func(v TaskInstanceJSON) bool {
-		if len(states) > 0 && !slices.Contains(states, v.State) {
+		if len(states) > 0 && !slices.Contains(states, string(v.State)) {
 			return false
 		}
 		if len(poolsWanted) > 0 && !slices.ContainsFunc(poolsWanted, func(p string) bool { _, ok := v.Requirements[p]; return ok }) {
@@ -346,7 +336,7 @@ func sortTIs(views []TaskInstanceJSON, field string, desc bool) {
 		case "task_id":
 			c = strings.Compare(a.TaskID, b.TaskID)
 		case "state":
-			c = strings.Compare(a.State, b.State)
+			c = strings.Compare(string(a.State), string(b.State))
 		case "start_date":
 			c = cmp.Compare(tm(a.StartDate), tm(b.StartDate))
 		case "end_date":
@@ -419,7 +409,7 @@ func (s *Server) getTaskInstance(w http.ResponseWriter, r *http.Request) {
 func (s *Server) explain(ctx context.Context, entries map[string]store.Entry) error {
 	waiting := false
 	for _, e := range entries {
-		waiting = waiting || e.State == string(store.EntryWaiting)
+		waiting = waiting || e.State == vocab.EntryWaiting
 	}
 	if !waiting {
 		return nil

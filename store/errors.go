@@ -27,6 +27,11 @@ var (
 	ErrSchemaTooOld = errors.New("database schema is older than this binary")
 	// ErrFenced: the claim is held under another epoch.
 	ErrFenced = errors.New("claim is held under another epoch")
+	// ErrEntryState refuses a queue entry state change the entry state machine does not allow
+	// (vocab.CanMove): every write of an entry's state names the states it may come from
+	// (vocab.MovesFrom), so a late or repeated call (a second release, a requeue after the end)
+	// changes nothing.
+	ErrEntryState = errors.New("entry state change not allowed")
 	// ErrInvalidOption: Open was given an option or a target it cannot use.
 	ErrInvalidOption = errors.New("invalid option")
 	// ErrInjected is the failure Tx.FailClaimAfter injects (tests only).

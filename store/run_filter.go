@@ -1,13 +1,17 @@
 package store
 
-import "time"
+import (
+	"time"
+
+	"github.com/poolflow/poolflow/vocab"
+)
 
 // RunFilter selects and orders runs for ListRunsWhere (the API's GET .../dagRuns). Zero fields
 // select everything.
 type RunFilter struct {
-	DAGID    string   // "" = every DAG
-	States   []string // any of
-	RunTypes []string // any of (schedule, catchup, manual, test)
+	DAGID    string           // "" = every DAG
+	States   []vocab.RunState // any of
+	RunTypes []vocab.RunType  // any of
 	// Time ranges, inclusive; zero = open.
 	LogicalFrom, LogicalTo time.Time
 	StartFrom, StartTo     time.Time

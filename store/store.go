@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Store is an open poolflow database: the reads of the CLI, the API and the UI, and write
@@ -45,7 +47,7 @@ type Store interface {
 type Reader interface {
 	ListPools(ctx context.Context) ([]Pool, error)
 	ListClaims(ctx context.Context) ([]Claim, error)
-	ListEntries(ctx context.Context, states ...string) ([]Entry, error)
+	ListEntries(ctx context.Context, states ...vocab.EntryState) ([]Entry, error)
 	EntryByID(ctx context.Context, id int64) (Entry, error)
 	LatestEntry(ctx context.Context, run int64, taskID string) (Entry, error)
 	LatestEntries(ctx context.Context, run int64) (map[string]Entry, error)
@@ -124,7 +126,7 @@ type Tx interface {
 	SetImportErrors(errs map[string]string, now time.Time) error
 	InsertCommand(c *Command, now time.Time) error
 	PendingCommands(owners []string) ([]Command, error)
-	HasPendingCommand(run int64, kind string) (bool, error)
+	HasPendingCommand(run int64, kind vocab.CommandKind) (bool, error)
 	DoneCommand(id int64, now time.Time, refused error) error
 
 	// Queue entries and claims.
@@ -132,14 +134,15 @@ type Tx interface {
 	// InsertEntries queues entries in the order given (their queue IDs follow it) with their
 	// requirement rows, in a few statements; no two may share (run, task, try).
 	InsertEntries(es []*Entry) error
-	Entries(states ...string) ([]Entry, error)
-	EndEntry(id int64, state EntryState, code, reason string, now time.Time) error
+	Entries(states ...vocab.EntryState) ([]Entry, error)
+	EndEntry(id int64, state vocab.EntryState, code vocab.ReasonCode, reason string, now time.Time) error
 	// SetImplicitLimit sets an implicit pool's capacity on entries' requirement rows (adding
 	// the row where missing; capacity 0 removes it): a reload of max_running (§4.2).
 	SetImplicitLimit(entries []int64, pool string, capacity int) error
 	SetForce(id int64) error
 	// RequestStop asks the daemon running an admitted entry's attempt to stop it: the entry
-	// gets reason code StopRequested and the reason; ErrEntryState unless it is admitted.
+	// gets reason code vocab.ReasonStopRequested and the reason; ErrEntryState unless it is
+	// admitted.
 	RequestStop(id int64, reason string) error
 	Admit(e *Entry, daemon string, epoch int64, now, leaseUntil time.Time) error
 	// SetPGIDs records the process groups of admitted entries' attempts (entry → pgid) on the
@@ -149,7 +152,7 @@ type Tx interface {
 	Claims() ([]Claim, error)
 	QueuedCount(pool string) (int, error)
 	RequeueEntry(id int64) error
-	ReleaseEntry(id int64) (EntryState, error)
+	ReleaseEntry(id int64) (vocab.EntryState, error)
 	ReleaseHeld(id int64, daemon string, epoch int64, now time.Time) (bool, error)
 	RequeueHeld(id int64, daemon string, epoch int64) (bool, error)
 	RetireOrphans(now time.Time) (int, error)
@@ -174,8 +177,8 @@ type Tx interface {
 	MarkOwnerHandled(id string, epoch int64) error
 	ClaimsOf(owner string, maxEpoch int64) ([]Claim, error)
 	ReleaseOwnerClaims(owner string, maxEpoch int64) ([]int64, error)
-	AdoptRuns(from, to string, runTypes ...string) (int, error)
-	FailOwnerRuns(owner, runType, reason string, now time.Time) (ended []Run, skipped int, err error)
+	AdoptRuns(from, to string, runTypes ...vocab.RunType) (int, error)
+	FailOwnerRuns(owner string, runType vocab.RunType, reason string, now time.Time) (ended []Run, skipped int, err error)
 	FailRun(r *Run, reason string, now time.Time) error
 }
 
@@ -210,7 +213,7 @@ const OpTimeout = 5 * time.Second
 func SchemaVersion() int { return schemaVersion }
 
 // schemaVersion is raised with a migration of every driver (their tests check they agree).
-const schemaVersion = 4
+const schemaVersion = 5
 
 // Micros converts a time to the stored form: microseconds since the Unix epoch, UTC.
 func Micros(t time.Time) int64 { return t.UnixMicro() }

@@ -1,15 +1,19 @@
 package store
 
-import "time"
+import (
+	"time"
+
+	"github.com/poolflow/poolflow/vocab"
+)
 
 // Run is one DAG run row.
 type Run struct {
 	PK          int64
 	DAGID       string
 	RunID       string
-	RunType     string // schedule | catchup | manual | test
+	RunType     vocab.RunType
 	LogicalDate time.Time
-	State       string
+	State       vocab.RunState
 	Conf        string // JSON object
 	Note        string
 	NoQueue     bool // refused unless its ready tasks are admitted at once (§4.6)
@@ -17,19 +21,26 @@ type Run struct {
 	QueuedAt    time.Time
 	StartDate   time.Time
 	EndDate     time.Time
-	Reason      string
+	// ReasonCode is why the run waits or ended, when that has a code (rejected: a start that
+	// asked not to queue could not start at once); Reason says it in words, without the words
+	// Say puts before them.
+	ReasonCode vocab.ReasonCode
+	Reason     string
 }
 
 // TaskInstance is one task of one run.
 type TaskInstance struct {
 	Run       int64
 	TaskID    string
-	State     string
+	State     vocab.TaskState
 	TryNumber int
 	StartDate time.Time
 	EndDate   time.Time
 	NextAt    time.Time
-	Reason    string
+	// ReasonCode is the code of its reason when it has one (rejected, expired, cancelled,
+	// timeout); Reason is the words, without the code's own (vocab.ReasonCode.Say).
+	ReasonCode vocab.ReasonCode
+	Reason     string
 }
 
 // Requirement is one normalized requirement row of a queue entry.
@@ -50,9 +61,9 @@ type Entry struct {
 	Priority   int
 	Due        time.Time
 	Deadline   time.Time
-	State      string
+	State      vocab.EntryState
 	Force      bool
-	ReasonCode string
+	ReasonCode vocab.ReasonCode
 	Reason     string
 	Rule       string
 	Replay     bool
@@ -68,13 +79,8 @@ type Entry struct {
 	Owner   string
 	DAGID   string
 	RunID   string
-	RunType string
+	RunType vocab.RunType
 }
-
-// StopRequested is the reason code of an admitted entry whose run's owner asked the daemon
-// running its attempt to stop it (Tx.RequestStop): the attempt is killed and the task fails
-// with the entry's reason and no retry.
-const StopRequested = "stop_requested"
 
 // Changes are the rows write transactions stamped after a change number (Tx.ChangesSince):
 // the newest state of each run, task instance and queue entry written since.
@@ -102,11 +108,11 @@ type Pool struct {
 	Name            string
 	Slots           int // capacity admission uses now
 	TargetSlots     int // on_resize drain: capacity after the drain; -2 = none
-	Ordering        string
+	Ordering        vocab.Ordering
 	MaxQueued       int
 	StarvationAfter time.Duration
 	IncludeDeferred bool
-	OnResize        string
+	OnResize        vocab.OnResize
 	Description     string
 	Source          string
 }
@@ -117,7 +123,7 @@ const NoTarget = -2
 // Command is a request from another process to the daemon that owns a run.
 type Command struct {
 	ID     int64
-	Kind   string
+	Kind   vocab.CommandKind
 	Run    int64
 	TaskID string
 	Who    string
@@ -129,28 +135,22 @@ type Attempt struct {
 	Run       int64
 	TaskID    string
 	TryNumber int
-	State     string
+	State     vocab.TaskState // success, failed or skipped
 	StartDate time.Time
 	EndDate   time.Time
-	Reason    string
+	// ReasonCode and Reason are why it ended as it did, as a task instance's are.
+	ReasonCode vocab.ReasonCode
+	Reason     string
 	// Daemon is the daemon that ran it ("" when none did: it expired, was cancelled or
 	// rejected while waiting); the attempt's log is in that daemon's state folder.
 	Daemon string
 }
 
-// OwnerKind says what kind of process an owner is (§9).
-type OwnerKind string
-
-const (
-	OwnerDaemon OwnerKind = "daemon" // poolflow serve
-	OwnerTest   OwnerKind = "test"   // poolflow dags test
-)
-
 // Owner is one row of the owners table: a process that can own runs, entries and claims, with
 // its liveness lease and fencing epoch.
 type Owner struct {
 	ID   string
-	Kind OwnerKind
+	Kind vocab.OwnerKind
 	Host string
 	PID  int
 	// ProcStart is the process's start time in clock ticks after boot (/proc/<pid>/stat), so a
@@ -197,26 +197,3 @@ type Holding struct {
 	AdmittedAt time.Time
 	EndedAt    time.Time
 }
-
-// RunState is a DAG run's state, stored as a string with a CHECK constraint.
-type RunState string
-
-const (
-	RunQueued  RunState = "queued"
-	RunRunning RunState = "running"
-	RunSuccess RunState = "success"
-	RunFailed  RunState = "failed"
-)
-
-// Open reports whether a run in state s may still change.
-func (s RunState) Open() bool { return s == RunQueued || s == RunRunning }
-
-// RunType says what created a run.
-type RunType string
-
-const (
-	RunSchedule RunType = "schedule" // a cron fire; leader-owned (§9)
-	RunCatchup  RunType = "catchup"  // a catch-up fire; leader-owned
-	RunManual   RunType = "manual"   // a trigger; bound to the daemon that took it
-	RunTest     RunType = "test"     // a dags test run; bound to its process
-)

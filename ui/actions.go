@@ -11,6 +11,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/poolflow/poolflow/server"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Actions are form posts. Each goes through the API's own handler (server.Call) or its command
@@ -145,27 +146,27 @@ func (u *UI) pause(w http.ResponseWriter, r *http.Request) {
 // (the task's waiting queue entry, as the pools page's cancel).
 func (u *UI) taskAction(w http.ResponseWriter, r *http.Request) {
 	v := mux.Vars(r)
-	dag, run, task, action := v["dag"], v["run"], v["task"], v["action"]
+	dag, run, task, action := v["dag"], v["run"], v["task"], vocab.CommandKind(v["action"])
 	if !u.mayAct(w, r) {
 		return
 	}
 	here := taskPath(dag, run, task)
 	switch action {
-	case "approve", "reject":
+	case vocab.CommandApprove, vocab.CommandReject:
 		body := map[string]string{"note": r.PostFormValue("note")}
-		status, _, ok := u.callAPI(w, r, http.MethodPost, apiPath("dags", dag, "dagRuns", run, "taskInstances", task)+"/"+action, body)
+		status, _, ok := u.callAPI(w, r, http.MethodPost, apiPath("dags", dag, "dagRuns", run, "taskInstances", task)+"/"+string(action), body)
 		if ok {
 			u.done(w, r, status, fmt.Sprintf("%s %sd.", task, action), here)
 		}
 		return
-	case "cancel":
+	case vocab.CommandCancel:
 		d, err := u.api.TaskInstance(r.Context(), dag, run, task)
 		if err != nil {
 			status, msg := u.api.StatusOf(err)
 			u.actionError(w, r, status, upperFirst(msg))
 			return
 		}
-		if d.Entry == nil || d.Entry.State != "waiting" {
+		if d.Entry == nil || d.Entry.State != vocab.EntryWaiting {
 			u.actionError(w, r, http.StatusConflict, task+" has no waiting queue entry to cancel.")
 			return
 		}

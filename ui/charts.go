@@ -9,15 +9,17 @@ import (
 
 	"github.com/poolflow/poolflow/server"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // bar is one span of the Gantt chart.
 type bar struct {
-	Task, State, Label string
-	Start, End         time.Time
-	Waiting            bool // waited for admission: drawn thin
+	Task, Label string
+	State       vocab.TaskState
+	Start, End  time.Time
+	Waiting     bool // waited for admission: drawn thin
 }
 
 // ganttBars lists a run's attempts: the ended ones from the attempts table, the current one from
@@ -38,25 +40,25 @@ func ganttBars(tis []server.TaskInstanceJSON, attempts []store.Attempt, now time
 			end = a.StartDate
 		}
 		out = append(out, bar{Task: a.TaskID, State: a.State, Start: a.StartDate, End: end,
-			Label: a.TaskID + " try " + itoa(a.TryNumber) + ": " + a.State + ", " + fmtDuration(end.Sub(a.StartDate))})
+			Label: a.TaskID + " try " + itoa(a.TryNumber) + ": " + string(a.State) + ", " + fmtDuration(end.Sub(a.StartDate))})
 	}
 	for _, ti := range tis {
 		switch {
-		case ti.State == "running" && ti.StartDate != nil:
+		case ti.State == vocab.TaskRunning && ti.StartDate != nil:
 			if ti.QueuedWhen != nil && ti.QueuedWhen.Before(*ti.StartDate) {
-				out = append(out, bar{Task: ti.TaskID, State: "scheduled", Start: *ti.QueuedWhen, End: *ti.StartDate,
+				out = append(out, bar{Task: ti.TaskID, State: vocab.TaskScheduled, Start: *ti.QueuedWhen, End: *ti.StartDate,
 					Waiting: true, Label: ti.TaskID + " waited " + fmtDuration(ti.StartDate.Sub(*ti.QueuedWhen)) + " for admission"})
 			}
-			out = append(out, bar{Task: ti.TaskID, State: "running", Start: *ti.StartDate, End: now,
+			out = append(out, bar{Task: ti.TaskID, State: vocab.TaskRunning, Start: *ti.StartDate, End: now,
 				Label: ti.TaskID + " try " + itoa(ti.TryNumber) + ": running for " + fmtDuration(now.Sub(*ti.StartDate))})
-		case ti.State == "scheduled" && ti.QueuedWhen != nil:
+		case ti.State == vocab.TaskScheduled && ti.QueuedWhen != nil:
 			label := ti.TaskID + " waiting " + fmtDuration(now.Sub(*ti.QueuedWhen))
 			if ti.WaitReason != nil {
 				label += ": " + ti.WaitReason.Text
 			}
-			out = append(out, bar{Task: ti.TaskID, State: "scheduled", Start: *ti.QueuedWhen, End: now, Waiting: true, Label: label})
-		case ti.State == "awaiting_approval" && ti.StartDate != nil && !ended[ti.TaskID][ti.TryNumber]:
-			out = append(out, bar{Task: ti.TaskID, State: "awaiting_approval", Start: *ti.StartDate, End: now,
+			out = append(out, bar{Task: ti.TaskID, State: vocab.TaskScheduled, Start: *ti.QueuedWhen, End: now, Waiting: true, Label: label})
+		case ti.State == vocab.TaskAwaitingApproval && ti.StartDate != nil && !ended[ti.TaskID][ti.TryNumber]:
+			out = append(out, bar{Task: ti.TaskID, State: vocab.TaskAwaitingApproval, Start: *ti.StartDate, End: now,
 				Label: ti.TaskID + " awaiting approval for " + fmtDuration(now.Sub(*ti.StartDate))})
 		}
 	}

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"html/template"
 	"net/url"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // funcs are the template helpers: links, times, durations, states.
@@ -22,7 +25,7 @@ var funcs = template.FuncMap{
 	"abs":      absTime,
 	"dur":      duration,
 	"span":     span,
-	"state":    stateClass,
+	"state":    func(v any) string { return stateClass(text(v)) },
 	"pretty":   prettyJSON,
 	"sortedReqs": func(m map[string]int) []poolSlots {
 		return sortedReqs(m)
@@ -41,16 +44,19 @@ var funcs = template.FuncMap{
 		}
 		return dagID + "." + taskID
 	},
-	"words": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
-	"legendStates": func() []string {
-		return []string{"none", "scheduled", "running", "success", "failed", "up_for_retry", "up_for_reschedule",
-			"awaiting_approval", "upstream_failed", "skipped"}
+	"words": func(v any) string { return strings.ReplaceAll(text(v), "_", " ") },
+	"legendStates": func() []vocab.TaskState {
+		return []vocab.TaskState{vocab.TaskNone, vocab.TaskScheduled, vocab.TaskRunning, vocab.TaskSuccess,
+			vocab.TaskFailed, vocab.TaskUpForRetry, vocab.TaskUpForReschedule, vocab.TaskAwaitingApproval,
+			vocab.TaskUpstreamFailed, vocab.TaskSkipped}
 	},
-	"deref": func(s *string) string {
-		if s == nil {
+	// deref is what a *string, or a pointer to a state, points to; "" for nil.
+	"deref": func(p any) string {
+		r := reflect.ValueOf(p)
+		if r.Kind() != reflect.Pointer || r.IsNil() {
 			return ""
 		}
-		return *s
+		return text(r.Elem().Interface())
 	},
 }
 
@@ -162,12 +168,22 @@ func span(now time.Time, start, end any) string {
 	return fmtDuration(e.Sub(s))
 }
 
-// stateClass is the CSS class of a state's colour (Airflow's colours, see style.css).
-func stateClass(state string) string {
-	if state == "" {
-		state = "none"
+// stateClass is the CSS class of a state's colour (Airflow's colours, see style.css); no state
+// is none's.
+func stateClass[S ~string](state S) string {
+	s := string(state)
+	if s == "" {
+		s = string(vocab.TaskNone)
 	}
-	return "st-" + strings.ReplaceAll(state, "_", "-")
+	return "st-" + strings.ReplaceAll(s, "_", "-")
+}
+
+// text is a template argument that is a string or of a string type (a state), as a string.
+func text(v any) string {
+	if r := reflect.ValueOf(v); r.Kind() == reflect.String {
+		return r.String()
+	}
+	return fmt.Sprint(v)
 }
 
 // prettyJSON indents a JSON value for reading, with <, > and & as themselves (the template

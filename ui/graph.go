@@ -8,6 +8,7 @@ import (
 	"github.com/dominikbraun/graph"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // The graph view: the DAG's tasks in layers from left to right (a task sits one layer right of
@@ -16,7 +17,7 @@ import (
 
 // nodeInfo is what a node shows of its task in the selected run.
 type nodeInfo struct {
-	State  string
+	State  vocab.TaskState
 	Reason string // wait reason, shown on hover
 	Href   string // the task instance page; "" without a run
 }
@@ -143,14 +144,14 @@ func graphSVG(d *dag.DAG, info map[string]nodeInfo) template.HTML {
 		in := info[t.ID]
 		state := in.State
 		if state == "" {
-			state = "none"
+			state = vocab.TaskNone
 		}
 		if in.Href != "" {
 			s.raw(`<a href="%s">`, attr(in.Href))
 		}
 		s.raw(`<g class="node %s" data-task="%s" data-state="%s" transform="translate(%s,%s)">`,
-			attr(stateClass(state)), attr(t.ID), attr(state), num(p.x), num(p.y))
-		tip := t.ID + ": " + strings.ReplaceAll(state, "_", " ")
+			attr(stateClass(state)), attr(t.ID), attr(string(state)), num(p.x), num(p.y))
+		tip := t.ID + ": " + strings.ReplaceAll(string(state), "_", " ")
 		if in.Reason != "" {
 			tip += "\n" + in.Reason
 		}
@@ -168,9 +169,9 @@ func graphSVG(d *dag.DAG, info map[string]nodeInfo) template.HTML {
 }
 
 // taskSummary is a node's second line: its state (or kind) and the pools it needs.
-func taskSummary(t *dag.Task, state string) string {
-	parts := []string{strings.ReplaceAll(state, "_", " ")}
-	if state == "none" {
+func taskSummary(t *dag.Task, state vocab.TaskState) string {
+	parts := []string{strings.ReplaceAll(string(state), "_", " ")}
+	if state == vocab.TaskNone {
 		parts[0] = string(t.Kind)
 	}
 	for _, ps := range sortedReqs(t.PoolRequirements) {

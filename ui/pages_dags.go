@@ -13,6 +13,7 @@ import (
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/server"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // lastRuns is how many runs the DAG list shows per DAG; gridRuns how many the grid shows.
@@ -106,7 +107,7 @@ func (u *UI) dagList(w http.ResponseWriter, r *http.Request) {
 }
 
 type gridCell struct {
-	State string
+	State vocab.TaskState
 	Href  string
 	Title string
 }
@@ -129,7 +130,7 @@ type dagData struct {
 	Next     time.Time
 	NextIs   string
 	Schedule string
-	Counts   map[string]int // run states among the grid's runs
+	Counts   map[vocab.RunState]int // run states among the grid's runs
 }
 
 func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
@@ -147,7 +148,7 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 	}
 	recent := slices.Clone(runs)
 	slices.Reverse(runs)
-	data := dagData{DAG: view, Def: def, Runs: runs, Recent: recent, Counts: map[string]int{}}
+	data := dagData{DAG: view, Def: def, Runs: runs, Recent: recent, Counts: map[vocab.RunState]int{}}
 	if view.ScheduleInterval != nil {
 		data.Schedule = view.ScheduleInterval.Value
 	}
@@ -183,11 +184,11 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 	for _, task := range tasks {
 		row := gridRow{Task: task, Kind: kinds[task]}
 		for _, run := range runs {
-			c := gridCell{State: "none", Title: task + " in " + run.RunID + ": not in this run"}
+			c := gridCell{State: vocab.TaskNone, Title: task + " in " + run.RunID + ": not in this run"}
 			for _, ti := range tis[run.PK] {
 				if ti.TaskID == task {
 					c = gridCell{State: ti.State, Href: taskPath(id, run.RunID, task),
-						Title: task + " in " + run.RunID + ": " + strings.ReplaceAll(ti.State, "_", " ")}
+						Title: task + " in " + run.RunID + ": " + strings.ReplaceAll(string(ti.State), "_", " ")}
 					if ti.TryNumber > 1 {
 						c.Title += " (try " + itoa(ti.TryNumber) + ")"
 					}

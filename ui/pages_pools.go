@@ -7,6 +7,7 @@ import (
 
 	"github.com/poolflow/poolflow/server"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // timelineWindow is how far back the pool timeline looks.
@@ -28,6 +29,7 @@ type poolCard struct {
 	FullFor  time.Duration // how long it was full within the window
 	Percent  int
 	State    string // free | busy | full | over
+	Strict   bool   // its ordering is strict
 }
 
 type poolsData struct {
@@ -57,7 +59,7 @@ func (u *UI) poolsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	data := poolsData{From: from}
 	for _, p := range board.Pools {
-		c := poolCard{BoardPoolJSON: p, Bar: occupancyBar(p)}
+		c := poolCard{BoardPoolJSON: p, Bar: occupancyBar(p), Strict: p.Ordering == vocab.Strict}
 		hs := make([]store.Holding, 0, len(byPool[p.Name]))
 		for _, i := range byPool[p.Name] {
 			hs = append(hs, holdings[i])

@@ -14,6 +14,7 @@ import (
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/server"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 type runData struct {
@@ -22,7 +23,7 @@ type runData struct {
 	Tasks []server.TaskInstanceJSON
 	Gantt template.HTML
 	// Counts are the task states of the run.
-	Counts map[string]int
+	Counts map[vocab.TaskState]int
 	Loaded bool
 }
 
@@ -48,7 +49,7 @@ func (u *UI) runPage(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	data := runData{Run: run, View: server.RunView(run), Tasks: tis, Counts: map[string]int{}}
+	data := runData{Run: run, View: server.RunView(run), Tasks: tis, Counts: map[vocab.TaskState]int{}}
 	_, def, _ := u.api.DAG(ctx, run.DAGID)
 	data.Loaded = def != nil
 	names := make([]string, len(tis))
@@ -67,7 +68,7 @@ const logTailBytes = 256 << 10
 
 type attemptView struct {
 	Try       int
-	State     string
+	State     vocab.TaskState
 	Start     any // time.Time or *time.Time
 	End       any
 	Reason    string
@@ -88,6 +89,7 @@ type taskData struct {
 	CanCancel  bool
 	CanFail    bool
 	Terminal   bool
+	Running    bool
 	CancelPool string
 }
 
@@ -110,11 +112,11 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 	}
 	data := taskData{TaskInstanceDetail: d, CanAct: u.canAct(r)}
 	state := d.View.State
-	data.Terminal = state == "success" || state == "failed" || state == "skipped" || state == "upstream_failed"
-	data.IsGate = state == "awaiting_approval"
+	data.Terminal, data.Running = state.Terminal(), state == vocab.TaskRunning
+	data.IsGate = state == vocab.TaskAwaitingApproval
 	data.Gate = data.IsGate || d.Task != nil && d.Task.Kind == dag.KindApproval
-	data.CanCancel = d.Entry != nil && d.Entry.State == "waiting"
-	data.CanFail = !data.Terminal && (d.Run.State == "running" || d.Run.State == "queued")
+	data.CanCancel = d.Entry != nil && d.Entry.State == vocab.EntryWaiting
+	data.CanFail = !data.Terminal && d.Run.State.Open()
 	byTry := map[int]store.Attempt{}
 	for _, a := range ended {
 		byTry[a.TryNumber] = a
@@ -126,13 +128,13 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 	for try := last; try >= 1; try-- {
 		av := attemptView{Try: try, Current: try == d.View.TryNumber}
 		if a, ok := byTry[try]; ok {
-			av.State, av.Reason = a.State, a.Reason
+			av.State, av.Reason = a.State, a.ReasonCode.Say(a.Reason)
 			av.Start, av.End = a.StartDate, a.EndDate
 		} else if av.Current {
 			av.State = state
 			av.Start, av.End = d.View.StartDate, d.View.EndDate
-			av.Running = state == "running"
-			av.Queued = state == "scheduled" && d.View.StartDate == nil
+			av.Running = state == vocab.TaskRunning
+			av.Queued = state == vocab.TaskScheduled && d.View.StartDate == nil
 		}
 		if data.CanAct && !data.Gate {
 			av.Log, av.LogOffset, av.Truncated = readTail(u.api.LogPath(d.Run, d.View.TaskID, try), logTailBytes)
@@ -189,7 +191,7 @@ func (u *UI) logTail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	offset, _ := strconv.ParseInt(r.URL.Query().Get("offset"), 10, 64)
-	running := d.View.State == "running" && d.View.TryNumber == try
+	running := d.View.State == vocab.TaskRunning && d.View.TryNumber == try
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")

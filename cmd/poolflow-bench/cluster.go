@@ -20,6 +20,7 @@ import (
 	"github.com/poolflow/poolflow/store"
 	_ "github.com/poolflow/poolflow/store/postgres"
 	_ "github.com/poolflow/poolflow/store/sqlite"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Daemons on one store (issue 13): a scheduled (leader-owned) fan-out run by `poolflow serve`
@@ -226,7 +227,7 @@ func (b *bench) measureCluster(c clusterCase, pg *pgServer) (clusterRow, error) 
 		os, err := st.ListOwners(ctx)
 		live := 0
 		for _, o := range os {
-			if o.Kind == store.OwnerDaemon && o.LeaseUntil.After(time.Now()) {
+			if o.Kind == vocab.OwnerDaemon && o.LeaseUntil.After(time.Now()) {
 				live++
 			}
 		}
@@ -244,10 +245,10 @@ func (b *bench) measureCluster(c clusterCase, pg *pgServer) (clusterRow, error) 
 			return false, err
 		}
 		run = runs[0]
-		if run.State == "failed" {
-			return false, fmt.Errorf("the run failed: %s", run.Reason)
+		if run.State == vocab.RunFailed {
+			return false, fmt.Errorf("the run failed: %s", run.ReasonCode.Say(run.Reason))
 		}
-		return run.State == "success", nil
+		return run.State == vocab.RunSuccess, nil
 	}); err != nil {
 		return clusterRow{}, err
 	}

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 type kind string
@@ -274,8 +276,8 @@ func (h *harness) resize(pool string, slots int, force bool, what string) {
 			pd = d
 		}
 	}
-	args := []string{"pools", "set", pool, "--slots", fmt.Sprint(slots), "--ordering", pd.ordering}
-	if pd.ordering == "backfill" {
+	args := []string{"pools", "set", pool, "--slots", fmt.Sprint(slots), "--ordering", string(pd.ordering)}
+	if pd.ordering == vocab.Backfill {
 		args = append(args, "--starvation-after", "5s")
 	}
 	if force {

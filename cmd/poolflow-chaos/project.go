@@ -7,13 +7,15 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // poolDef is one stored pool of the workload and the capacities a resize may give it.
 type poolDef struct {
 	name     string
 	slots    int
-	ordering string
+	ordering vocab.Ordering
 	sizes    []int
 }
 
@@ -42,11 +44,11 @@ type dagDef struct {
 // does not fit blocks the pool), b, c and e are backfill. e is held by the long task only, so
 // that a dead daemon's orphan outlives its claim's lease in a pool someone waits for.
 var poolDefs = []poolDef{
-	{"a", 1, "strict", []int{1, 2}},
-	{"b", 2, "backfill", []int{1, 2, 3}},
-	{"c", 1, "backfill", []int{1, 2}},
-	{"d", 3, "strict", []int{2, 3, 4}},
-	{"e", 1, "backfill", []int{1, 2}},
+	{"a", 1, vocab.Strict, []int{1, 2}},
+	{"b", 2, vocab.Backfill, []int{1, 2, 3}},
+	{"c", 1, vocab.Backfill, []int{1, 2}},
+	{"d", 3, vocab.Strict, []int{2, 3, 4}},
+	{"e", 1, vocab.Backfill, []int{1, 2}},
 }
 
 func req(kv ...any) map[string]int {

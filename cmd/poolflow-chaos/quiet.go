@@ -61,7 +61,7 @@ func (h *harness) observe() observation {
 		return o
 	}
 	for _, r := range o.runs {
-		if finalRun(r.State) {
+		if r.State.Terminal() {
 			o.final++
 		} else {
 			o.nonFinal++

@@ -68,14 +68,14 @@ func (h *harness) report(res *result) {
 		len(res.attempts), ended, len(res.attempts)-ended, replays, children, setsid)
 	states, types := map[string]int{}, map[string]int{}
 	for _, r := range res.obs.runs {
-		states[r.State]++
+		states[string(r.State)]++
 		types[r.RunType]++
 	}
 	pf("  runs %d, by state %s, by type %s\n", len(res.obs.runs), countsOf(states), countsOf(types))
 	// Work across daemons (§9): scheduled runs' attempts are admitted by any live daemon.
 	leader := map[string]bool{}
 	for _, r := range res.obs.runs {
-		if r.RunType == "scheduled" || r.RunType == "schedule" || r.RunType == "catchup" {
+		if r.leaderOwned() {
 			leader[r.DAGID+"\x00"+r.RunID] = true
 		}
 	}
@@ -253,7 +253,7 @@ func countsOf(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	if len(parts) == 0 {
-		return "none"
+		return "-"
 	}
 	return strings.Join(parts, ", ")
 }
@@ -284,7 +284,7 @@ func evidenceRuns(runs []runJSON) []runJSON {
 	per := map[string]int{}
 	var out []runJSON
 	for _, r := range runs {
-		k := r.DAGID + " " + r.State
+		k := r.DAGID + " " + string(r.State)
 		if per[k] < 3 && len(out) < 12 {
 			per[k]++
 			out = append(out, r)

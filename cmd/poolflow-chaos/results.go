@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // lateGrace is how long after the schedules' removal a new scheduled run is still excused.
@@ -59,19 +61,19 @@ func (h *harness) check() *result {
 	res.windows = append([]window(nil), h.rec.windows...)
 	h.rec.mu.Unlock()
 
-	runType := map[string]string{}
+	runType := map[string]vocab.RunType{}
 	final := map[string]bool{}
 	// The quiet period removed every schedule; a daemon re-reads the DAG folder about every
 	// second, so a scheduled run queued lateGrace after that is a change the daemon did not see
 	// (the grace is wide because a loaded machine delays a daemon's passes by seconds).
 	cutoff := h.quietAt.Add(lateGrace)
 	for _, r := range res.obs.runs {
-		runType[r.DAGID+"/"+r.RunID] = r.RunType
-		final[r.DAGID+"/"+r.RunID] = finalRun(r.State)
+		runType[r.DAGID+"/"+r.RunID], _ = vocab.ParseRunType(r.RunType)
+		final[r.DAGID+"/"+r.RunID] = r.State.Terminal()
 		switch {
-		case (r.RunType == "scheduled" || r.RunType == "backfill") && r.QueuedAt != nil && r.QueuedAt.After(cutoff):
+		case r.leaderOwned() && r.QueuedAt != nil && r.QueuedAt.After(cutoff):
 			res.late = append(res.late, r)
-		case !finalRun(r.State):
+		case !r.State.Terminal():
 			res.notFinal = append(res.notFinal, r)
 		}
 	}
@@ -79,13 +81,13 @@ func (h *harness) check() *result {
 	sort.SliceStable(res.notFinal, func(i, j int) bool {
 		a, b := res.notFinal[i], res.notFinal[j]
 		if a.State != b.State {
-			return a.State == "running"
+			return a.State == vocab.RunRunning
 		}
 		return a.DAGID < b.DAGID
 	})
 	isTest := func(dag, run string) bool {
 		if t, ok := runType[dag+"/"+run]; ok {
-			return t == "test"
+			return t == vocab.RunTest
 		}
 		return strings.HasPrefix(run, "test__")
 	}
@@ -152,7 +154,7 @@ func (h *harness) check() *result {
 		orphan := true
 		if len(parts) == 4 && res.obs.addr != "" && !final[parts[0]+"/"+parts[1]] {
 			for _, ti := range tisOf(parts[0], parts[1]) {
-				if ti.TaskID == parts[2] && ti.State == "running" && fmt.Sprint(ti.TryNumber) == parts[3] {
+				if ti.TaskID == parts[2] && ti.State == vocab.TaskRunning && fmt.Sprint(ti.TryNumber) == parts[3] {
 					orphan = false
 				}
 			}

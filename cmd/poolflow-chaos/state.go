@@ -12,28 +12,35 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // The harness reads the store only through poolflow itself: the HTTP API of a live daemon and
 // the CLI. Nothing here knows which store driver is behind them.
 
 type runJSON struct {
-	DAGID    string     `json:"dag_id"`
-	RunID    string     `json:"dag_run_id"`
-	RunType  string     `json:"run_type"`
-	State    string     `json:"state"`
-	Reason   *string    `json:"reason"`
-	QueuedAt *time.Time `json:"queued_at"`
+	DAGID    string         `json:"dag_id"`
+	RunID    string         `json:"dag_run_id"`
+	RunType  string         `json:"run_type"` // in the API's words (scheduled, backfill, …)
+	State    vocab.RunState `json:"state"`
+	Reason   *string        `json:"reason"`
+	QueuedAt *time.Time     `json:"queued_at"`
 }
 
-func finalRun(state string) bool { return state == "success" || state == "failed" }
+// leaderOwned reports whether a run of this type (in the API's words) belongs to whichever
+// daemon leads (§9).
+func (r runJSON) leaderOwned() bool {
+	t, _ := vocab.ParseRunType(r.RunType)
+	return t.LeaderOwned()
+}
 
 type tiJSON struct {
-	TaskID     string  `json:"task_id"`
-	State      string  `json:"state"`
-	TryNumber  int     `json:"try_number"`
-	Reason     *string `json:"reason"`
-	QueueState *string `json:"queue_state"`
+	TaskID     string          `json:"task_id"`
+	State      vocab.TaskState `json:"state"`
+	TryNumber  int             `json:"try_number"`
+	Reason     *string         `json:"reason"`
+	QueueState *string         `json:"queue_state"`
 	WaitReason *struct {
 		Text string `json:"text"`
 	} `json:"wait_reason"`

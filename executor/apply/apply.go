@@ -14,6 +14,7 @@ import (
 	"github.com/poolflow/poolflow/executor/decide"
 	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // ErrStale is a write the store refused because memory was behind it.
@@ -180,8 +181,8 @@ func takeOver(tx store.Tx, p *decide.Plan, t owners.Takeover) (TakenOver, error)
 			return res, err
 		}
 	}
-	if skipped == 0 && (t.Adopt || o.Kind == store.OwnerTest) {
-		if o.Kind == store.OwnerTest {
+	if skipped == 0 && (t.Adopt || o.Kind == vocab.OwnerTest) {
+		if o.Kind == vocab.OwnerTest {
 			err = tx.DeleteOwner(o.ID, o.Epoch) // a test process never comes back
 		} else {
 			err = tx.MarkOwnerHandled(o.ID, o.Epoch)

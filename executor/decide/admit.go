@@ -3,11 +3,10 @@ package decide
 import (
 	"fmt"
 
-	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/executor/attempt"
 	"github.com/poolflow/poolflow/executor/state"
-	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // admit decides admission: expired entries fail their attempt, admitted ones debit every pool
@@ -27,10 +26,10 @@ func (ps *pass) admit() {
 		if le == nil || le.Run.Shared {
 			continue // another owner's entry: its owner expires it
 		}
-		reason := fmt.Sprintf("expired: queue_timeout %s passed while waiting", le.TI.Task.QueueTimeout)
+		reason := fmt.Sprintf("queue_timeout %s passed while waiting", le.TI.Task.QueueTimeout)
 		ps.notify(Notice{Kind: NoticeExpired, DAGID: le.Run.DAGID, RunID: le.Run.RunID, TaskID: le.TaskID,
-			Try: le.TryNumber, Reason: reason, Pool: le.FirstPool()})
-		ps.endWaiting(le, store.EntryExpired, reason)
+			Try: le.TryNumber, Reason: vocab.ReasonExpired.Say(reason), Pool: le.FirstPool()})
+		ps.endWaiting(le, vocab.EntryExpired, reason)
 	}
 	lease := ps.now.Add(ps.cfg.Lease)
 	for _, id := range dec.Admitted {
@@ -41,15 +40,15 @@ func (ps *pass) admit() {
 		debit := le.Entry
 		debit.Needs, _ = le.Remaining() // a re-poking sensor already holds its kept claims
 		ps.p.add(Admit{debit, lease})
-		le.State, le.ReasonCode, le.Reason, le.Holder = "admitted", "", "", ps.cfg.DaemonID
+		le.State, le.ReasonCode, le.Reason, le.Holder = vocab.EntryAdmitted, "", "", ps.cfg.DaemonID
 		ti := le.TI
-		ti.State, ti.TryNumber = string(dag.StateRunning), le.TryNumber
+		ti.State, ti.TryNumber = vocab.TaskRunning, le.TryNumber
 		// start_date is taken when the process starts, after this commit (§3.1); a reschedule
 		// sensor keeps its first poke's.
 		if le.Pokes == 0 {
 			ti.StartDate = timeZero
 		}
-		ti.EndDate, ti.Reason = timeZero, ""
+		ti.EndDate, ti.ReasonCode, ti.Reason = timeZero, "", ""
 		ps.st.Touch(ti)
 		ps.admitted = append(ps.admitted, le)
 		run := le.Run
@@ -64,10 +63,10 @@ func (ps *pass) admit() {
 	ps.finishDrains()
 	for _, rj := range dec.Rejected {
 		le := ps.st.Entries[rj.Entry]
-		if le == nil || le.Run.Shared || rj.Reason.Kind != pools.ReasonOverCapacity || ps.drainFits(rj.Reason.Pool, rj.Reason.Need) {
+		if le == nil || le.Run.Shared || rj.Reason.Kind != vocab.ReasonOverCapacity || ps.drainFits(rj.Reason.Pool, rj.Reason.Need) {
 			continue // an unknown pool may still be created; a draining pool may come to fit
 		}
-		ps.endWaiting(le, store.EntryRejected, "rejected: "+rj.Reason.String())
+		ps.endWaiting(le, vocab.EntryRejected, rj.Reason.String())
 	}
 }
 

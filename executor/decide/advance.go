@@ -10,6 +10,7 @@ import (
 	"github.com/poolflow/poolflow/executor/state"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // readyTask is a task instance that becomes ready in this pass and needs a queue entry.
@@ -26,7 +27,7 @@ func (ps *pass) advanceAll() {
 	ps.startQueuedRuns()
 	var ready []readyTask
 	for _, run := range ps.st.Runs {
-		if run.State != string(dag.RunRunning) || run.DAG == nil || run.Away || run.Shared {
+		if run.State != vocab.RunRunning || run.DAG == nil || run.Away || run.Shared {
 			continue // only its owner advances a run
 		}
 		ps.clockDue(run)
@@ -87,12 +88,12 @@ func (ps *pass) clockDue(run *state.Run) {
 
 // clockWake is when a task instance waiting on a clock needs the loop next; zero for none.
 func clockWake(ti *state.TI) time.Time {
-	switch dag.State(ti.State) {
-	case dag.StateUpForRetry:
+	switch ti.State {
+	case vocab.TaskUpForRetry:
 		return ti.NextAt
-	case dag.StateAwaitingApproval:
+	case vocab.TaskAwaitingApproval:
 		return gateDeadline(ti)
-	case dag.StateScheduled, dag.StateUpForReschedule:
+	case vocab.TaskScheduled, vocab.TaskUpForReschedule:
 		return sensorWake(ti)
 	}
 	return time.Time{}
@@ -108,34 +109,34 @@ func (ps *pass) advance(run *state.Run) []readyTask {
 		if ti == nil || ti.Task == nil {
 			continue
 		}
-		switch dag.State(ti.State) {
-		case dag.StateNone:
+		switch ti.State {
+		case vocab.TaskNone:
 			up := run.Layout.Up[ti.Idx]
-			ups := make([]dag.State, 0, len(up))
+			ups := make([]vocab.TaskState, 0, len(up))
 			for _, u := range up {
 				if uti := run.ByIdx[u]; uti != nil {
-					ups = append(ups, dag.State(uti.State))
+					ups = append(ups, uti.State)
 				}
 			}
 			switch next := dag.Trigger(ti.Task.TriggerRule, ups); next {
-			case dag.StateScheduled:
+			case vocab.TaskScheduled:
 				if ti.Task.Kind == dag.KindApproval {
 					ps.openGate(ti)
 					continue
 				}
 				ready = append(ready, readyTask{run: run, ti: ti, try: ti.TryNumber + 1})
-			case dag.StateSkipped, dag.StateUpstreamFailed:
-				ti.State = string(next)
-				ti.Reason = fmt.Sprintf("%s: trigger rule %s", next, ti.Task.TriggerRule)
+			case vocab.TaskSkipped, vocab.TaskUpstreamFailed:
+				ti.State = next
+				ti.ReasonCode, ti.Reason = "", fmt.Sprintf("%s: trigger rule %s", next, ti.Task.TriggerRule)
 				ps.st.Touch(ti)
 			}
-		case dag.StateUpForRetry:
+		case vocab.TaskUpForRetry:
 			if !ps.now.Before(ti.NextAt) {
 				ready = append(ready, readyTask{run: run, ti: ti, try: ti.TryNumber + 1})
 			}
-		case dag.StateAwaitingApproval:
+		case vocab.TaskAwaitingApproval:
 			ps.checkGateTimeout(run, ti)
-		case dag.StateScheduled, dag.StateUpForReschedule:
+		case vocab.TaskScheduled, vocab.TaskUpForReschedule:
 			ps.sensorDue(ti)
 		}
 	}
@@ -175,7 +176,7 @@ func (ps *pass) newEntry(r readyTask) store.Entry {
 		run.LastNeeds = needs
 	}
 	e := store.Entry{ID: ps.st.NextEntryID, Run: run.PK, TaskID: ti.TaskID, TryNumber: r.try,
-		Label: label(run.DAGID, ti.TaskID, r.try), Priority: run.Weights[ti.TaskID], Due: run.Due(), State: "waiting",
+		Label: label(run.DAGID, ti.TaskID, r.try), Priority: run.Weights[ti.TaskID], Due: run.Due(), State: vocab.EntryWaiting,
 		Rule: rule, CreatedAt: ps.now, Needs: needs, Owner: ps.cfg.DaemonID, DAGID: run.DAGID, RunID: run.RunID,
 		RunType: run.RunType, Fingerprint: ti.Fingerprint()}
 	ps.st.NextEntryID++
@@ -197,9 +198,8 @@ func (ps *pass) newEntry(r readyTask) store.Entry {
 func (ps *pass) queued(r readyTask, e store.Entry, refusal *pools.Refusal) {
 	run, ti := r.run, r.ti
 	if refusal != nil {
-		reason := "rejected: " + refusal.Msg
-		ps.p.add(EndEntry{e.ID, store.EntryRejected, "rejected", reason})
-		if run.DAG.IsJob && (run.RunType == "schedule" || run.RunType == "catchup") {
+		ps.p.add(EndEntry{e.ID, vocab.EntryRejected, vocab.ReasonRejected, refusal.Msg})
+		if run.DAG.IsJob && (run.RunType.LeaderOwned()) {
 			ps.p.warn(fmt.Sprintf("Job %s could not enter pool %s: %s", run.DAGID, refusal.Pool, refusal.Msg))
 		} else {
 			ps.p.warn("entry rejected", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, keyPool, refusal.Pool,
@@ -208,11 +208,11 @@ func (ps *pass) queued(r readyTask, e store.Entry, refusal *pools.Refusal) {
 		ti.StartDate, ti.EndDate = time.Time{}, time.Time{}
 		ps.notify(Notice{Kind: NoticeRejected, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: r.try,
 			Reason: refusal.Msg, Pool: refusal.Pool})
-		ps.failAttempt(run, ti, r.try, reason, ps.now, false)
+		ps.failAttempt(run, ti, r.try, vocab.ReasonRejected, refusal.Msg, ps.now, false)
 		return
 	}
 	ps.st.AddEntry(&state.Entry{Entry: e, Run: run, TI: ti})
-	ti.State, ti.NextAt = string(dag.StateScheduled), time.Time{}
+	ti.State, ti.NextAt = vocab.TaskScheduled, time.Time{}
 	ps.st.Touch(ti)
 }
 
@@ -224,7 +224,7 @@ func (ps *pass) refusal(needs []store.Requirement, queued map[string]int) *pools
 		if !ok {
 			return pools.Backlog{}, false
 		}
-		draining := sp.OnResize == "drain" && sp.TargetSlots != store.NoTarget
+		draining := sp.OnResize == vocab.ResizeDrain && sp.TargetSlots != store.NoTarget
 		return pools.Backlog{Spec: storeSpec(sp), Queued: queued[name], Draining: draining}, true
 	})
 }
@@ -261,7 +261,7 @@ func (ps *pass) requirements(run *state.Run, ti *state.TI, try int) ([]store.Req
 }
 
 func storeSpec(p store.Pool) pools.Spec {
-	return pools.Spec{Name: p.Name, Slots: p.Slots, MaxQueued: p.MaxQueued, Ordering: pools.Ordering(p.Ordering),
+	return pools.Spec{Name: p.Name, Slots: p.Slots, MaxQueued: p.MaxQueued, Ordering: p.Ordering,
 		StarvationAfter: p.StarvationAfter, IncludeDeferred: p.IncludeDeferred, OnResize: p.OnResize,
 		Description: p.Description, Source: p.Source}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/executor/state"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // applyChanges reconciles the open runs with DAG definitions that changed on disk (§3.5): a
@@ -22,19 +23,19 @@ func (ps *pass) applyChanges() {
 			if _, ok := run.TIs[t.ID]; ok {
 				continue
 			}
-			ti := &state.TI{TaskInstance: store.TaskInstance{Run: run.PK, TaskID: t.ID, State: string(dag.StateNone)}, Task: t}
+			ti := &state.TI{TaskInstance: store.TaskInstance{Run: run.PK, TaskID: t.ID, State: vocab.TaskNone}, Task: t}
 			run.Add(ti)
 			ps.st.Touch(ti)
 		}
 		for _, ti := range run.TIs {
-			if ti.Task != nil || dag.State(ti.State).Terminal() {
+			if ti.Task != nil || ti.State.Terminal() {
 				continue
 			}
-			if le := ti.Entry; le != nil && le.State == "waiting" {
+			if le := ti.Entry; le != nil && le.State == vocab.EntryWaiting {
 				ps.retire(le, "task removed from the DAG")
 			}
-			if ti.State != string(dag.StateRunning) {
-				ti.State, ti.Reason, ti.NextAt = string(dag.StateFailed), "task removed from the DAG", time.Time{}
+			if ti.State != vocab.TaskRunning {
+				ti.State, ti.ReasonCode, ti.Reason, ti.NextAt = vocab.TaskFailed, "", "task removed from the DAG", time.Time{}
 				ps.st.Touch(ti)
 			}
 		}
@@ -43,7 +44,7 @@ func (ps *pass) applyChanges() {
 	var order []int64 // the retired entries' queue IDs: queued again in the same order
 	for _, le := range ps.st.Entries {
 		ti := le.TI
-		if le.State != "waiting" || le.Away || le.Run.Shared || ti == nil || ti.Task == nil || le.Fingerprint == ti.Fingerprint() {
+		if le.State != vocab.EntryWaiting || le.Away || le.Run.Shared || ti == nil || ti.Task == nil || le.Fingerprint == ti.Fingerprint() {
 			continue
 		}
 		if len(le.Kept) > 0 {
@@ -73,7 +74,7 @@ func (b byKeys) Swap(i, j int) {
 
 // retire ends a waiting entry without it counting as an attempt.
 func (ps *pass) retire(le *state.Entry, reason string) {
-	ps.p.add(EndEntry{le.ID, store.EntryRetired, "retired", reason})
+	ps.p.add(EndEntry{le.ID, vocab.EntryRetired, vocab.ReasonRetired, reason})
 	ps.st.Release(le.ID)
 	ps.st.DropEntry(le)
 }
@@ -89,8 +90,8 @@ func (ps *pass) retireJobRetries(g *dag.DAG, newer *state.Run, why string) {
 			continue
 		}
 		for _, ti := range run.TIs {
-			retrying := ti.State == string(dag.StateUpForRetry) ||
-				(ti.State == string(dag.StateScheduled) && ti.Entry != nil && ti.Entry.TryNumber > 1)
+			retrying := ti.State == vocab.TaskUpForRetry ||
+				(ti.State == vocab.TaskScheduled && ti.Entry != nil && ti.Entry.TryNumber > 1)
 			if retrying {
 				_ = ps.markFailed(run, ti, why)
 			}

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/executor/state"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // command applies an operator command to a task instance of a run this daemon holds.
@@ -29,7 +29,7 @@ func (ps *pass) applyCommand(c store.Command) error {
 	if run == nil {
 		return fmt.Errorf("%w: the dag run has ended or is not open here", store.ErrConflict)
 	}
-	if c.Kind == "replace" {
+	if c.Kind == vocab.CommandReplace {
 		return ps.replaceRun(run)
 	}
 	ti := run.TIs[c.TaskID]
@@ -37,21 +37,21 @@ func (ps *pass) applyCommand(c store.Command) error {
 		return fmt.Errorf("%w: task %s", store.ErrNotFound, c.TaskID)
 	}
 	switch c.Kind {
-	case "force":
-		if ti.Entry == nil || ti.Entry.State != "waiting" {
+	case vocab.CommandForce:
+		if ti.Entry == nil || ti.Entry.State != vocab.EntryWaiting {
 			return fmt.Errorf("%w: task %s is not waiting for admission", store.ErrConflict, c.TaskID)
 		}
 		ti.Entry.Force = true
 		ps.st.QueueDirty(ti.Entry.ID)
 		ps.p.add(SetForce{ti.Entry.ID})
 		return nil
-	case "cancel":
-		if ti.Entry == nil || ti.Entry.State != "waiting" {
+	case vocab.CommandCancel:
+		if ti.Entry == nil || ti.Entry.State != vocab.EntryWaiting {
 			return fmt.Errorf("%w: task %s is not waiting for admission", store.ErrConflict, c.TaskID)
 		}
-		ps.endWaiting(ti.Entry, store.EntryCancelled, "cancelled by operator")
+		ps.endWaiting(ti.Entry, vocab.EntryCancelled, "cancelled by operator")
 		return nil
-	case "fail":
+	case vocab.CommandFail:
 		return ps.markFailed(run, ti, "marked failed by operator")
 	}
 	return ps.applyGateCommand(run, ti, c)
@@ -59,8 +59,9 @@ func (ps *pass) applyCommand(c store.Command) error {
 
 // endWaiting ends a waiting entry as expired, cancelled or rejected: a failed attempt that
 // follows the retry policy (§4.6).
-func (ps *pass) endWaiting(le *state.Entry, st store.EntryState, reason string) {
-	ps.p.add(EndEntry{le.ID, st, string(st), reason})
+func (ps *pass) endWaiting(le *state.Entry, st vocab.EntryState, reason string) {
+	code := vocab.ReasonCode(st) // expired, cancelled or rejected
+	ps.p.add(EndEntry{le.ID, st, code, reason})
 	ps.st.Release(le.ID) // a sensor's kept claims go with it
 	ps.st.DropEntry(le)
 	ti := le.TI
@@ -68,7 +69,7 @@ func (ps *pass) endWaiting(le *state.Entry, st store.EntryState, reason string) 
 		return
 	}
 	ti.StartDate, ti.EndDate = time.Time{}, time.Time{}
-	ps.failAttempt(le.Run, ti, le.TryNumber, reason, ps.now, false)
+	ps.failAttempt(le.Run, ti, le.TryNumber, code, reason, ps.now, false)
 }
 
 // markFailed ends a task with no further retry (poolflow tasks fail, §3.3; replace). A queued
@@ -76,18 +77,18 @@ func (ps *pass) endWaiting(le *state.Entry, st store.EntryState, reason string) 
 // back: its claims are released only once its processes are gone. An attempt another daemon
 // runs (a shared run's) gets a stop request that its runner acts on.
 func (ps *pass) markFailed(run *state.Run, ti *state.TI, reason string) error {
-	if dag.State(ti.State).Terminal() {
+	if ti.State.Terminal() {
 		return fmt.Errorf("%w: task %s is already %s", store.ErrConflict, ti.TaskID, ti.State)
 	}
 	if le := ti.Entry; le != nil {
-		if le.State == string(store.EntryAdmitted) {
+		if le.State == vocab.EntryAdmitted {
 			here := ps.st.Running[le.ID]
 			if !here && le.Holder != "" && le.Holder != ps.cfg.DaemonID {
-				if le.ReasonCode == store.StopRequested {
+				if le.ReasonCode == vocab.ReasonStopRequested {
 					return nil // asked already
 				}
 				ps.p.add(RequestStop{le.ID, reason})
-				le.ReasonCode, le.Reason, le.FailWith = store.StopRequested, reason, reason
+				le.ReasonCode, le.Reason, le.FailWith = vocab.ReasonStopRequested, reason, reason
 				return nil
 			}
 			if !here {
@@ -99,11 +100,11 @@ func (ps *pass) markFailed(run *state.Run, ti *state.TI, reason string) error {
 			ps.p.Kills = append(ps.p.Kills, Kill{le.ID, reason})
 			return nil
 		}
-		ps.p.add(EndEntry{le.ID, store.EntryRetired, "failed", reason})
+		ps.p.add(EndEntry{le.ID, vocab.EntryRetired, vocab.ReasonFailed, reason})
 		ps.st.Release(le.ID)
 		ps.st.DropEntry(le)
 	}
-	ti.State, ti.Reason, ti.NextAt = string(dag.StateFailed), reason, time.Time{}
+	ti.State, ti.ReasonCode, ti.Reason, ti.NextAt = vocab.TaskFailed, "", reason, time.Time{}
 	if ti.EndDate.IsZero() && !ti.StartDate.IsZero() {
 		ti.EndDate = ps.now
 	}
@@ -117,14 +118,14 @@ func (ps *pass) markFailed(run *state.Run, ti *state.TI, reason string) error {
 func (ps *pass) noteStop(le *state.Entry) {
 	reason := orDefault(le.Reason, "stopped")
 	switch le.State {
-	case string(store.EntryAdmitted):
+	case vocab.EntryAdmitted:
 		if le.FailWith == "" {
 			le.FailWith = reason
 		}
 		if ps.st.Running[le.ID] {
 			ps.p.Kills = append(ps.p.Kills, Kill{le.ID, reason})
 		}
-	case string(store.EntryWaiting):
+	case vocab.EntryWaiting:
 		if !le.Run.Shared && !le.Run.Away {
 			ps.stops = append(ps.stops, le.ID)
 		}
@@ -134,7 +135,7 @@ func (ps *pass) noteStop(le *state.Entry) {
 // applyStop fails the task of a waiting entry that carries a stop request.
 func (ps *pass) applyStop(ev stop) {
 	le := ps.st.Entries[ev.entry]
-	if le == nil || le.State != string(store.EntryWaiting) || le.ReasonCode != store.StopRequested ||
+	if le == nil || le.State != vocab.EntryWaiting || le.ReasonCode != vocab.ReasonStopRequested ||
 		le.Run.Shared || le.Run.Away || le.TI == nil {
 		return
 	}

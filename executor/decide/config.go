@@ -5,6 +5,7 @@ import (
 
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // applyConfig takes a new configuration generation (the registry validated a changed
@@ -39,7 +40,7 @@ func (ps *pass) setGlobalLimit(maxRunning int) {
 	ps.st.InvalidateQueue() // _global's capacity changed
 	var ids []int64
 	for id, le := range ps.st.Entries {
-		if le.State != "waiting" {
+		if le.State != vocab.EntryWaiting {
 			continue
 		}
 		ids = append(ids, id)

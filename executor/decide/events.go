@@ -6,6 +6,7 @@ import (
 
 	"github.com/poolflow/poolflow/executor/attempt"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // TriggerRequest is a manual start (CLI, API).
@@ -77,9 +78,9 @@ type NoticeKind string
 const (
 	NoticeAttemptEnded NoticeKind = "attempt_ended"
 	NoticeRunEnded     NoticeKind = "run_ended"
-	NoticeAdmitted     NoticeKind = "admitted"
-	NoticeExpired      NoticeKind = "expired"
-	NoticeRejected     NoticeKind = "rejected"
+	NoticeAdmitted     NoticeKind = NoticeKind(vocab.EntryAdmitted)
+	NoticeExpired      NoticeKind = NoticeKind(vocab.EntryExpired)
+	NoticeRejected     NoticeKind = NoticeKind(vocab.EntryRejected)
 	// NoticePass follows every committed pass, after its other notices: a test waits for a
 	// pass with it instead of polling the store.
 	NoticePass NoticeKind = "pass"

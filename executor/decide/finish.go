@@ -7,6 +7,7 @@ import (
 	"github.com/poolflow/poolflow/executor/attempt"
 	"github.com/poolflow/poolflow/executor/state"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // finish records an attempt's end: the fencing check (this daemon must still hold the claims
@@ -31,7 +32,7 @@ func (ps *pass) finish(ev *attempt.Ended) {
 		// Back to the queue with the same try number, unless the lease lapsed and another
 		// pass already took the entry back.
 		ps.st.DropEntry(le)
-		ti.State = string(dag.StateScheduled) // RequeueHeld writes it
+		ti.State = vocab.TaskScheduled // RequeueHeld writes it
 		ti.Noted()
 		if held {
 			ps.p.add(RequeueHeld{ev.Entry})
@@ -64,29 +65,29 @@ func (ps *pass) finish(ev *attempt.Ended) {
 	ti.StartDate, ti.EndDate = ev.Start, ev.End
 	ti.TryNumber = le.TryNumber
 	if ev.OK || ev.Skip {
-		st := "success"
+		st := vocab.TaskSuccess
 		if ev.Skip {
-			st = "skipped"
+			st = vocab.TaskSkipped
 		}
 		ps.notify(Notice{Kind: NoticeAttemptEnded, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID,
-			Try: ti.TryNumber, State: st, Reason: ev.Reason, Duration: ev.End.Sub(ev.Start)})
+			Try: ti.TryNumber, State: string(st), Reason: ev.Reason, Duration: ev.End.Sub(ev.Start)})
 	}
 	switch {
 	case ev.OK:
-		ti.State, ti.Reason = string(dag.StateSuccess), ""
+		ti.State, ti.ReasonCode, ti.Reason = vocab.TaskSuccess, "", ""
 		ps.retireJobRetries(run.DAG, run, "retry retired by a success") // a job is never shared
 		ps.attempts = append(ps.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
-			State: "success", StartDate: ev.Start, EndDate: ev.End, Daemon: ps.cfg.DaemonID})
+			State: vocab.TaskSuccess, StartDate: ev.Start, EndDate: ev.End, Daemon: ps.cfg.DaemonID})
 		ps.st.Touch(ti)
 		return
 	case ev.Skip:
-		ti.State, ti.Reason = string(dag.StateSkipped), ev.Reason
+		ti.State, ti.ReasonCode, ti.Reason = vocab.TaskSkipped, "", ev.Reason
 		ps.attempts = append(ps.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
-			State: "skipped", StartDate: ev.Start, EndDate: ev.End, Reason: ev.Reason, Daemon: ps.cfg.DaemonID})
+			State: vocab.TaskSkipped, StartDate: ev.Start, EndDate: ev.End, Reason: ev.Reason, Daemon: ps.cfg.DaemonID})
 		ps.st.Touch(ti)
 		return
 	}
-	ps.failAttempt(run, ti, le.TryNumber, ev.Reason, ev.End, ev.NoRetry)
+	ps.failAttempt(run, ti, le.TryNumber, "", ev.Reason, ev.End, ev.NoRetry)
 }
 
 // finishUnknown records the end of an attempt whose entry is not in memory (its run was loaded
@@ -108,14 +109,14 @@ func (ps *pass) finishUnknown(ev *attempt.Ended) {
 	}
 	ps.p.warn("completion of an entry not in memory: claims released, outcome recorded", keyEntry, ev.Entry,
 		keyDAG, a.DAGID, keyRun, a.RunID, keyTask, a.Task.ID, keyTry, a.Try)
-	st, reason := "success", ev.Reason
+	st, reason := vocab.TaskSuccess, ev.Reason
 	switch {
 	case ev.Skip:
-		st = "skipped"
+		st = vocab.TaskSkipped
 	case ev.Shutdown || ev.Lost || ev.Reschedule:
-		st, reason = "failed", orDefault(reason, "stopped")
+		st, reason = vocab.TaskFailed, orDefault(reason, "stopped")
 	case !ev.OK:
-		st = "failed"
+		st = vocab.TaskFailed
 	}
 	ps.p.add(ReleaseHeld{ev.Entry})
 	ps.st.Release(ev.Entry)
@@ -123,28 +124,30 @@ func (ps *pass) finishUnknown(ev *attempt.Ended) {
 		Reason: reason, Daemon: ps.cfg.DaemonID}})
 }
 
-// failAttempt records try `try` as failed and applies the retry policy: up_for_retry until
-// end + delay while attempts are left, else failed (§3.3).
-func (ps *pass) failAttempt(run *state.Run, ti *state.TI, try int, reason string, at time.Time, noRetry bool) {
+// failAttempt records try `try` as failed for reason (with its code, if it has one) and applies
+// the retry policy: up_for_retry until end + delay while attempts are left, else failed (§3.3).
+func (ps *pass) failAttempt(run *state.Run, ti *state.TI, try int, code vocab.ReasonCode, reason string, at time.Time,
+	noRetry bool) {
 	ranBy := "" // an entry that expired, was cancelled or rejected never ran
 	if !ti.StartDate.IsZero() {
 		ranBy = ps.cfg.DaemonID
 	}
-	ps.attempts = append(ps.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: try, State: "failed",
-		StartDate: ti.StartDate, EndDate: ti.EndDate, Reason: reason, Daemon: ranBy})
+	ps.attempts = append(ps.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: try, State: vocab.TaskFailed,
+		StartDate: ti.StartDate, EndDate: ti.EndDate, ReasonCode: code, Reason: reason, Daemon: ranBy})
+	said := code.Say(reason)
 	ps.notify(Notice{Kind: NoticeAttemptEnded, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: try,
-		State: "failed", Reason: reason, Duration: ti.EndDate.Sub(ti.StartDate)})
+		State: string(vocab.TaskFailed), Reason: said, Duration: ti.EndDate.Sub(ti.StartDate)})
 	ti.TryNumber = try
-	ti.Reason = reason
+	ti.ReasonCode, ti.Reason = code, reason
 	if !noRetry && ti.Task != nil && try < ti.Task.Retries+1 {
-		ti.State = string(dag.StateUpForRetry)
+		ti.State = vocab.TaskUpForRetry
 		ti.NextAt = at.Add(dag.RetryDelay(ti.Task, try))
 		ps.p.info("attempt failed; will retry", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID,
-			keyTry, try, "reason", reason, "retry_at", ti.NextAt)
+			keyTry, try, "reason", said, "retry_at", ti.NextAt)
 	} else {
-		ti.State = string(dag.StateFailed)
+		ti.State = vocab.TaskFailed
 		ti.NextAt = time.Time{}
-		ps.p.info("task failed", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, keyTry, try, "reason", reason)
+		ps.p.info("task failed", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, keyTry, try, "reason", said)
 	}
 	ps.st.Touch(ti)
 }

@@ -4,16 +4,16 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/executor/state"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Approval gates (§5.2) have no queue entry and need no pool: a ready gate waits in
 // awaiting_approval for a person, optionally until its timeout.
 
 func (ps *pass) openGate(ti *state.TI) {
-	ti.State, ti.TryNumber, ti.StartDate = string(dag.StateAwaitingApproval), 1, ps.now
+	ti.State, ti.TryNumber, ti.StartDate = vocab.TaskAwaitingApproval, 1, ps.now
 	ps.st.Touch(ti)
 }
 
@@ -33,37 +33,36 @@ func (ps *pass) checkGateTimeout(run *state.Run, ti *state.TI) {
 }
 
 func (ps *pass) applyGateCommand(run *state.Run, ti *state.TI, c store.Command) error {
-	if c.Kind != "approve" && c.Kind != "reject" {
+	if c.Kind != vocab.CommandApprove && c.Kind != vocab.CommandReject {
 		return fmt.Errorf("unknown command %q", c.Kind)
 	}
-	if ti.State != string(dag.StateAwaitingApproval) {
+	if ti.State != vocab.TaskAwaitingApproval {
 		return fmt.Errorf("%w: task %s is not awaiting approval (state %s)", store.ErrConflict, ti.TaskID, ti.State)
 	}
 	who := c.Who
 	if who == "" {
 		who = "anonymous"
 	}
-	verb := "approved"
-	if c.Kind == "reject" {
-		verb = "rejected"
+	decided := "approved by"
+	if c.Kind == vocab.CommandReject {
+		decided = "rejected by"
 	}
-	reason := fmt.Sprintf("%s by %s at %s", verb, who, ps.now.Format(time.RFC3339))
+	reason := fmt.Sprintf("%s %s at %s", decided, who, ps.now.Format(time.RFC3339))
 	if c.Note != "" {
 		reason += ": " + c.Note
 	}
-	ps.decideGate(run, ti, c.Kind == "approve", reason)
+	ps.decideGate(run, ti, c.Kind == vocab.CommandApprove, reason)
 	return nil
 }
 
 // decideGate ends a gate: approved is success; rejected or timed out fails with no retry.
 func (ps *pass) decideGate(run *state.Run, ti *state.TI, approved bool, reason string) {
-	ti.EndDate, ti.Reason = ps.now, reason
-	st := "success"
-	ti.State = string(dag.StateSuccess)
+	ti.EndDate, ti.ReasonCode, ti.Reason = ps.now, "", reason
+	ti.State = vocab.TaskSuccess
 	if !approved {
-		st, ti.State = "failed", string(dag.StateFailed)
+		ti.State = vocab.TaskFailed
 	}
-	ps.attempts = append(ps.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: 1, State: st,
+	ps.attempts = append(ps.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: 1, State: ti.State,
 		StartDate: ti.StartDate, EndDate: ti.EndDate, Reason: reason})
 	ps.st.Touch(ti)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Op is one write of a plan. Package apply runs them in order in the pass's transaction; each
@@ -59,8 +60,8 @@ type (
 	// EndEntry gives a waiting entry a terminal state.
 	EndEntry struct {
 		ID     int64
-		State  store.EntryState
-		Code   string
+		State  vocab.EntryState
+		Code   vocab.ReasonCode
 		Reason string
 	}
 	// SetForce moves a waiting entry to the front (a force start).

@@ -7,6 +7,7 @@ import (
 	"github.com/poolflow/poolflow/executor/attempt"
 	"github.com/poolflow/poolflow/executor/state"
 	"github.com/poolflow/poolflow/rules"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // ruleKey names one attempt a rule assigns a pool to.
@@ -39,11 +40,11 @@ func (ps *pass) assign(run *state.Run, ti *state.TI, try int) (pool string, slot
 
 func (d *Decider) evalRules(run *state.Run, t *dag.Task, try int) assignment {
 	trigger := run.RunType
-	if trigger == "test" {
-		trigger = "manual"
+	if trigger == vocab.RunTest {
+		trigger = vocab.RunManual
 	}
 	res := d.Rules.Assign(rules.Attrs{DAGID: run.DAGID, TaskID: t.ID, RunID: run.RunID, Owner: run.DAG.Owner,
-		Tags: run.DAG.Tags, Trigger: trigger, Params: run.Params, TryNumber: try, Kind: string(t.Kind),
+		Tags: run.DAG.Tags, Trigger: string(trigger), Params: run.Params, TryNumber: try, Kind: string(t.Kind),
 		LogicalDate: run.LogicalDate})
 	return assignment{pool: res.Pool, slots: res.Slots, rule: res.Rule}
 }
@@ -71,7 +72,7 @@ func (d *Decider) PrepareRules(events []any, now time.Time) {
 		}
 	}
 	ps := &pass{Decider: d, now: now, st: d.St, in: &Input{Now: now}, p: &Plan{}}
-	roots := func(g *dag.DAG, runType string, req TriggerRequest) {
+	roots := func(g *dag.DAG, runType vocab.RunType, req TriggerRequest) {
 		r, err := ps.runRecord(g, runType, req.LogicalDate, req.RunID, req.Conf, "", false)
 		if err != nil {
 			return
@@ -85,14 +86,14 @@ func (d *Decider) PrepareRules(events []any, now time.Time) {
 	}
 	if t := d.cfg.Test; t != nil && d.St.TestPK == 0 {
 		if g := d.DAG(t.DAGID); g != nil {
-			roots(g, "test", TriggerRequest{Conf: t.Conf})
+			roots(g, vocab.RunTest, TriggerRequest{Conf: t.Conf})
 		}
 	}
 	for _, ev := range events {
 		switch ev := ev.(type) {
 		case *Trigger:
 			if g := d.DAG(ev.Req.DAGID); g != nil {
-				roots(g, "manual", ev.Req)
+				roots(g, vocab.RunManual, ev.Req)
 			}
 		case *attempt.Ended:
 			le := d.St.Entries[ev.Entry]
@@ -103,7 +104,7 @@ func (d *Decider) PrepareRules(events []any, now time.Time) {
 				put(le.Run, t, le.TryNumber+1) // a retry with no delay is queued in this pass
 			}
 			for _, c := range le.Run.Layout.Down[le.TI.Idx] {
-				if ti := le.Run.ByIdx[c]; ti != nil && ti.State == string(dag.StateNone) {
+				if ti := le.Run.ByIdx[c]; ti != nil && ti.State == vocab.TaskNone {
 					put(le.Run, ti.Task, ti.TryNumber+1)
 				}
 			}
@@ -114,12 +115,12 @@ func (d *Decider) PrepareRules(events []any, now time.Time) {
 			continue
 		}
 		for _, ti := range run.Frontier() {
-			if ti.State == string(dag.StateNone) {
+			if ti.State == vocab.TaskNone {
 				put(run, ti.Task, ti.TryNumber+1)
 			}
 		}
 		for ti := range run.Timers {
-			if ti.State == string(dag.StateUpForRetry) && !now.Before(ti.NextAt) {
+			if ti.State == vocab.TaskUpForRetry && !now.Before(ti.NextAt) {
 				put(run, ti.Task, ti.TryNumber+1)
 			}
 		}

@@ -6,8 +6,8 @@ import (
 
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/executor/state"
-	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Runs as wholes: starting queued runs under max_active_runs and the concurrency policy (counted
@@ -22,15 +22,15 @@ func (ps *pass) startQueuedRuns() {
 	var queued []*state.Run
 	for _, run := range ps.st.Runs {
 		switch {
-		case run.State == string(dag.RunRunning):
+		case run.State == vocab.RunRunning:
 			active[run.DAGID] = append(active[run.DAGID], run)
-		case run.State == string(dag.RunQueued) && !run.Away && !run.Shared:
+		case run.State == vocab.RunQueued && !run.Away && !run.Shared:
 			queued = append(queued, run)
 		}
 	}
 	for _, r := range ps.st.Others {
 		// A dags test run ignores max_active_runs (§3.5), and does not count toward it.
-		if r.State == string(dag.RunRunning) && r.RunType != "test" {
+		if r.State == vocab.RunRunning && r.RunType != vocab.RunTest {
 			active[r.DAGID] = append(active[r.DAGID], &state.Run{Run: r, Away: true})
 		}
 	}
@@ -39,8 +39,8 @@ func (ps *pass) startQueuedRuns() {
 		if run.DAG == nil {
 			continue
 		}
-		if run.RunType != "test" {
-			scheduled := owners.IsLeaderOwned(run.RunType)
+		if run.RunType != vocab.RunTest {
+			scheduled := run.RunType.LeaderOwned()
 			if ps.st.DAGStates[run.DAGID].Paused && scheduled {
 				continue
 			}
@@ -61,7 +61,7 @@ func (ps *pass) startQueuedRuns() {
 				continue
 			}
 		}
-		run.State, run.StartDate, run.Reason = string(dag.RunRunning), ps.now, ""
+		run.State, run.StartDate, run.ReasonCode, run.Reason = vocab.RunRunning, ps.now, "", ""
 		ps.started = append(ps.started, run)
 		active[run.DAGID] = append(active[run.DAGID], run)
 		ps.st.TouchRun(run)
@@ -82,17 +82,17 @@ func (ps *pass) replacePrevious(run *state.Run, prev []*state.Run) bool {
 			continue
 		}
 		waiting = true
-		ps.p.add(EnsureCommand{store.Command{Kind: "replace", Run: old.PK, Who: "poolflow", Note: "replaced by " + run.RunID}})
+		ps.p.add(EnsureCommand{store.Command{Kind: vocab.CommandReplace, Run: old.PK, Who: "poolflow", Note: "replaced by " + run.RunID}})
 		ps.setRunReason(run, "replace: waits for "+orDefault(old.Owner, "its owner")+" to stop the previous run "+old.RunID)
 	}
 	return waiting
 }
 
 func (ps *pass) setRunReason(run *state.Run, reason string) {
-	if run.Reason == reason {
+	if run.ReasonCode == "" && run.Reason == reason {
 		return
 	}
-	run.Reason = reason
+	run.ReasonCode, run.Reason = "", reason
 	ps.st.TouchRun(run)
 }
 
@@ -101,7 +101,7 @@ func (ps *pass) setRunReason(run *state.Run, reason string) {
 func (ps *pass) replaceRun(run *state.Run) error {
 	var first error
 	for _, ti := range run.InOrder() {
-		if dag.State(ti.State).Terminal() {
+		if ti.State.Terminal() {
 			continue
 		}
 		if err := ps.markFailed(run, ti, "replaced"); err != nil && first == nil {
@@ -114,21 +114,21 @@ func (ps *pass) replaceRun(run *state.Run) error {
 // endRuns ends every run in which no task can change state (§3.1).
 func (ps *pass) endRuns() {
 	for _, run := range ps.st.Runs {
-		if run.DAG == nil || run.State != string(dag.RunRunning) || run.Shared {
+		if run.DAG == nil || run.State != vocab.RunRunning || run.Shared {
 			continue
 		}
 		if !run.AllTerminal() {
 			continue
 		}
-		states := make(map[string]dag.State, len(run.TIs))
+		states := make(map[string]vocab.TaskState, len(run.TIs))
 		for id, ti := range run.TIs {
-			states[id] = dag.State(ti.State)
+			states[id] = ti.State
 		}
 		ended, st := dag.RunEndState(run.DAG, states)
 		if !ended {
 			continue
 		}
-		run.State, run.EndDate = string(st), ps.now
+		run.State, run.EndDate = st, ps.now
 		ps.end(run)
 	}
 }
@@ -140,7 +140,8 @@ func (ps *pass) end(run *state.Run) {
 	ps.st.RemoveRun(run)
 	ps.p.Ended = append(ps.p.Ended, run)
 	ps.p.info("run ended", keyDAG, run.DAGID, keyRun, run.RunID, "state", run.State)
-	ps.notify(Notice{Kind: NoticeRunEnded, DAGID: run.DAGID, RunID: run.RunID, State: run.State, Reason: run.Reason})
+	ps.notify(Notice{Kind: NoticeRunEnded, DAGID: run.DAGID, RunID: run.RunID, State: string(run.State),
+		Reason: run.ReasonCode.Say(run.Reason)})
 }
 
 // retireRemoved ends the open runs whose DAG was removed or became invalid (§3.5): waiting
@@ -155,17 +156,17 @@ func (ps *pass) retireRemoved() {
 		const reason = "dag removed"
 		running := false
 		for _, ti := range run.TIs {
-			if le := ti.Entry; le != nil && le.State == string(store.EntryWaiting) {
-				ps.p.add(EndEntry{le.ID, store.EntryRetired, "retired", reason})
+			if le := ti.Entry; le != nil && le.State == vocab.EntryWaiting {
+				ps.p.add(EndEntry{le.ID, vocab.EntryRetired, vocab.ReasonRetired, reason})
 				ps.st.Release(le.ID)
 				ps.st.DropEntry(le)
 			}
-			if le := ti.Entry; le != nil && le.State == string(store.EntryAdmitted) {
+			if le := ti.Entry; le != nil && le.State == vocab.EntryAdmitted {
 				running = true
 				continue
 			}
-			if !dag.State(ti.State).Terminal() {
-				ti.State, ti.Reason, ti.NextAt = string(dag.StateFailed), reason, time.Time{}
+			if !ti.State.Terminal() {
+				ti.State, ti.ReasonCode, ti.Reason, ti.NextAt = vocab.TaskFailed, "", reason, time.Time{}
 				ps.st.Touch(ti)
 			}
 		}
@@ -173,7 +174,7 @@ func (ps *pass) retireRemoved() {
 			ps.setRunReason(run, reason+"; its running attempts finish")
 			continue
 		}
-		run.State, run.EndDate, run.Reason = string(dag.RunFailed), ps.now, reason
+		run.State, run.EndDate, run.ReasonCode, run.Reason = vocab.RunFailed, ps.now, "", reason
 		ps.end(run)
 	}
 }

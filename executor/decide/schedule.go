@@ -6,7 +6,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/poolflow/poolflow/dag"
-	"github.com/poolflow/poolflow/owners"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // schedule is a DAG's parsed schedule.
@@ -44,7 +44,7 @@ func (ps *pass) createRuns() {
 		if g == nil {
 			return // the daemon refuses to start without it
 		}
-		r, err := ps.runRecord(g, "test", time.Time{}, "", t.Conf, "", false)
+		r, err := ps.runRecord(g, vocab.RunTest, time.Time{}, "", t.Conf, "", false)
 		if err != nil {
 			return
 		}
@@ -59,7 +59,7 @@ func (ps *pass) createRuns() {
 		}
 		if sched.reboot {
 			if ps.Reboot {
-				ps.fire(g, "schedule", ps.now)
+				ps.fire(g, vocab.RunSchedule, ps.now)
 			}
 			continue
 		}
@@ -99,9 +99,9 @@ func (ps *pass) cronFires(g *dag.DAG, cs cron.Schedule) {
 		if ps.openScheduledRuns(g.ID) > 0 {
 			return
 		}
-		runType := "schedule"
+		runType := vocab.RunSchedule
 		if !cs.Next(next).After(ps.now) {
-			runType = "catchup"
+			runType = vocab.RunCatchup
 		}
 		ps.fire(g, runType, next)
 		return
@@ -113,19 +113,19 @@ func (ps *pass) cronFires(g *dag.DAG, cs cron.Schedule) {
 		}
 		next = after
 	}
-	ps.fire(g, "schedule", next)
+	ps.fire(g, vocab.RunSchedule, next)
 }
 
 // openScheduledRuns counts the open scheduled and catch-up runs of a DAG, every owner's (§9).
 func (ps *pass) openScheduledRuns(dagID string) int {
 	n := 0
 	for _, r := range ps.st.Runs {
-		if r.DAGID == dagID && owners.IsLeaderOwned(r.RunType) {
+		if r.DAGID == dagID && r.RunType.LeaderOwned() {
 			n++
 		}
 	}
 	for _, r := range ps.st.Others {
-		if r.DAGID == dagID && owners.IsLeaderOwned(r.RunType) {
+		if r.DAGID == dagID && r.RunType.LeaderOwned() {
 			n++
 		}
 	}
@@ -133,7 +133,7 @@ func (ps *pass) openScheduledRuns(dagID string) int {
 }
 
 // fire creates the run of one fire and advances the checkpoint.
-func (ps *pass) fire(g *dag.DAG, runType string, at time.Time) {
+func (ps *pass) fire(g *dag.DAG, runType vocab.RunType, at time.Time) {
 	r, err := ps.runRecord(g, runType, at, "", nil, "", false)
 	if err == nil {
 		run := ps.newRun(g, r)

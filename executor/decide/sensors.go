@@ -8,6 +8,7 @@ import (
 	"github.com/poolflow/poolflow/executor/attempt"
 	"github.com/poolflow/poolflow/executor/state"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // A reschedule sensor (§5.1) is admitted once per poke. Between pokes it is up_for_reschedule:
@@ -46,7 +47,7 @@ func (ps *pass) rescheduleEntry(le *state.Entry, ev *attempt.Ended) {
 	keep := ps.keptPools(le.Needs)
 	ps.p.add(Reschedule{le.ID, keep, next})
 	ps.st.Release(le.ID, keep...)
-	le.State, le.NotBefore, le.Pokes = "waiting", next, pokes
+	le.State, le.NotBefore, le.Pokes = vocab.EntryWaiting, next, pokes
 	le.Holder = ""
 	le.Kept = le.Kept[:0]
 	for _, n := range le.Needs {
@@ -57,7 +58,7 @@ func (ps *pass) rescheduleEntry(le *state.Entry, ev *attempt.Ended) {
 		}
 	}
 	ps.st.QueueDirty(le.ID)
-	ti.State, ti.NextAt, ti.TryNumber = string(dag.StateUpForReschedule), next, le.TryNumber
+	ti.State, ti.NextAt, ti.TryNumber = vocab.TaskUpForReschedule, next, le.TryNumber
 	ti.StartDate, ti.EndDate = first, ev.End
 	ps.st.Touch(ti)
 }
@@ -83,18 +84,19 @@ func (ps *pass) sensorTimedOut(le *state.Entry, at time.Time) {
 	ti, run := le.TI, le.Run
 	s := ti.Task.Sensor
 	reason := fmt.Sprintf("sensor timeout %s passed", s.Timeout)
-	ps.p.add(EndEntry{le.ID, store.EntryDone, "timeout", reason})
+	ps.p.add(EndEntry{le.ID, vocab.EntryDone, vocab.ReasonTimeout, reason})
 	ps.st.Release(le.ID)
 	ps.st.DropEntry(le)
 	ti.EndDate = at
 	if s.SoftFail {
-		ti.State, ti.Reason, ti.NextAt = string(dag.StateSkipped), reason, time.Time{}
-		ps.attempts = append(ps.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: le.TryNumber, State: "skipped",
-			StartDate: ti.StartDate, EndDate: at, Reason: reason, Daemon: ps.cfg.DaemonID})
+		ti.State, ti.ReasonCode, ti.Reason, ti.NextAt = vocab.TaskSkipped, vocab.ReasonTimeout, reason, time.Time{}
+		ps.attempts = append(ps.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: le.TryNumber,
+			State: vocab.TaskSkipped, StartDate: ti.StartDate, EndDate: at, ReasonCode: vocab.ReasonTimeout, Reason: reason,
+			Daemon: ps.cfg.DaemonID})
 		ps.st.Touch(ti)
 		return
 	}
-	ps.failAttempt(run, ti, le.TryNumber, reason, at, true)
+	ps.failAttempt(run, ti, le.TryNumber, vocab.ReasonTimeout, reason, at, true)
 }
 
 // sensorDue wakes reschedule sensors whose next poke came and times out those whose timeout
@@ -104,12 +106,12 @@ func (ps *pass) sensorDue(ti *state.TI) {
 	if le == nil || !state.IsReschedule(ti.Task) || ti.StartDate.IsZero() {
 		return
 	}
-	if !ps.now.Before(ti.StartDate.Add(ti.Task.Sensor.Timeout)) && le.State == "waiting" {
+	if !ps.now.Before(ti.StartDate.Add(ti.Task.Sensor.Timeout)) && le.State == vocab.EntryWaiting {
 		ps.sensorTimedOut(le, ps.now)
 		return
 	}
-	if ti.State == string(dag.StateUpForReschedule) && !ps.now.Before(ti.NextAt) {
-		ti.State, ti.NextAt = string(dag.StateScheduled), time.Time{}
+	if ti.State == vocab.TaskUpForReschedule && !ps.now.Before(ti.NextAt) {
+		ti.State, ti.NextAt = vocab.TaskScheduled, time.Time{}
 		ps.st.Touch(ti)
 	}
 }
@@ -120,7 +122,7 @@ func sensorWake(ti *state.TI) time.Time {
 		return time.Time{}
 	}
 	limit := ti.StartDate.Add(ti.Task.Sensor.Timeout)
-	if ti.State == string(dag.StateUpForReschedule) && ti.NextAt.Before(limit) {
+	if ti.State == vocab.TaskUpForReschedule && ti.NextAt.Before(limit) {
 		return ti.NextAt
 	}
 	return limit

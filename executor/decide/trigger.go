@@ -3,13 +3,13 @@ package decide
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/executor/state"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 type pendingTrigger struct {
@@ -28,7 +28,7 @@ func (ps *pass) trigger(ev *Trigger) {
 		ps.p.reply(func() { reply <- TriggerReply{Err: err} })
 		return
 	}
-	r, err := ps.runRecord(d, "manual", req.LogicalDate, req.RunID, req.Conf, req.Note, req.NoQueue)
+	r, err := ps.runRecord(d, vocab.RunManual, req.LogicalDate, req.RunID, req.Conf, req.Note, req.NoQueue)
 	if err == nil && ps.in.TakenRunIDs[RunKey(d.ID, r.RunID)] {
 		err = fmt.Errorf("%w: dag run %s already exists", store.ErrConflict, r.RunID)
 	}
@@ -60,7 +60,7 @@ func (d *Decider) TriggerRunID(req TriggerRequest, now time.Time) string {
 	if logical.IsZero() {
 		logical = now
 	}
-	return runID("manual", logical, d.cfg.TestSuffix)
+	return runID(vocab.RunManual, logical, d.cfg.TestSuffix)
 }
 
 // newRun puts a new run in memory with every task instance in state none, with the next run id
@@ -70,7 +70,7 @@ func (ps *pass) newRun(d *dag.DAG, r store.Run) *state.Run {
 	lr := state.NewRun(r, d)
 	ps.p.add(InsertRun{&lr.Run})
 	for _, t := range d.Tasks {
-		ti := &state.TI{TaskInstance: store.TaskInstance{Run: r.PK, TaskID: t.ID, State: string(dag.StateNone)}, Task: t}
+		ti := &state.TI{TaskInstance: store.TaskInstance{Run: r.PK, TaskID: t.ID, State: vocab.TaskNone}, Task: t}
 		lr.Add(ti)
 		ps.st.Touch(ti)
 	}
@@ -88,7 +88,7 @@ func (ps *pass) nextRunPK() int64 {
 
 // runRecord is the row of a new run. A zero logical date means now; an empty run id is derived
 // from the run type and the logical date (a test run's is fixed once per process).
-func (ps *pass) runRecord(d *dag.DAG, runType string, logical time.Time, id string, conf map[string]any,
+func (ps *pass) runRecord(d *dag.DAG, runType vocab.RunType, logical time.Time, id string, conf map[string]any,
 	note string, noQueue bool) (store.Run, error) {
 	if logical.IsZero() {
 		logical = ps.now
@@ -104,21 +104,19 @@ func (ps *pass) runRecord(d *dag.DAG, runType string, logical time.Time, id stri
 		}
 		confJSON = string(b)
 	}
-	return store.Run{DAGID: d.ID, RunID: id, RunType: runType, LogicalDate: logical, State: string(dag.RunQueued),
+	return store.Run{DAGID: d.ID, RunID: id, RunType: runType, LogicalDate: logical, State: vocab.RunQueued,
 		Conf: confJSON, Note: note, NoQueue: noQueue, Owner: ps.cfg.DaemonID, QueuedAt: ps.now}, nil
 }
 
-// runID is the id of a run of this type at logical.
-func runID(runType string, logical time.Time, testSuffix string) string {
-	prefix := "manual"
-	switch runType {
-	case "schedule", "catchup":
-		prefix = "scheduled"
-	case "test":
-		prefix = "test"
+// runID is the id of a run of this type at logical: Airflow's prefixes, scheduled__ for the
+// scheduler's runs (catch-up too), else the type.
+func runID(runType vocab.RunType, logical time.Time, testSuffix string) string {
+	prefix := string(runType)
+	if runType.LeaderOwned() {
+		prefix = vocab.RunSchedule.Word()
 	}
 	id := prefix + "__" + logical.UTC().Format("2006-01-02T15:04:05.000Z07:00")
-	if runType == "test" {
+	if runType == vocab.RunTest {
 		id += testSuffix
 	}
 	return id
@@ -140,23 +138,24 @@ func (ps *pass) settleTriggers() {
 		if why != "" {
 			msg += " (" + why + ")"
 		}
-		run.Reason = "rejected: " + msg
+		run.ReasonCode, run.Reason = vocab.ReasonRejected, msg
 		ps.st.TouchRun(run)
-		ps.refuseRun(run, run.Reason)
+		ps.refuseRun(run, msg)
 	}
 	for _, pt := range ps.triggers {
 		run, reply := pt.run, pt.ev.Reply
-		if run.NoQueue && run.State == string(dag.RunQueued) {
+		if run.NoQueue && run.State == vocab.RunQueued {
 			why := fmt.Sprintf("dag %s cannot start a run at once (max_active_runs %d) and the start asked not to queue",
 				run.DAGID, run.DAG.MaxActiveRuns)
 			if run.Reason != "" {
 				why += " (" + run.Reason + ")"
 			}
-			run.State, run.EndDate, run.Reason = string(dag.RunFailed), ps.now, "rejected: "+why
+			run.State, run.EndDate, run.ReasonCode, run.Reason = vocab.RunFailed, ps.now, vocab.ReasonRejected, why
 			ps.st.TouchRun(run)
 			ps.st.RemoveRun(run)
 		}
-		if msg, ok := strings.CutPrefix(run.Reason, "rejected: "); ok {
+		if run.ReasonCode == vocab.ReasonRejected {
+			msg := run.Reason
 			ps.p.reply(func() { reply <- TriggerReply{Err: fmt.Errorf("%w: %s", ErrRefused, msg)} })
 			continue
 		}
@@ -166,7 +165,7 @@ func (ps *pass) settleTriggers() {
 			res.Queued, res.QueueID, res.Pool = true, first.ID, first.FirstPool()
 		}
 		// A run waiting for max_active_runs or forbid waits too, with no queue entry yet.
-		res.Queued = res.Queued || run.State == string(dag.RunQueued)
+		res.Queued = res.Queued || run.State == vocab.RunQueued
 		row := run.Run
 		ps.p.reply(func() {
 			res.Run = row
@@ -185,7 +184,7 @@ func (ps *pass) explain(le *state.Entry) string {
 		return ""
 	}
 	le.Why = &r
-	if r.Kind == pools.ReasonNodeAway && ps.st.View != nil {
+	if r.Kind == vocab.ReasonNodeAway && ps.st.View != nil {
 		return ps.st.View.AwayText(le.Run.Owner)
 	}
 	return r.String()
@@ -195,22 +194,23 @@ func (ps *pass) explain(le *state.Entry) string {
 func firstWaiting(run *state.Run) *state.Entry {
 	var first *state.Entry
 	for _, ti := range run.TIs {
-		if le := ti.Entry; le != nil && le.State == "waiting" && (first == nil || le.ID < first.ID) {
+		if le := ti.Entry; le != nil && le.State == vocab.EntryWaiting && (first == nil || le.ID < first.ID) {
 			first = le
 		}
 	}
 	return first
 }
 
-// refuseRun ends a run that may not wait: its waiting entries are rejected and it fails.
+// refuseRun ends a run that may not wait: its waiting entries are rejected for reason and it
+// fails.
 func (ps *pass) refuseRun(run *state.Run, reason string) {
 	for _, ti := range run.InOrder() {
-		if le := ti.Entry; le != nil && le.State == "waiting" {
-			ps.p.add(EndEntry{le.ID, store.EntryRejected, "rejected", reason})
+		if le := ti.Entry; le != nil && le.State == vocab.EntryWaiting {
+			ps.p.add(EndEntry{le.ID, vocab.EntryRejected, vocab.ReasonRejected, reason})
 			ps.st.Release(le.ID)
 			ps.st.DropEntry(le)
 			// The refused try is used up (§3.3) with no retry: the task shows it, not try 0.
-			ps.failAttempt(run, ti, le.TryNumber, reason, ps.now, true)
+			ps.failAttempt(run, ti, le.TryNumber, vocab.ReasonRejected, reason, ps.now, true)
 		}
 	}
 }

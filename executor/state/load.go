@@ -9,6 +9,7 @@ import (
 	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Rows are what a load reads, in the pass's transaction: everything memory is built from.
@@ -54,7 +55,7 @@ func (s *State) Load(rows *Rows, dv, seq int64) Found {
 		if !open[e.Run] {
 			continue // of a run that has ended: retired by this pass (Tx.RetireOrphans)
 		}
-		if le := s.placeEntry(e, ix, nil); le != nil && le.ReasonCode == store.StopRequested {
+		if le := s.placeEntry(e, ix, nil); le != nil && le.ReasonCode == vocab.ReasonStopRequested {
 			found.Stops = append(found.Stops, le)
 		}
 	}
@@ -96,7 +97,7 @@ func (s *State) place(r store.Run, tis []store.TaskInstance, found *Found) {
 func (s *State) placeEntry(e store.Entry, ix claimIndex, old *Entry) *Entry {
 	lr, inMemory := s.Runs[e.Run]
 	if !inMemory {
-		if e.State == string(store.EntryWaiting) {
+		if e.State == vocab.EntryWaiting {
 			s.Foreign[e.ID] = &Entry{Entry: e, Kept: ix.kept[e.ID], Away: !s.View.IsAlive(e.Owner)}
 		} else {
 			delete(s.Foreign, e.ID)
@@ -105,9 +106,9 @@ func (s *State) placeEntry(e store.Entry, ix claimIndex, old *Entry) *Entry {
 	}
 	le := &Entry{Entry: e, Run: lr, TI: lr.TIs[e.TaskID], Away: lr.Away}
 	switch e.State {
-	case string(store.EntryWaiting):
+	case vocab.EntryWaiting:
 		le.Kept = ix.kept[e.ID] // a reschedule sensor's include_deferred claims
-	case string(store.EntryAdmitted):
+	case vocab.EntryAdmitted:
 		le.Holder = ix.holder[e.ID]
 	}
 	if !e.NotBefore.IsZero() {
@@ -164,7 +165,7 @@ func (s *State) NeedsLoad(ps []store.Pool, runs []store.Run) bool {
 	}
 	for _, r := range runs {
 		lr := s.Runs[r.PK]
-		open := store.RunState(r.State).Open()
+		open := r.State.Open()
 		switch {
 		case lr == nil:
 			if f := s.Fate(r); open && (f == owners.Mine || f == owners.Away) {
@@ -184,7 +185,7 @@ func (s *State) NeedsLoad(ps []store.Pool, runs []store.Run) bool {
 func (s *State) Placed(runs []store.Run) []int64 {
 	var out []int64
 	for _, r := range runs {
-		if _, in := s.Runs[r.PK]; !in && store.RunState(r.State).Open() && InMemory(s.Fate(r)) {
+		if _, in := s.Runs[r.PK]; !in && r.State.Open() && InMemory(s.Fate(r)) {
 			out = append(out, r.PK)
 		}
 	}
@@ -209,7 +210,7 @@ func (s *State) Refresh(ch *Changes, dv, seq int64) Found {
 	s.DAGStates = ch.DAGStates
 	ix := indexClaims(ch.Claims)
 	for _, r := range ch.Runs {
-		open := store.RunState(r.State).Open()
+		open := r.State.Open()
 		if lr := s.Runs[r.PK]; lr != nil {
 			if !open {
 				found.Ended = append(found.Ended, lr)
@@ -244,13 +245,13 @@ func (s *State) Refresh(ch *Changes, dv, seq int64) Found {
 	}
 	for _, e := range ch.Entries {
 		s.QueueDirty(e.ID)
-		if _, inMemory := s.Runs[e.Run]; inMemory && store.EntryState(e.State).Terminal() {
+		if _, inMemory := s.Runs[e.Run]; inMemory && e.State.Terminal() {
 			if old := s.Entries[e.ID]; old != nil {
 				s.DropEntry(old)
 			}
 			continue
 		}
-		if le := s.placeEntry(e, ix, s.Entries[e.ID]); le != nil && le.ReasonCode == store.StopRequested {
+		if le := s.placeEntry(e, ix, s.Entries[e.ID]); le != nil && le.ReasonCode == vocab.ReasonStopRequested {
 			found.Stops = append(found.Stops, le)
 		}
 	}

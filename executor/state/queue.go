@@ -6,6 +6,7 @@ import (
 	"github.com/poolflow/poolflow/explain"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // The admission queue (pools.Queue) holds every waiting entry a pass walks between passes, so
@@ -128,7 +129,7 @@ func (s *State) putForeign(fe *Entry) {
 // when it does not wait (admitted, its task is gone, or a stop request on it waits for its
 // owner to fail the task).
 func (s *State) putEntry(le *Entry) {
-	if le.State != string(store.EntryWaiting) || le.TI == nil || le.TI.Task == nil || le.ReasonCode == store.StopRequested {
+	if le.State != vocab.EntryWaiting || le.TI == nil || le.TI.Task == nil || le.ReasonCode == vocab.ReasonStopRequested {
 		s.queue.Remove(le.ID)
 		return
 	}
@@ -138,7 +139,7 @@ func (s *State) putEntry(le *Entry) {
 		block = pools.BlockNodeAway
 	case le.NotHere:
 		block = pools.BlockNotMine // a shared run's entry this daemon must not admit: its owner will
-	case le.Run.RunType != "test" && s.DAGStates[le.Run.DAGID].Paused:
+	case le.Run.RunType != vocab.RunTest && s.DAGStates[le.Run.DAGID].Paused:
 		block = pools.BlockPaused
 	}
 	s.declareImplicit(le.Run, le.Needs)

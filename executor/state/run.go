@@ -10,6 +10,7 @@ import (
 	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Run is an open run in memory, written through to the store.
@@ -59,7 +60,7 @@ type TI struct {
 	Run   *Run
 	Idx   int32 // index of its task in Run.DAG.Tasks; -1 when the task is gone
 	// seen is the state run.open, run.Timers and the frontier last accounted for.
-	seen string
+	seen vocab.TaskState
 	// A pass changes a task instance several times (queued, then admitted, say); it is written
 	// once, at the end of the pass (inserted if its row does not exist yet).
 	dirty bool
@@ -110,10 +111,10 @@ func (r *Run) note(ti *TI) {
 	if ti.seen == ti.State {
 		return
 	}
-	if ti.seen != "" && !dag.State(ti.seen).Terminal() {
+	if ti.seen != "" && !ti.seen.Terminal() {
 		r.open--
 	}
-	if !dag.State(ti.State).Terminal() {
+	if !ti.State.Terminal() {
 		r.open++
 	}
 	first := ti.seen == ""
@@ -208,8 +209,7 @@ func (r *Run) Pop() *TI {
 // Due is the due time of every entry of the run (§4.4): the logical date of a scheduled or
 // catch-up run, the request time of a manual or test run.
 func (r *Run) Due() time.Time {
-	switch r.RunType {
-	case "schedule", "catchup":
+	if r.RunType.LeaderOwned() {
 		return r.LogicalDate
 	}
 	return r.QueuedAt
@@ -234,10 +234,10 @@ func IsReschedule(t *dag.Task) bool {
 // WaitsOnClock says whether a task instance waits for a time: its retry, its approval timeout,
 // a reschedule sensor's next poke or timeout.
 func WaitsOnClock(ti *TI) bool {
-	switch dag.State(ti.State) {
-	case dag.StateUpForRetry, dag.StateAwaitingApproval:
+	switch ti.State {
+	case vocab.TaskUpForRetry, vocab.TaskAwaitingApproval:
 		return true
-	case dag.StateScheduled, dag.StateUpForReschedule:
+	case vocab.TaskScheduled, vocab.TaskUpForReschedule:
 		return IsReschedule(ti.Task)
 	}
 	return false

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // BenchPass measures the store half of one admission pass, as the scheduler loop runs it:
@@ -20,13 +21,13 @@ func BenchPass(b *testing.B, h Harness) {
 			var entries []*store.Entry
 			mk := func(tx store.Tx, run int64, i int) (*store.Entry, error) {
 				e := &store.Entry{Run: run, TaskID: fmt.Sprintf("t%07d", i), TryNumber: 1, Label: "bench", Due: day,
-					State: "waiting", CreatedAt: day, Needs: []store.Requirement{{Pool: "a", Slots: 1}, {Pool: "b", Slots: 1},
+					State: vocab.EntryWaiting, CreatedAt: day, Needs: []store.Requirement{{Pool: "a", Slots: 1}, {Pool: "b", Slots: 1},
 						{Pool: "_global", Slots: 1, Implicit: true, Capacity: 1 << 30}}}
 				return e, tx.InsertEntry(e)
 			}
 			var run int64
 			must(b, st.WithTx(bg(), func(tx store.Tx) error {
-				r := &store.Run{DAGID: "bench", RunID: "r", RunType: "manual", LogicalDate: day, State: "running", QueuedAt: day}
+				r := &store.Run{DAGID: "bench", RunID: "r", RunType: vocab.RunManual, LogicalDate: day, State: vocab.RunRunning, QueuedAt: day}
 				if err := tx.InsertRun(r); err != nil {
 					return err
 				}

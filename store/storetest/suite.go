@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Run runs the conformance suite against the harness's driver. Every test opens stores of its
@@ -40,6 +41,8 @@ func Run(t *testing.T, h Harness) {
 		{"ConcurrentAdmission", testConcurrentAdmission},
 		{"ChangeStamps", testChangeStamps},
 		{"NextIDs", testNextIDs},
+		{"ReasonCodes", testReasonCodes},
+		{"MigrateReasonCodes", testMigrateReasonCodes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,14 +60,14 @@ func bg() context.Context { return context.Background() }
 func seed(t testing.TB, st store.Store) *store.Entry {
 	t.Helper()
 	e := &store.Entry{TaskID: "transfer", TryNumber: 1, Label: "etl.transfer try 1", Priority: 1, Due: day,
-		State: "waiting", CreatedAt: day, Needs: []store.Requirement{{Pool: "destination_db", Slots: 2},
+		State: vocab.EntryWaiting, CreatedAt: day, Needs: []store.Requirement{{Pool: "destination_db", Slots: 2},
 			{Pool: "source_db", Slots: 1}, {Pool: "_global", Slots: 1, Implicit: true, Capacity: 32}}}
 	err := st.WithTx(bg(), func(tx store.Tx) error {
-		r := &store.Run{DAGID: "etl", RunID: "r1", RunType: "manual", LogicalDate: day, State: "running", QueuedAt: day}
+		r := &store.Run{DAGID: "etl", RunID: "r1", RunType: vocab.RunManual, LogicalDate: day, State: vocab.RunRunning, QueuedAt: day}
 		if err := tx.InsertRun(r); err != nil {
 			return err
 		}
-		if err := tx.InsertTI(&store.TaskInstance{Run: r.PK, TaskID: "transfer", State: "scheduled"}); err != nil {
+		if err := tx.InsertTI(&store.TaskInstance{Run: r.PK, TaskID: "transfer", State: vocab.TaskScheduled}); err != nil {
 			return err
 		}
 		e.Run = r.PK
@@ -101,7 +104,7 @@ func testAdmitFailureLeavesNoClaim(t *testing.T, h Harness) {
 		if err != nil || len(claims) != 0 {
 			t.Fatalf("fail at claim %d: claims %v (%v), want none", fail, claims, err)
 		}
-		got, err := st.ListEntries(bg(), "waiting")
+		got, err := st.ListEntries(bg(), vocab.EntryWaiting)
 		if err != nil || len(got) != 1 || len(got[0].Needs) != 3 {
 			t.Fatalf("fail at claim %d: waiting entries %+v (%v)", fail, got, err)
 		}
@@ -182,10 +185,14 @@ func testEntryStateMachine(t *testing.T, h Harness) {
 	}))
 	for name, fn := range map[string]func(tx store.Tx) error{
 		"requeue": func(tx store.Tx) error { return tx.RequeueEntry(e.ID) },
-		"retire":  func(tx store.Tx) error { return tx.EndEntry(e.ID, store.EntryRetired, "retired", "late", now) },
-		"admit":   func(tx store.Tx) error { return tx.Admit(e, "d1", 1, now, now.Add(time.Minute)) },
-		"poke":    func(tx store.Tx) error { return tx.Reschedule(e.ID, nil, now) },
-		"cancel":  func(tx store.Tx) error { return tx.EndEntry(e.ID, store.EntryCancelled, "cancelled", "late", now) },
+		"retire": func(tx store.Tx) error {
+			return tx.EndEntry(e.ID, vocab.EntryRetired, vocab.ReasonRetired, "late", now)
+		},
+		"admit": func(tx store.Tx) error { return tx.Admit(e, "d1", 1, now, now.Add(time.Minute)) },
+		"poke":  func(tx store.Tx) error { return tx.Reschedule(e.ID, nil, now) },
+		"cancel": func(tx store.Tx) error {
+			return tx.EndEntry(e.ID, vocab.EntryCancelled, vocab.ReasonCancelled, "late", now)
+		},
 	} {
 		err := tx(func(tx store.Tx) error {
 			err := fn(tx)
@@ -200,7 +207,7 @@ func testEntryStateMachine(t *testing.T, h Harness) {
 		}
 	}
 	got, err := st.EntryByID(bg(), e.ID)
-	if err != nil || got.State != string(store.EntryDone) {
+	if err != nil || got.State != vocab.EntryDone {
 		t.Fatalf("entry after refused moves: %+v %v", got, err)
 	}
 	if claims, _ := st.ListClaims(bg()); len(claims) != 0 {
@@ -225,7 +232,7 @@ func testDuplicateKeyIsConflict(t *testing.T, h Harness) {
 	st := h.New(t)
 	e := seed(t, st)
 	err := st.WithTx(bg(), func(tx store.Tx) error {
-		return tx.InsertTI(&store.TaskInstance{Run: e.Run, TaskID: "transfer", State: "scheduled"})
+		return tx.InsertTI(&store.TaskInstance{Run: e.Run, TaskID: "transfer", State: vocab.TaskScheduled})
 	})
 	if !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("err = %v, want ErrConflict", err)
@@ -237,7 +244,7 @@ func testDuplicateKeyIsConflict(t *testing.T, h Harness) {
 func testScheduledRunsUnique(t *testing.T, h Harness) {
 	st := h.New(t)
 	mk := func(tx store.Tx, id string) error {
-		return tx.InsertRun(&store.Run{DAGID: "etl", RunID: id, RunType: "schedule", LogicalDate: day, State: "queued", QueuedAt: day})
+		return tx.InsertRun(&store.Run{DAGID: "etl", RunID: id, RunType: vocab.RunSchedule, LogicalDate: day, State: vocab.RunQueued, QueuedAt: day})
 	}
 	must(t, st.WithTx(bg(), func(tx store.Tx) error { return mk(tx, "a") }))
 	err := st.WithTx(bg(), func(tx store.Tx) error {
@@ -259,13 +266,13 @@ func testIDsInInsertionOrder(t *testing.T, h Harness) {
 	var ids []int64
 	must(t, st.WithTx(bg(), func(tx store.Tx) error {
 		for i := 0; i < 5; i++ {
-			n := &store.Entry{Run: e.Run, TaskID: "transfer", TryNumber: 2 + i, Label: "x", Due: day, State: "waiting", CreatedAt: day}
+			n := &store.Entry{Run: e.Run, TaskID: "transfer", TryNumber: 2 + i, Label: "x", Due: day, State: vocab.EntryWaiting, CreatedAt: day}
 			if err := tx.InsertEntry(n); err != nil {
 				return err
 			}
 			ids = append(ids, n.ID)
 		}
-		c := &store.Command{Kind: "cancel", Run: e.Run, TaskID: "transfer"}
+		c := &store.Command{Kind: vocab.CommandCancel, Run: e.Run, TaskID: "transfer"}
 		if err := tx.InsertCommand(c, day); err != nil {
 			return err
 		}
@@ -285,14 +292,14 @@ func testIDsInInsertionOrder(t *testing.T, h Harness) {
 func testAttemptReplaced(t *testing.T, h Harness) {
 	st := h.New(t)
 	e := seed(t, st)
-	for _, state := range []string{"failed", "success"} {
+	for _, state := range []vocab.TaskState{vocab.TaskFailed, vocab.TaskSuccess} {
 		must(t, st.WithTx(bg(), func(tx store.Tx) error {
 			return tx.InsertAttempt(&store.Attempt{Run: e.Run, TaskID: "transfer", TryNumber: 1, State: state,
 				StartDate: day, EndDate: day.Add(time.Second)})
 		}))
 	}
 	as, err := st.ListAttempts(bg(), e.Run, "transfer")
-	if err != nil || len(as) != 1 || as[0].State != "success" || !as[0].EndDate.Equal(day.Add(time.Second)) {
+	if err != nil || len(as) != 1 || as[0].State != vocab.TaskSuccess || !as[0].EndDate.Equal(day.Add(time.Second)) {
 		t.Fatalf("attempts %+v %v", as, err)
 	}
 }

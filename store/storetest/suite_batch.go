@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // testInsertEntries: a batch of entries, more than one statement's worth, gets queue IDs in
@@ -20,7 +21,7 @@ func testInsertEntries(t *testing.T, h Harness) {
 	batch := make([]*store.Entry, n)
 	for i := range batch {
 		e := &store.Entry{Run: first.Run, TaskID: fmt.Sprintf("t%03d", i), TryNumber: 1 + i%3, Label: fmt.Sprintf("etl.t%03d", i),
-			Priority: i, Due: day, State: "waiting", CreatedAt: day}
+			Priority: i, Due: day, State: vocab.EntryWaiting, CreatedAt: day}
 		switch i % 3 {
 		case 1:
 			e.Needs = []store.Requirement{{Pool: "a", Slots: 1 + i%2}}
@@ -38,7 +39,7 @@ func testInsertEntries(t *testing.T, h Harness) {
 		}
 		prev = e.ID
 	}
-	got, err := st.ListEntries(bg(), "waiting")
+	got, err := st.ListEntries(bg(), vocab.EntryWaiting)
 	must(t, err)
 	byID := map[int64]store.Entry{}
 	for _, e := range got {
@@ -68,14 +69,14 @@ func testPutAttempts(t *testing.T, h Harness) {
 	st := h.New(t)
 	e := seed(t, st)
 	must(t, st.WithTx(bg(), func(tx store.Tx) error {
-		return tx.InsertAttempt(&store.Attempt{Run: e.Run, TaskID: "transfer", TryNumber: 1, State: "failed", Reason: "first"})
+		return tx.InsertAttempt(&store.Attempt{Run: e.Run, TaskID: "transfer", TryNumber: 1, State: vocab.TaskFailed, Reason: "first"})
 	}))
 	var batch []*store.Attempt
 	for i := 1; i <= 100; i++ {
-		batch = append(batch, &store.Attempt{Run: e.Run, TaskID: "transfer", TryNumber: i, State: "failed",
+		batch = append(batch, &store.Attempt{Run: e.Run, TaskID: "transfer", TryNumber: i, State: vocab.TaskFailed,
 			StartDate: day, EndDate: day.Add(time.Second), Reason: fmt.Sprint("try ", i), Daemon: "d1"})
 	}
-	batch = append(batch, &store.Attempt{Run: e.Run, TaskID: "transfer", TryNumber: 7, State: "success", Daemon: "d2"})
+	batch = append(batch, &store.Attempt{Run: e.Run, TaskID: "transfer", TryNumber: 7, State: vocab.TaskSuccess, Daemon: "d2"})
 	must(t, st.WithTx(bg(), func(tx store.Tx) error { return tx.PutAttempts(batch) }))
 	got, err := st.ListAttempts(bg(), e.Run, "transfer")
 	must(t, err)
@@ -87,7 +88,7 @@ func testPutAttempts(t *testing.T, h Harness) {
 		switch {
 		case a.TryNumber != i+1:
 			t.Fatalf("attempt %d has try %d", i, a.TryNumber)
-		case i+1 == 7 && (a.State != "success" || a.Daemon != "d2"):
+		case i+1 == 7 && (a.State != vocab.TaskSuccess || a.Daemon != "d2"):
 			t.Fatalf("try 7 = %s by %s, want the later version (success by d2)", a.State, a.Daemon)
 		case i+1 != 7 && (a.Reason != want || a.Daemon != "d1" || !a.EndDate.Equal(day.Add(time.Second))):
 			t.Fatalf("try %d = %+v, want reason %q by d1", i+1, a, want)

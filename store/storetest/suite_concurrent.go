@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // testConcurrentAdmission is the store half of the admission model: several daemons (handles on
@@ -32,19 +33,19 @@ func testConcurrentAdmission(t *testing.T, h Harness) {
 	names := []string{"a", "b", "c", "d"}
 	must(t, handles[0].WithTx(bg(), func(tx store.Tx) error {
 		for _, n := range names {
-			p := &store.Pool{Name: n, Slots: caps[n], TargetSlots: store.NoTarget, Ordering: "backfill",
-				OnResize: "immediate", Source: "store"}
+			p := &store.Pool{Name: n, Slots: caps[n], TargetSlots: store.NoTarget, Ordering: vocab.Backfill,
+				OnResize: vocab.ResizeImmediate, Source: "store"}
 			if err := tx.PutPool(p, day); err != nil {
 				return err
 			}
 		}
-		r := &store.Run{DAGID: "m", RunID: "r", RunType: "manual", LogicalDate: day, State: "running", QueuedAt: day}
+		r := &store.Run{DAGID: "m", RunID: "r", RunType: vocab.RunManual, LogicalDate: day, State: vocab.RunRunning, QueuedAt: day}
 		if err := tx.InsertRun(r); err != nil {
 			return err
 		}
 		for i := 0; i < entries; i++ {
 			e := &store.Entry{Run: r.PK, TaskID: fmt.Sprintf("t%03d", i), TryNumber: 1, Label: "m", Due: day,
-				State: "waiting", CreatedAt: day}
+				State: vocab.EntryWaiting, CreatedAt: day}
 			for _, n := range names {
 				if rnd.IntN(2) == 0 {
 					e.Needs = append(e.Needs, store.Requirement{Pool: n, Slots: 1 + rnd.IntN(caps[n])})
@@ -142,7 +143,7 @@ func pass(st store.Store, daemon string, r *rand.Rand, caps map[string]int, viol
 			}
 		}
 	}
-	waiting, err := tx.Entries("waiting")
+	waiting, err := tx.Entries(vocab.EntryWaiting)
 	if err != nil {
 		return 0, err
 	}
@@ -191,7 +192,7 @@ func pass(st store.Store, daemon string, r *rand.Rand, caps map[string]int, viol
 			violate("%s: pool %s would hold %d of %d slots", daemon, p, n, caps[p])
 		}
 	}
-	admitted, err := tx.Entries("admitted")
+	admitted, err := tx.Entries(vocab.EntryAdmitted)
 	if err != nil {
 		return 0, err
 	}

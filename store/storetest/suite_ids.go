@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // testNextIDs: NextIDs names the ids the next run and entry get, whether they are inserted
@@ -21,10 +22,10 @@ func testNextIDs(t *testing.T, h Harness) {
 		return r, e
 	}
 	run := func(id string, pk int64) *store.Run {
-		return &store.Run{PK: pk, DAGID: "d", RunID: id, RunType: "manual", LogicalDate: day, State: "running", QueuedAt: day}
+		return &store.Run{PK: pk, DAGID: "d", RunID: id, RunType: vocab.RunManual, LogicalDate: day, State: vocab.RunRunning, QueuedAt: day}
 	}
 	entry := func(r *store.Run, task string, id int64) *store.Entry {
-		return &store.Entry{ID: id, Run: r.PK, TaskID: task, TryNumber: 1, Label: task, Priority: 1, Due: day, State: "waiting",
+		return &store.Entry{ID: id, Run: r.PK, TaskID: task, TryNumber: 1, Label: task, Priority: 1, Due: day, State: vocab.EntryWaiting,
 			CreatedAt: day, Needs: []store.Requirement{{Pool: "p", Slots: 1}}}
 	}
 	r0, e0 := next()
@@ -47,7 +48,7 @@ func testNextIDs(t *testing.T, h Harness) {
 	if a.PK != r0 {
 		t.Fatalf("run inserted as %d, want %d", a.PK, r0)
 	}
-	es, err := st.ListEntries(bg(), "waiting")
+	es, err := st.ListEntries(bg(), vocab.EntryWaiting)
 	must(t, err)
 	if len(es) != 2 || es[0].ID != e0 || es[1].ID != e0+1 {
 		t.Fatalf("entries %+v, want ids %d and %d", es, e0, e0+1)
@@ -68,7 +69,7 @@ func testNextIDs(t *testing.T, h Harness) {
 	if b.PK != r1 {
 		t.Fatalf("run without an id got %d, want %d", b.PK, r1)
 	}
-	es, _ = st.ListEntries(bg(), "waiting")
+	es, _ = st.ListEntries(bg(), vocab.EntryWaiting)
 	if es[len(es)-1].ID != e1 {
 		t.Fatalf("entry without an id got %d, want %d", es[len(es)-1].ID, e1)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // testOwnerRows: each start takes the next epoch and clears the handled mark; a heartbeat
@@ -14,7 +15,7 @@ func testOwnerRows(t *testing.T, h Harness) {
 	st := h.New(t)
 	var epochs []int64
 	for i := 0; i < 2; i++ {
-		o := store.Owner{ID: "d1", Kind: store.OwnerDaemon, Host: "h", PID: 42, StartedAt: day, Heartbeat: day,
+		o := store.Owner{ID: "d1", Kind: vocab.OwnerDaemon, Host: "h", PID: 42, StartedAt: day, Heartbeat: day,
 			LeaseUntil: day.Add(time.Minute)}
 		must(t, st.WithTx(bg(), func(tx store.Tx) error {
 			if err := tx.PutOwner(&o); err != nil {
@@ -66,7 +67,7 @@ func testTakeover(t *testing.T, h Harness) {
 		if err := tx.Admit(e, "dead", 3, now, now.Add(time.Minute)); err != nil {
 			return err
 		}
-		sched := &store.Run{DAGID: "etl", RunID: "s1", RunType: "schedule", LogicalDate: day, State: "running",
+		sched := &store.Run{DAGID: "etl", RunID: "s1", RunType: vocab.RunSchedule, LogicalDate: day, State: vocab.RunRunning,
 			QueuedAt: day, Owner: "dead"}
 		return tx.InsertRun(sched)
 	}))
@@ -75,18 +76,18 @@ func testTakeover(t *testing.T, h Harness) {
 		if err != nil || len(released) != 1 || released[0] != e.ID {
 			t.Errorf("released %v %v", released, err)
 		}
-		n, err := tx.AdoptRuns("dead", "alive", "schedule", "catchup")
+		n, err := tx.AdoptRuns("dead", "alive", vocab.RunSchedule, vocab.RunCatchup)
 		if err != nil || n != 1 {
 			t.Errorf("adopted %d %v", n, err)
 		}
-		ended, skipped, err := tx.FailOwnerRuns("dead", "manual", "owner gone", now)
+		ended, skipped, err := tx.FailOwnerRuns("dead", vocab.RunManual, "owner gone", now)
 		if err != nil || len(ended) != 1 || skipped != 0 {
 			t.Errorf("failed runs %+v skipped %d %v", ended, skipped, err)
 		}
 		return err
 	}))
 	got, err := st.EntryByID(bg(), e.ID)
-	if err != nil || got.State != "retired" || !got.Replay {
+	if err != nil || got.State != vocab.EntryRetired || !got.Replay {
 		t.Fatalf("entry after the takeover: %+v %v", got, err)
 	}
 	run, err := st.GetRun(bg(), "etl", "s1")
@@ -105,12 +106,12 @@ func testReads(t *testing.T, h Harness) {
 	now := day.Add(time.Minute)
 	must(t, st.WithTx(bg(), func(tx store.Tx) error {
 		for _, p := range []store.Pool{
-			{Name: "source_db", Slots: 1, TargetSlots: store.NoTarget, Ordering: "backfill", Source: "file"},
-			{Name: "destination_db", Slots: 3, TargetSlots: 2, Ordering: "strict", MaxQueued: 7,
-				StarvationAfter: time.Minute, IncludeDeferred: true, OnResize: "drain", Description: "dw", Source: "store"},
+			{Name: "source_db", Slots: 1, TargetSlots: store.NoTarget, Ordering: vocab.Backfill, Source: "file"},
+			{Name: "destination_db", Slots: 3, TargetSlots: 2, Ordering: vocab.Strict, MaxQueued: 7,
+				StarvationAfter: time.Minute, IncludeDeferred: true, OnResize: vocab.ResizeDrain, Description: "dw", Source: "store"},
 		} {
 			if p.OnResize == "" {
-				p.OnResize = "immediate"
+				p.OnResize = vocab.ResizeImmediate
 			}
 			if err := tx.PutPool(&p, now); err != nil {
 				return err
@@ -145,7 +146,7 @@ func testReads(t *testing.T, h Harness) {
 		t.Fatalf("pools %+v %v", ps, err)
 	}
 	got, err := st.LatestEntry(bg(), e.Run, "transfer")
-	if err != nil || !got.Force || got.State != "admitted" || got.Owner != "" || got.DAGID != "etl" || len(got.Needs) != 3 ||
+	if err != nil || !got.Force || got.State != vocab.EntryAdmitted || got.Owner != "" || got.DAGID != "etl" || len(got.Needs) != 3 ||
 		!got.Needs[0].Implicit || got.Needs[0].Capacity != 32 {
 		t.Fatalf("entry %+v %v", got, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // testSchemaNewerAtOpen: a database migrated by a newer binary is refused at open, clearly.
@@ -135,10 +136,10 @@ func testMigrateDaemonsToOwners(t *testing.T, h Harness) {
 	if err != nil || len(owners) != 2 {
 		t.Fatalf("owners %+v %v", owners, err)
 	}
-	if o := owners[0]; o.ID != "host:/state" || o.Kind != store.OwnerDaemon || o.Epoch != 3 || o.PID != 99 {
+	if o := owners[0]; o.ID != "host:/state" || o.Kind != vocab.OwnerDaemon || o.Epoch != 3 || o.PID != 99 {
 		t.Errorf("daemon row became %+v", o)
 	}
-	if o := owners[1]; o.Kind != store.OwnerTest {
+	if o := owners[1]; o.Kind != vocab.OwnerTest {
 		t.Errorf("test row became %+v", o)
 	}
 	must(t, st.WithTx(bg(), func(tx store.Tx) error {
@@ -146,25 +147,25 @@ func testMigrateDaemonsToOwners(t *testing.T, h Harness) {
 		if err == nil && len(cmds) != 0 {
 			t.Errorf("a command of an open run of another owner is pending for nobody: %+v", cmds)
 		}
-		if err := tx.UpdateRun(&store.Run{PK: 1, State: "running", Owner: "host:/state"}); err != nil {
+		if err := tx.UpdateRun(&store.Run{PK: 1, State: vocab.RunRunning, Owner: "host:/state"}); err != nil {
 			return err
 		}
 		cmds, err = tx.PendingCommands([]string{"host:/state"})
-		if err == nil && (len(cmds) != 1 || cmds[0].Kind != "cancel") {
+		if err == nil && (len(cmds) != 1 || cmds[0].Kind != vocab.CommandCancel) {
 			t.Errorf("commands after the migration: %+v", cmds)
 		}
 		if err != nil {
 			return err
 		}
 		// 'replace' is a kind since schema 2; ids go on after the copied row's.
-		c := &store.Command{Kind: "replace", Run: 1}
+		c := &store.Command{Kind: vocab.CommandReplace, Run: 1}
 		if err := tx.InsertCommand(c, store.FromMicros(6)); err != nil {
 			return err
 		}
 		if c.ID <= 1 {
 			t.Errorf("new command id %d", c.ID)
 		}
-		r := &store.Run{DAGID: "d", RunID: "r2", RunType: "manual", State: "queued"}
+		r := &store.Run{DAGID: "d", RunID: "r2", RunType: vocab.RunManual, State: vocab.RunQueued}
 		if err := tx.InsertRun(r); err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // testChangeStamps: every write transaction that changes a row commits the next change number,
@@ -48,13 +49,13 @@ func testChangeStamps(t *testing.T, h Harness) {
 	what := func(c store.Changes) []string {
 		var out []string
 		for _, r := range c.Runs {
-			out = append(out, "run "+r.RunID+" "+r.State+" "+r.Owner)
+			out = append(out, "run "+r.RunID+" "+string(r.State)+" "+r.Owner)
 		}
 		for _, ti := range c.TaskInstances {
-			out = append(out, "ti "+ti.TaskID+" "+ti.State)
+			out = append(out, "ti "+ti.TaskID+" "+string(ti.State))
 		}
 		for _, e := range c.Entries {
-			out = append(out, "entry "+e.TaskID+" "+e.State+" "+e.ReasonCode+" "+itoa(len(e.Needs))+" "+e.RunType)
+			out = append(out, "entry "+e.TaskID+" "+string(e.State)+" "+string(e.ReasonCode)+" "+itoa(len(e.Needs))+" "+string(e.RunType))
 		}
 		sort.Strings(out)
 		return out
@@ -92,7 +93,7 @@ func testChangeStamps(t *testing.T, h Harness) {
 		if err := tx.Admit(e, "d2", 1, day, day.Add(30e9)); err != nil {
 			return err
 		}
-		return tx.UpdateTI(&store.TaskInstance{Run: e.Run, TaskID: "transfer", State: "running", TryNumber: 1})
+		return tx.UpdateTI(&store.TaskInstance{Run: e.Run, TaskID: "transfer", State: vocab.TaskRunning, TryNumber: 1})
 	})
 	if before != s1 || after != s1+1 {
 		t.Fatalf("admission: %d → %d, want %d → %d", before, after, s1, s1+1)
@@ -100,39 +101,39 @@ func testChangeStamps(t *testing.T, h Harness) {
 	expect("admission", changes(a, s1), "ti transfer running", "entry transfer admitted  3 manual")
 	s2 := after
 	_, s3 := write(a, func(tx store.Tx) error { return tx.RequestStop(e.ID, "replaced") })
-	expect("stop request", changes(b, s2), "entry transfer admitted "+store.StopRequested+" 3 manual")
+	expect("stop request", changes(b, s2), "entry transfer admitted stop_requested 3 manual")
 	if err := a.WithTx(bg(), func(tx store.Tx) error { return tx.RequestStop(999999, "x") }); !errors.Is(err, store.ErrEntryState) {
 		t.Fatalf("stop request of no admitted entry: %v, want ErrEntryState", err)
 	}
 	_, s4 := write(b, func(tx store.Tx) error { _, err := tx.ReleaseOwnerClaims("d2", 1); return err })
 	// The stop request survives the requeue: the run's owner fails the task.
-	expect("requeue", changes(a, s3), "ti transfer scheduled", "entry transfer waiting "+store.StopRequested+" 3 manual")
+	expect("requeue", changes(a, s3), "ti transfer scheduled", "entry transfer waiting stop_requested 3 manual")
 
 	// Requirement changes, force, a new entry, a run moved to another owner, a run failed.
 	_, s5 := write(a, func(tx store.Tx) error { return tx.SetImplicitLimit([]int64{e.ID}, "_global", 0) })
-	expect("implicit limit", changes(b, s4), "entry transfer waiting "+store.StopRequested+" 2 manual")
+	expect("implicit limit", changes(b, s4), "entry transfer waiting stop_requested 2 manual")
 	_, s6 := write(a, func(tx store.Tx) error { return tx.SetForce(e.ID) })
-	expect("force", changes(b, s5), "entry transfer waiting "+store.StopRequested+" 2 manual")
+	expect("force", changes(b, s5), "entry transfer waiting stop_requested 2 manual")
 	var s1PK int64
 	_, s7 := write(a, func(tx store.Tx) error {
-		r := &store.Run{DAGID: "etl", RunID: "s1", RunType: "schedule", LogicalDate: day, State: "running", QueuedAt: day, Owner: "d1"}
+		r := &store.Run{DAGID: "etl", RunID: "s1", RunType: vocab.RunSchedule, LogicalDate: day, State: vocab.RunRunning, QueuedAt: day, Owner: "d1"}
 		if err := tx.InsertRun(r); err != nil {
 			return err
 		}
 		s1PK = r.PK
-		if err := tx.InsertTI(&store.TaskInstance{Run: r.PK, TaskID: "load", State: "none"}); err != nil {
+		if err := tx.InsertTI(&store.TaskInstance{Run: r.PK, TaskID: "load", State: vocab.TaskNone}); err != nil {
 			return err
 		}
 		return tx.InsertEntry(&store.Entry{Run: r.PK, TaskID: "load", TryNumber: 1, Label: "etl.load try 1", Due: day,
-			State: "waiting", CreatedAt: day, Needs: []store.Requirement{{Pool: "p", Slots: 1}}})
+			State: vocab.EntryWaiting, CreatedAt: day, Needs: []store.Requirement{{Pool: "p", Slots: 1}}})
 	})
 	expect("new run", changes(b, s6), "run s1 running d1", "ti load none", "entry load waiting  1 schedule")
-	_, s8 := write(b, func(tx store.Tx) error { _, err := tx.AdoptRuns("d1", "d2", "schedule"); return err })
+	_, s8 := write(b, func(tx store.Tx) error { _, err := tx.AdoptRuns("d1", "d2", vocab.RunSchedule); return err })
 	expect("adopt", changes(a, s7), "run s1 running d2")
 	// PutTIs updates one task instance and inserts another in one statement.
 	_, s9 := write(a, func(tx store.Tx) error {
-		return tx.PutTIs([]*store.TaskInstance{{Run: s1PK, TaskID: "load", State: "scheduled"},
-			{Run: s1PK, TaskID: "report", State: "none"}})
+		return tx.PutTIs([]*store.TaskInstance{{Run: s1PK, TaskID: "load", State: vocab.TaskScheduled},
+			{Run: s1PK, TaskID: "report", State: vocab.TaskNone}})
 	})
 	expect("put task instances", changes(b, s8), "ti load scheduled", "ti report none")
 	write(b, func(tx store.Tx) error {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // ChangesSince reads the runs, task instances and queue entries stamped after seq. Each table
@@ -25,8 +26,7 @@ func (t *Tx) ChangesSince(seq int64) (store.Changes, error) {
 	if c.Runs, err = scanRuns(rows); err != nil {
 		return c, err
 	}
-	rows, err = t.query(`SELECT run, task_id, state, try_number, start_date, end_date, next_at, COALESCE(reason, '')
-		FROM task_instances WHERE seq > ? AND seq <= ?`, seq, upto)
+	rows, err = t.query(`SELECT `+tiCols+` FROM task_instances WHERE seq > ? AND seq <= ?`, seq, upto)
 	if err != nil {
 		return c, err
 	}
@@ -37,11 +37,11 @@ func (t *Tx) ChangesSince(seq int64) (store.Changes, error) {
 	return c, err
 }
 
-// RequestStop marks an admitted entry for its runner to stop (store.StopRequested). The mark
-// stays when the entry is put back in the queue (its runner died), so its owner fails it.
+// RequestStop marks an admitted entry for its runner to stop (reason code stop_requested). The
+// mark stays when the entry is put back in the queue (its runner died), so its owner fails it.
 func (t *Tx) RequestStop(id int64, reason string) error {
 	res, err := t.exec(`UPDATE queue_entries SET reason_code = ?, reason = ?, seq = ? WHERE id = ? AND state = 'admitted'`,
-		store.StopRequested, reason, t.stamp(), id)
+		vocab.ReasonStopRequested, reason, t.stamp(), id)
 	if err != nil {
 		return err
 	}

@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/poolflow/poolflow/store"
-
 	"context"
 	"database/sql"
 	"strings"
+
+	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // entries reads entries in states (or the one with id) and attaches their requirement rows.
-func entries(ctx context.Context, q querier, states []string, id int64) ([]store.Entry, error) {
+func entries(ctx context.Context, q querier, states []vocab.EntryState, id int64) ([]store.Entry, error) {
 	where, args := entryFilter(states, id)
 	return entriesWhere(ctx, q, where, args...)
 }
@@ -63,7 +64,7 @@ func entriesWhere(ctx context.Context, q querier, where string, args ...any) ([]
 	return out, unavailable(rows.Err())
 }
 
-func entryFilter(states []string, id int64) (string, []any) {
+func entryFilter(states []vocab.EntryState, id int64) (string, []any) {
 	if id != 0 {
 		return "e.id = ?", []any{id}
 	}
@@ -76,8 +77,8 @@ func entryFilter(states []string, id int64) (string, []any) {
 
 // moveEntry sets entry id's state to `to` and the extra assignments in set (with args), only if
 // its current state may move there; otherwise it is ErrEntryState naming both states.
-func (t *Tx) moveEntry(id int64, to store.EntryState, set string, args ...any) error {
-	if len(store.MovesFrom(to)) == 0 {
+func (t *Tx) moveEntry(id int64, to vocab.EntryState, set string, args ...any) error {
+	if len(vocab.MovesFrom(to)) == 0 {
 		return t.entryStateError(id, to)
 	}
 	q, all := t.moveStatement(id, to, set, args...)
@@ -93,8 +94,8 @@ func (t *Tx) moveEntry(id int64, to store.EntryState, set string, args ...any) e
 
 // moveStatement is moveEntry's UPDATE and its arguments; its WHERE clause comes last, so a
 // caller may add conditions or RETURNING.
-func (t *Tx) moveStatement(id int64, to store.EntryState, set string, args ...any) (string, []any) {
-	from := store.MovesFrom(to)
+func (t *Tx) moveStatement(id int64, to vocab.EntryState, set string, args ...any) (string, []any) {
+	from := vocab.MovesFrom(to)
 	all := make([]any, 0, len(args)+3+len(from))
 	all = append(all, to, t.stamp())
 	all = append(all, args...)
@@ -132,8 +133,8 @@ func moveSQL(set string, from int) string {
 }
 
 // entryStateError says why entry id could not move to `to`: it does not exist, or its state.
-func (t *Tx) entryStateError(id int64, to store.EntryState) error {
-	if len(store.MovesFrom(to)) == 0 {
+func (t *Tx) entryStateError(id int64, to vocab.EntryState) error {
+	if len(vocab.MovesFrom(to)) == 0 {
 		return fmt.Errorf("%w: unknown state %q", store.ErrEntryState, to)
 	}
 	var cur string

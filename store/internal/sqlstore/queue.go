@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // InsertEntry queues one entry with its requirement rows (InsertEntries of one).
@@ -124,15 +125,15 @@ func scanEntry(sc interface{ Scan(...any) error }) (store.Entry, error) {
 
 // Entries lists entries in the given states (all waiting and admitted entries of every daemon,
 // for instance) with their requirement rows, ordered by queue ID.
-func (t *Tx) Entries(states ...string) ([]store.Entry, error) {
+func (t *Tx) Entries(states ...vocab.EntryState) ([]store.Entry, error) {
 	return entries(t.ctx, t.q(), states, 0)
 }
 
 // EndEntry gives a waiting entry a terminal state (expired, cancelled, rejected, retired, or done
 // for a sensor that timed out between pokes) with a reason, and releases any claim it kept.
-func (t *Tx) EndEntry(id int64, state store.EntryState, code, reason string, now time.Time) error {
+func (t *Tx) EndEntry(id int64, state vocab.EntryState, code vocab.ReasonCode, reason string, now time.Time) error {
 	if err := t.moveEntry(id, state, `reason_code = ?, reason = ?, ended_at = ?`,
-		nullString(code), nullString(reason), store.Micros(now)); err != nil {
+		nullString(string(code)), nullString(reason), store.Micros(now)); err != nil {
 		return err
 	}
 	_, err := t.exec(`DELETE FROM claims WHERE entry = ?`, id)
@@ -151,7 +152,7 @@ func (t *Tx) Admit(e *store.Entry, daemon string, epoch int64, now, leaseUntil t
 	const set = `admitted_at = ?, reason_code = NULL, reason = NULL`
 	if t.s.d.WritingWith && t.failAfter == nil && len(e.Needs) > 0 {
 		// The move and the claims in one statement: no claim is written unless the move is.
-		q, args := t.moveStatement(e.ID, store.EntryAdmitted, set, store.Micros(now))
+		q, args := t.moveStatement(e.ID, vocab.EntryAdmitted, set, store.Micros(now))
 		args = append(args, daemon, epoch, store.Micros(leaseUntil))
 		for _, n := range e.Needs {
 			args = append(args, n.Pool, n.Slots)
@@ -163,11 +164,11 @@ func (t *Tx) Admit(e *store.Entry, daemon string, epoch int64, now, leaseUntil t
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return t.entryStateError(e.ID, store.EntryAdmitted)
+			return t.entryStateError(e.ID, vocab.EntryAdmitted)
 		}
 		return nil
 	}
-	if err := t.moveEntry(e.ID, store.EntryAdmitted, set, store.Micros(now)); err != nil {
+	if err := t.moveEntry(e.ID, vocab.EntryAdmitted, set, store.Micros(now)); err != nil {
 		return err
 	}
 	if t.failAfter != nil {
@@ -296,7 +297,7 @@ func (t *Tx) QueuedCount(pool string) (int, error) {
 // same try number, its task instance back to scheduled (recovery, lost leases, shutdown, §4.8).
 // The entry's next run appends to the same attempt log after a replay line.
 func (t *Tx) RequeueEntry(id int64) error {
-	if err := t.moveEntry(id, store.EntryWaiting, `replay = TRUE, admitted_at = NULL`); err != nil {
+	if err := t.moveEntry(id, vocab.EntryWaiting, `replay = TRUE, admitted_at = NULL`); err != nil {
 		return err
 	}
 	if _, err := t.exec(`DELETE FROM claims WHERE entry = ?`, id); err != nil {
@@ -310,12 +311,12 @@ func (t *Tx) RequeueEntry(id int64) error {
 // ReleaseEntry releases every claim of an entry whose holder is gone or whose lease lapsed: an
 // admitted entry goes back to the queue (RequeueEntry); a waiting one (a sensor between pokes)
 // only loses the claims it kept. It returns the state the entry was in.
-func (t *Tx) ReleaseEntry(id int64) (store.EntryState, error) {
-	var cur store.EntryState
+func (t *Tx) ReleaseEntry(id int64) (vocab.EntryState, error) {
+	var cur vocab.EntryState
 	if err := t.queryRow(`SELECT state FROM queue_entries WHERE id = ?`, id).Scan(&cur); err != nil {
 		return "", unavailable(err)
 	}
-	if cur == store.EntryAdmitted {
+	if cur == vocab.EntryAdmitted {
 		return cur, t.RequeueEntry(id)
 	}
 	_, err := t.exec(`DELETE FROM claims WHERE entry = ?`, id)
@@ -329,7 +330,7 @@ func (t *Tx) ReleaseHeld(id int64, daemon string, epoch int64, now time.Time) (b
 	if t.s.d.WritingWith {
 		// The fenced delete and the move in one statement; the move only when the delete found
 		// the claims.
-		q, args := t.moveStatement(id, store.EntryDone, `ended_at = ?`, store.Micros(now))
+		q, args := t.moveStatement(id, vocab.EntryDone, `ended_at = ?`, store.Micros(now))
 		var deleted, moved int
 		q = `WITH d AS (DELETE FROM claims WHERE entry = ? AND daemon = ? AND epoch = ? RETURNING entry),
 			m AS (` + q + ` AND EXISTS (SELECT 1 FROM d) RETURNING id)
@@ -342,7 +343,7 @@ func (t *Tx) ReleaseHeld(id int64, daemon string, epoch int64, now time.Time) (b
 		case deleted == 0:
 			return false, nil
 		case moved == 0:
-			return false, t.entryStateError(id, store.EntryDone)
+			return false, t.entryStateError(id, vocab.EntryDone)
 		}
 		return true, nil
 	}
@@ -356,7 +357,7 @@ func (t *Tx) ReleaseHeld(id int64, daemon string, epoch int64, now time.Time) (b
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return false, err
 	}
-	return true, t.moveEntry(id, store.EntryDone, `ended_at = ?`, store.Micros(now))
+	return true, t.moveEntry(id, vocab.EntryDone, `ended_at = ?`, store.Micros(now))
 }
 
 // RequeueHeld is RequeueEntry for the holder itself (shutdown, a lost lease): it acts only while
@@ -411,7 +412,7 @@ func (t *Tx) Reschedule(id int64, keep []string, notBefore time.Time) error {
 			args = append(args, k)
 		}
 	}
-	if err := t.moveEntry(id, store.EntryWaiting, `not_before = ?, admitted_at = NULL`, store.Micros(notBefore)); err != nil {
+	if err := t.moveEntry(id, vocab.EntryWaiting, `not_before = ?, admitted_at = NULL`, store.Micros(notBefore)); err != nil {
 		return err
 	}
 	_, err := t.exec(q, args...)
@@ -428,8 +429,9 @@ func (t *Tx) RecordEnd(id int64, a *store.Attempt) error {
 	if err := t.InsertAttempt(a); err != nil {
 		return err
 	}
-	_, err := t.exec(`UPDATE task_instances SET state = ?, try_number = ?, start_date = ?, end_date = ?, next_at = NULL, reason = ?,
-		seq = ? WHERE run = ? AND task_id = ? AND state = 'running'`, a.State, a.TryNumber, nullMicros(a.StartDate),
-		nullMicros(a.EndDate), nullString(a.Reason), t.stamp(), a.Run, a.TaskID)
+	_, err := t.exec(`UPDATE task_instances SET state = ?, try_number = ?, start_date = ?, end_date = ?, next_at = NULL,
+		reason_code = ?, reason = ?, seq = ? WHERE run = ? AND task_id = ? AND state = 'running'`, a.State, a.TryNumber,
+		nullMicros(a.StartDate), nullMicros(a.EndDate), nullString(string(a.ReasonCode)), nullString(a.Reason), t.stamp(),
+		a.Run, a.TaskID)
 	return err
 }

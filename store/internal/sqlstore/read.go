@@ -1,11 +1,12 @@
 package sqlstore
 
 import (
-	"github.com/poolflow/poolflow/store"
-
 	"context"
 	"database/sql"
 	"errors"
+
+	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Reads for the CLI, the API and the UI. They use the reader pool and never wait for the
@@ -32,7 +33,7 @@ func (s *DB) ListClaims(ctx context.Context) ([]store.Claim, error) {
 }
 
 // ListEntries lists entries in the given states with their requirements, by queue ID.
-func (s *DB) ListEntries(ctx context.Context, states ...string) ([]store.Entry, error) {
+func (s *DB) ListEntries(ctx context.Context, states ...vocab.EntryState) ([]store.Entry, error) {
 	return entries(ctx, s.readers(), states, 0)
 }
 
@@ -61,8 +62,7 @@ func (s *DB) ListRuns(ctx context.Context, dagID string, limit, offset int) ([]s
 
 // ListTaskInstances lists a run's task instances.
 func (s *DB) ListTaskInstances(ctx context.Context, run int64) ([]store.TaskInstance, error) {
-	rows, err := s.query(ctx, `SELECT run, task_id, state, try_number, start_date, end_date, next_at,
-		COALESCE(reason, '') FROM task_instances WHERE run = ?`, run)
+	rows, err := s.query(ctx, `SELECT `+tiCols+` FROM task_instances WHERE run = ?`, run)
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -120,8 +120,8 @@ func (s *DB) ListAttempts(ctx context.Context, run int64, taskID string) ([]stor
 
 // attempts reads the ended attempts a condition on the attempts table selects.
 func (s *DB) attempts(ctx context.Context, where string, args ...any) ([]store.Attempt, error) {
-	rows, err := s.query(ctx, `SELECT run, task_id, try_number, state, start_date, end_date, COALESCE(reason, ''),
-		COALESCE(daemon, '') FROM attempts WHERE `+where, args...)
+	rows, err := s.query(ctx, `SELECT run, task_id, try_number, state, start_date, end_date, COALESCE(reason_code, ''),
+		COALESCE(reason, ''), COALESCE(daemon, '') FROM attempts WHERE `+where, args...)
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -130,7 +130,8 @@ func (s *DB) attempts(ctx context.Context, where string, args ...any) ([]store.A
 	for rows.Next() {
 		var a store.Attempt
 		var start, end sql.NullInt64
-		if err := rows.Scan(&a.Run, &a.TaskID, &a.TryNumber, &a.State, &start, &end, &a.Reason, &a.Daemon); err != nil {
+		if err := rows.Scan(&a.Run, &a.TaskID, &a.TryNumber, &a.State, &start, &end, &a.ReasonCode, &a.Reason,
+			&a.Daemon); err != nil {
 			return nil, unavailable(err)
 		}
 		a.StartDate, a.EndDate = timeOf(start), timeOf(end)

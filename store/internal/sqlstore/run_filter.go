@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // ListRunsWhere lists the runs f selects in f's order, and how many it selects in all.
@@ -32,8 +33,8 @@ func (s *DB) ListRunsWhere(ctx context.Context, f store.RunFilter) ([]store.Run,
 	if f.DAGID != "" {
 		where, args = append(where, "dag_id = ?"), append(args, f.DAGID)
 	}
-	in("state", f.States)
-	in("run_type", f.RunTypes)
+	in("state", vocab.Strings(f.States))
+	in("run_type", vocab.Strings(f.RunTypes))
 	between("logical_date", f.LogicalFrom, f.LogicalTo)
 	between("start_date", f.StartFrom, f.StartTo)
 	between("end_date", f.EndFrom, f.EndTo)

@@ -3,24 +3,25 @@ package sqlstore
 import (
 	"fmt"
 
-	"github.com/poolflow/poolflow/store"
-
 	"context"
 	"database/sql"
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 const runCols = `id, dag_id, run_id, run_type, logical_date, state, conf, note, no_queue, COALESCE(owner, ''),
-	queued_at, start_date, end_date, COALESCE(reason, '')`
+	queued_at, start_date, end_date, COALESCE(reason_code, ''), COALESCE(reason, '')`
 
 func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
 	var r store.Run
 	var logical, queued int64
 	var start, end sql.NullInt64
 	err := sc.Scan(&r.PK, &r.DAGID, &r.RunID, &r.RunType, &logical, &r.State, &r.Conf, &r.Note, &r.NoQueue, &r.Owner,
-		&queued, &start, &end, &r.Reason)
+		&queued, &start, &end, &r.ReasonCode, &r.Reason)
 	r.LogicalDate, r.QueuedAt, r.StartDate, r.EndDate = store.FromMicros(logical), store.FromMicros(queued), timeOf(start), timeOf(end)
 	return r, err
 }
@@ -32,12 +33,14 @@ func (t *Tx) InsertRun(r *store.Run) error {
 	// would end the whole pass's transaction.
 	cols, vals := "", ""
 	args := []any{r.DAGID, r.RunID, r.RunType, store.Micros(r.LogicalDate), r.State, orJSON(r.Conf), r.Note, r.NoQueue,
-		nullString(r.Owner), store.Micros(r.QueuedAt), nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(r.Reason), t.stamp()}
+		nullString(r.Owner), store.Micros(r.QueuedAt), nullMicros(r.StartDate), nullMicros(r.EndDate),
+		nullString(string(r.ReasonCode)), nullString(r.Reason), t.stamp()}
 	if r.PK != 0 {
 		cols, vals, args = "id, ", "?, ", append([]any{r.PK}, args...)
 	}
 	id, ok, err := t.insertID(`INSERT INTO dag_runs (`+cols+`dag_id, run_id, run_type, logical_date, state, conf, note,
-		no_queue, owner, queued_at, start_date, end_date, reason, seq) VALUES (`+vals+`?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		no_queue, owner, queued_at, start_date, end_date, reason_code, reason, seq)
+		VALUES (`+vals+`?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING RETURNING id`, args...)
 	switch {
 	case err != nil:
@@ -84,10 +87,11 @@ func orJSON(s string) string {
 	return s
 }
 
-// UpdateRun writes a run's state, dates and reason.
+// UpdateRun writes a run's state, dates, reason and owner.
 func (t *Tx) UpdateRun(r *store.Run) error {
-	_, err := t.exec(`UPDATE dag_runs SET state = ?, start_date = ?, end_date = ?, reason = ?, owner = ?, seq = ? WHERE id = ?`,
-		r.State, nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(r.Reason), nullString(r.Owner), t.stamp(), r.PK)
+	_, err := t.exec(`UPDATE dag_runs SET state = ?, start_date = ?, end_date = ?, reason_code = ?, reason = ?, owner = ?, seq = ?
+		WHERE id = ?`, r.State, nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(string(r.ReasonCode)),
+		nullString(r.Reason), nullString(r.Owner), t.stamp(), r.PK)
 	return err
 }
 
@@ -125,17 +129,18 @@ func (t *Tx) RunByPK(pk int64) (store.Run, error) {
 
 // InsertTI creates a task instance.
 func (t *Tx) InsertTI(ti *store.TaskInstance) error {
-	_, err := t.exec(`INSERT INTO task_instances (run, task_id, state, try_number, start_date, end_date, next_at, reason, seq)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, ti.Run, ti.TaskID, ti.State, ti.TryNumber,
-		nullMicros(ti.StartDate), nullMicros(ti.EndDate), nullMicros(ti.NextAt), nullString(ti.Reason), t.stamp())
+	_, err := t.exec(`INSERT INTO task_instances (run, task_id, state, try_number, start_date, end_date, next_at, reason_code,
+		reason, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, ti.Run, ti.TaskID, ti.State, ti.TryNumber, nullMicros(ti.StartDate),
+		nullMicros(ti.EndDate), nullMicros(ti.NextAt), nullString(string(ti.ReasonCode)), nullString(ti.Reason), t.stamp())
 	return err
 }
 
 // UpdateTI writes a task instance.
 func (t *Tx) UpdateTI(ti *store.TaskInstance) error {
-	_, err := t.exec(`UPDATE task_instances SET state = ?, try_number = ?, start_date = ?, end_date = ?, next_at = ?, reason = ?,
-		seq = ? WHERE run = ? AND task_id = ?`, ti.State, ti.TryNumber, nullMicros(ti.StartDate), nullMicros(ti.EndDate),
-		nullMicros(ti.NextAt), nullString(ti.Reason), t.stamp(), ti.Run, ti.TaskID)
+	_, err := t.exec(`UPDATE task_instances SET state = ?, try_number = ?, start_date = ?, end_date = ?, next_at = ?,
+		reason_code = ?, reason = ?, seq = ? WHERE run = ? AND task_id = ?`, ti.State, ti.TryNumber, nullMicros(ti.StartDate),
+		nullMicros(ti.EndDate), nullMicros(ti.NextAt), nullString(string(ti.ReasonCode)), nullString(ti.Reason), t.stamp(),
+		ti.Run, ti.TaskID)
 	return err
 }
 
@@ -148,16 +153,17 @@ const putTIsChunk = 64
 func (t *Tx) PutTIs(tis []*store.TaskInstance) error {
 	for len(tis) > 0 {
 		n := min(len(tis), putTIsChunk)
-		args := make([]any, 0, 9*n)
+		args := make([]any, 0, 10*n)
 		stamp := t.stamp()
 		for _, ti := range tis[:n] {
 			args = append(args, ti.Run, ti.TaskID, ti.State, ti.TryNumber, nullMicros(ti.StartDate), nullMicros(ti.EndDate),
-				nullMicros(ti.NextAt), nullString(ti.Reason), stamp)
+				nullMicros(ti.NextAt), nullString(string(ti.ReasonCode)), nullString(ti.Reason), stamp)
 		}
-		if _, err := t.exec(`INSERT INTO task_instances (run, task_id, state, try_number, start_date, end_date, next_at, reason, seq)
-			VALUES `+rowsOf(n, "(?, ?, ?, ?, ?, ?, ?, ?, ?)")+` ON CONFLICT (run, task_id) DO UPDATE SET state = excluded.state,
-			try_number = excluded.try_number, start_date = excluded.start_date, end_date = excluded.end_date,
-			next_at = excluded.next_at, reason = excluded.reason, seq = excluded.seq`, args...); err != nil {
+		if _, err := t.exec(`INSERT INTO task_instances (run, task_id, state, try_number, start_date, end_date, next_at,
+			reason_code, reason, seq) VALUES `+rowsOf(n, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")+` ON CONFLICT (run, task_id) DO UPDATE
+			SET state = excluded.state, try_number = excluded.try_number, start_date = excluded.start_date,
+			end_date = excluded.end_date, next_at = excluded.next_at, reason_code = excluded.reason_code,
+			reason = excluded.reason, seq = excluded.seq`, args...); err != nil {
 			return err
 		}
 		tis = tis[n:]
@@ -167,13 +173,16 @@ func (t *Tx) PutTIs(tis []*store.TaskInstance) error {
 
 // TaskInstances lists a run's task instances.
 func (t *Tx) TaskInstances(run int64) ([]store.TaskInstance, error) {
-	rows, err := t.query(`SELECT run, task_id, state, try_number, start_date, end_date, next_at, COALESCE(reason, '')
-		FROM task_instances WHERE run = ?`, run)
+	rows, err := t.query(`SELECT `+tiCols+` FROM task_instances WHERE run = ?`, run)
 	if err != nil {
 		return nil, err
 	}
 	return scanTIs(rows)
 }
+
+// tiCols are the columns scanTIs reads.
+const tiCols = `run, task_id, state, try_number, start_date, end_date, next_at, COALESCE(reason_code, ''),
+	COALESCE(reason, '')`
 
 func scanTIs(rows *sql.Rows) ([]store.TaskInstance, error) {
 	defer rows.Close()
@@ -181,7 +190,8 @@ func scanTIs(rows *sql.Rows) ([]store.TaskInstance, error) {
 	for rows.Next() {
 		var ti store.TaskInstance
 		var start, end, next sql.NullInt64
-		if err := rows.Scan(&ti.Run, &ti.TaskID, &ti.State, &ti.TryNumber, &start, &end, &next, &ti.Reason); err != nil {
+		if err := rows.Scan(&ti.Run, &ti.TaskID, &ti.State, &ti.TryNumber, &start, &end, &next, &ti.ReasonCode,
+			&ti.Reason); err != nil {
 			return nil, unavailable(err)
 		}
 		ti.StartDate, ti.EndDate, ti.NextAt = timeOf(start), timeOf(end), timeOf(next)
@@ -218,15 +228,15 @@ func (t *Tx) PutAttempts(as []*store.Attempt) error {
 	}
 	for len(rows) > 0 {
 		n := min(len(rows), putAttemptsChunk)
-		args := make([]any, 0, 8*n)
+		args := make([]any, 0, 9*n)
 		for _, a := range rows[:n] {
 			args = append(args, a.Run, a.TaskID, a.TryNumber, a.State, nullMicros(a.StartDate), nullMicros(a.EndDate),
-				nullString(a.Reason), nullString(a.Daemon))
+				nullString(string(a.ReasonCode)), nullString(a.Reason), nullString(a.Daemon))
 		}
-		if _, err := t.exec(`INSERT INTO attempts (run, task_id, try_number, state, start_date, end_date, reason, daemon)
-			VALUES `+rowsOf(n, "(?, ?, ?, ?, ?, ?, ?, ?)")+` ON CONFLICT (run, task_id, try_number) DO UPDATE SET
-			state = excluded.state, start_date = excluded.start_date, end_date = excluded.end_date, reason = excluded.reason,
-			daemon = excluded.daemon`, args...); err != nil {
+		if _, err := t.exec(`INSERT INTO attempts (run, task_id, try_number, state, start_date, end_date, reason_code, reason,
+			daemon) VALUES `+rowsOf(n, "(?, ?, ?, ?, ?, ?, ?, ?, ?)")+` ON CONFLICT (run, task_id, try_number) DO UPDATE SET
+			state = excluded.state, start_date = excluded.start_date, end_date = excluded.end_date,
+			reason_code = excluded.reason_code, reason = excluded.reason, daemon = excluded.daemon`, args...); err != nil {
 			return err
 		}
 		rows = rows[n:]
@@ -335,7 +345,7 @@ func (t *Tx) PendingCommands(owners []string) ([]store.Command, error) {
 }
 
 // HasPendingCommand reports whether run already has an undone command of kind.
-func (t *Tx) HasPendingCommand(run int64, kind string) (bool, error) {
+func (t *Tx) HasPendingCommand(run int64, kind vocab.CommandKind) (bool, error) {
 	var n int
 	err := t.queryRow(`SELECT COUNT(*) FROM commands WHERE run = ? AND kind = ? AND done_at IS NULL`,
 		run, kind).Scan(&n)

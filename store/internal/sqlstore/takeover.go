@@ -1,10 +1,11 @@
 package sqlstore
 
 import (
-	"github.com/poolflow/poolflow/store"
-
 	"errors"
 	"time"
+
+	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // What a live owner does with the work of an owner whose lease expired (§9). The decision of who
@@ -46,7 +47,7 @@ func (t *Tx) ReleaseOwnerClaims(owner string, maxEpoch int64) ([]int64, error) {
 
 // AdoptRuns moves owner from's open runs of the given types to owner to (a live daemon taking
 // over a dead one's leader-owned work) and returns how many moved.
-func (t *Tx) AdoptRuns(from, to string, runTypes ...string) (int, error) {
+func (t *Tx) AdoptRuns(from, to string, runTypes ...vocab.RunType) (int, error) {
 	q := `UPDATE dag_runs SET owner = ?, seq = ? WHERE owner = ? AND state IN ('queued', 'running') AND run_type IN (` +
 		rowsOf(len(runTypes), "?") + `)`
 	args := []any{to, t.stamp(), from}
@@ -64,7 +65,7 @@ func (t *Tx) AdoptRuns(from, to string, runTypes ...string) (int, error) {
 // FailOwnerRuns ends owner's open runs of runType as failed with reason: their waiting entries
 // are retired, every unfinished task instance fails with the reason. Their claims must have been
 // released first; a run that still has an admitted entry is left open and counted in skipped.
-func (t *Tx) FailOwnerRuns(owner, runType, reason string, now time.Time) (ended []store.Run, skipped int, err error) {
+func (t *Tx) FailOwnerRuns(owner string, runType vocab.RunType, reason string, now time.Time) (ended []store.Run, skipped int, err error) {
 	rows, err := t.query(`SELECT `+runCols+` FROM dag_runs WHERE owner = ? AND run_type = ? AND state IN ('queued', 'running')
 		ORDER BY id`, owner, runType)
 	if err != nil {
@@ -108,11 +109,11 @@ func (t *Tx) FailRun(r *store.Run, reason string, now time.Time) error {
 		WHERE `+waiting, reason, store.Micros(now), t.stamp(), r.PK); err != nil {
 		return err
 	}
-	if _, err := t.exec(`UPDATE task_instances SET state = 'failed', reason = ?, next_at = NULL, seq = ?,
+	if _, err := t.exec(`UPDATE task_instances SET state = 'failed', reason_code = NULL, reason = ?, next_at = NULL, seq = ?,
 		end_date = CASE WHEN start_date IS NULL THEN NULL ELSE COALESCE(end_date, ?) END
 		WHERE run = ? AND state NOT IN ('success', 'failed', 'skipped', 'upstream_failed')`, reason, t.stamp(), store.Micros(now), r.PK); err != nil {
 		return err
 	}
-	r.State, r.EndDate, r.Reason = "failed", now, reason
+	r.State, r.EndDate, r.ReasonCode, r.Reason = vocab.RunFailed, now, "", reason
 	return t.UpdateRun(r)
 }

@@ -50,8 +50,8 @@ func (s *DB) TaskInstancesOfRuns(ctx context.Context, runs []int64) (map[int64][
 		for i, r := range runs[:n] {
 			args[i] = r
 		}
-		rows, err := s.query(ctx, `SELECT run, task_id, state, try_number, start_date, end_date, next_at,
-			COALESCE(reason, '') FROM task_instances WHERE run IN (?`+strings.Repeat(", ?", n-1)+`)`, args...)
+		rows, err := s.query(ctx, `SELECT `+tiCols+` FROM task_instances WHERE run IN (?`+strings.Repeat(", ?", n-1)+`)`,
+			args...)
 		if err != nil {
 			return nil, unavailable(err)
 		}

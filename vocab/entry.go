@@ -1,10 +1,8 @@
-package store
-
-import "errors"
+package vocab
 
 // EntryState is a queue entry's state. Entries move only along the state machine below; every
-// write of a state names the states it may come from, so a late or repeated call (a second
-// release, a requeue after the end) changes nothing and is an ErrEntryState the caller sees.
+// store write of a state names the states it may come from (MovesFrom), so a late or repeated
+// call (a second release, a requeue after the end) changes nothing.
 //
 //	waiting ──admit──▶ admitted ──end──▶ done
 //	   ▲                  │
@@ -22,11 +20,19 @@ const (
 	EntryRetired   EntryState = "retired"
 )
 
-// Terminal reports whether no state follows s.
-func (s EntryState) Terminal() bool { return s != EntryWaiting && s != EntryAdmitted }
+// EntryStates lists every entry state: the open ones, then done, then the other ends.
+func EntryStates() []EntryState {
+	return []EntryState{EntryWaiting, EntryAdmitted, EntryDone, EntryExpired, EntryCancelled, EntryRejected, EntryRetired}
+}
 
-// ErrEntryState refuses a state change the entry state machine does not allow.
-var ErrEntryState = errors.New("entry state change not allowed")
+// Terminal reports whether no state follows s.
+func (s EntryState) Terminal() bool { return s.Valid() && !s.Open() }
+
+// Open reports whether an entry in state s still waits or holds its claims.
+func (s EntryState) Open() bool { return s == EntryWaiting || s == EntryAdmitted }
+
+// Valid reports whether s is an entry state.
+func (s EntryState) Valid() bool { return in(s, EntryStates()) }
 
 // entryFrom lists, for each state, the states an entry may enter it from.
 var entryFrom = map[EntryState][]EntryState{
@@ -39,16 +45,9 @@ var entryFrom = map[EntryState][]EntryState{
 	EntryRetired:   {EntryWaiting},
 }
 
-// CanMove reports whether the state machine allows from → to.
-func CanMove(from, to EntryState) bool {
-	for _, f := range entryFrom[to] {
-		if f == from {
-			return true
-		}
-	}
-	return false
-}
+// CanMove reports whether the entry state machine allows from → to.
+func CanMove(from, to EntryState) bool { return in(from, entryFrom[to]) }
 
-// MovesFrom lists the states an entry may enter to from; none for an unknown state. Drivers
-// write a state change as one conditional UPDATE on these states.
+// MovesFrom lists the states an entry may enter to from; none for an unknown state. Store
+// drivers write a state change as one conditional UPDATE on these states.
 func MovesFrom(to EntryState) []EntryState { return entryFrom[to] }
