@@ -84,7 +84,7 @@ func Open(ctx context.Context, path string, opts store.Options) (store.Store, er
 
 func newDB(ctx context.Context, w, r *sql.DB, path string, opts store.Options) (store.Store, error) {
 	return sqlstore.New(ctx, sqlstore.Config{
-		Dialect: &sqlstore.Dialect{Name: "sqlite", Prepare: true, Migrations: Migrations(),
+		Dialect: &sqlstore.Dialect{Name: "sqlite", Prepare: true, Uncancelled: true, Migrations: Migrations(),
 			Lock:     func(context.Context, *sql.Tx) error { return nil }, // BEGIN IMMEDIATE took it
 			Classify: classify, ResetSequences: func(context.Context, *sql.Tx) error { return nil },
 			// dag_runs hands out MAX(id)+1; queue_entries (AUTOINCREMENT) never reuses an id.

@@ -78,3 +78,10 @@ func BenchmarkPass(b *testing.B) {
 	h.Options = store.Options{}
 	storetest.BenchPass(b, h)
 }
+
+// BenchmarkPassNoSync is BenchmarkPass without fsync: the CPU of a pass's statements.
+func BenchmarkPassNoSync(b *testing.B) {
+	h := storetest.SQLite()
+	h.Options = store.Options{Synchronous: "off"}
+	storetest.BenchPass(b, h)
+}

@@ -22,6 +22,12 @@ type Dialect struct {
 	// Prepare statements once on the writer and bind them to each transaction (SQLite, whose
 	// writer is one connection; pgx caches prepared statements per connection by itself).
 	Prepare bool
+	// Uncancelled: the statements of a write transaction run with a context that is never
+	// cancelled (SQLite: go-sqlite3 runs each statement of a cancellable context in a goroutine
+	// of its own, and a pass makes a dozen). The operation bound stays: BEGIN waits at most the
+	// busy timeout, and database/sql rolls the transaction back when its bound passes, so the
+	// next statement fails; SQLite could interrupt a statement only between its steps anyway.
+	Uncancelled bool
 	// WritingWith: data-modifying statements in WITH (PostgreSQL). An entry's admission and
 	// its release then cost one round trip each under the writers' lock instead of two;
 	// SQLite, in-process, does not need it.

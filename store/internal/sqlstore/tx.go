@@ -50,6 +50,9 @@ func (s *DB) begin(ctx context.Context) (*Tx, error) {
 		return nil, unavailable(s.d.Classify(err))
 	}
 	t := &Tx{s: s, ctx: ctx, cancel: cancel, tx: tx, stmts: map[string]*sql.Stmt{}}
+	if s.d.Uncancelled {
+		t.ctx = context.WithoutCancel(ctx)
+	}
 	fail := func(err error) (*Tx, error) {
 		t.Rollback()
 		return nil, err
