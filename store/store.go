@@ -71,6 +71,8 @@ type Reader interface {
 	ListOwners(ctx context.Context) ([]Owner, error)
 	GetOwner(ctx context.Context, id string) (Owner, error)
 	DaemonHeartbeat(ctx context.Context, id string) (time.Time, error)
+	// ListEvents lists the audit events f selects, newest first, and how many it selects in all.
+	ListEvents(ctx context.Context, f EventFilter) ([]Event, int, error)
 }
 
 // Tx is one write transaction: an admission pass, a CLI command, or a daemon's recovery. Every
@@ -125,6 +127,15 @@ type Tx interface {
 	SetPaused(dagID string, paused bool, now time.Time) error
 	SetImportErrors(errs map[string]string, now time.Time) error
 	InsertCommand(c *Command, now time.Time) error
+	// InsertEvent writes an audit event (§10.4), in the transaction of the change it records.
+	InsertEvent(e *Event) error
+	// SetNote writes the note of a run (taskID "") or of one of its task instances, with who
+	// wrote it and when; nothing else writes these columns.
+	SetNote(run int64, taskID, note, by string, at time.Time) error
+	// DeleteRun deletes a run with its task instances, attempts, queue entries (their
+	// requirement rows and claims) and commands, and leaves a tombstone ChangesSince reports.
+	// A run with an admitted entry is ErrConflict: its attempt must end first.
+	DeleteRun(pk int64) error
 	PendingCommands(owners []string) ([]Command, error)
 	HasPendingCommand(run int64, kind vocab.CommandKind) (bool, error)
 	DoneCommand(id int64, now time.Time, refused error) error

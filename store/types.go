@@ -15,7 +15,11 @@ type Run struct {
 	LogicalDate time.Time
 	State       vocab.RunState
 	Conf        string // JSON object
+	// Note is the note a person wrote on the run (a trigger's, or §10.3's), with who and when;
+	// UpdateRun leaves them as they are (Tx.SetNote writes them).
 	Note        string
+	NoteBy      string
+	NoteAt      time.Time
 	NoQueue     bool // refused unless its ready tasks are admitted at once (§4.6)
 	Owner       string
 	QueuedAt    time.Time
@@ -41,6 +45,15 @@ type TaskInstance struct {
 	// timeout); Reason is the words, without the code's own (vocab.ReasonCode.Say).
 	ReasonCode vocab.ReasonCode
 	Reason     string
+	// MaxTries bounds its tries: a failed try k retries while k < MaxTries. 0 means the task's
+	// retries + 1; a clear (§10.1) sets it to the last try + retries + 1, so a cleared task
+	// gets a fresh set of retries while its try numbers go on.
+	MaxTries int
+	// Note is the note a person wrote on it (§10.3), with who and when. The scheduler never
+	// writes these three: UpdateTI and PutTIs leave them as they are (Tx.SetNote writes them).
+	Note   string
+	NoteBy string
+	NoteAt time.Time
 }
 
 // Requirement is one normalized requirement row of a queue entry.
@@ -83,11 +96,13 @@ type Entry struct {
 }
 
 // Changes are the rows write transactions stamped after a change number (Tx.ChangesSince):
-// the newest state of each run, task instance and queue entry written since.
+// the newest state of each run, task instance and queue entry written since, and the runs
+// deleted since (DeleteRun leaves a tombstone: a deleted row cannot be stamped).
 type Changes struct {
 	Runs          []Run
 	TaskInstances []TaskInstance
 	Entries       []Entry // with their requirement rows
+	DeletedRuns   []int64
 }
 
 // Claim is the slots one admitted entry holds in one pool.
@@ -121,6 +136,8 @@ type Pool struct {
 const NoTarget = -2
 
 // Command is a request from another process to the daemon that owns a run.
+//
+// Params holds a clear's or a mark's arguments as JSON (ClearParams, MarkParams).
 type Command struct {
 	ID     int64
 	Kind   vocab.CommandKind
@@ -128,6 +145,56 @@ type Command struct {
 	TaskID string
 	Who    string
 	Note   string
+	Params string
+}
+
+// ClearParams are a clear's arguments (§10.1): the task instances named (none: every one of
+// the run), with those reachable downstream or upstream, and of those only the failed and
+// upstream_failed ones, or only the running ones.
+type ClearParams struct {
+	TaskIDs     []string `json:"task_ids,omitempty"`
+	Downstream  bool     `json:"include_downstream,omitempty"`
+	Upstream    bool     `json:"include_upstream,omitempty"`
+	OnlyFailed  bool     `json:"only_failed,omitempty"`
+	OnlyRunning bool     `json:"only_running,omitempty"`
+}
+
+// MarkParams are a mark's arguments (§10.2): the state, and the task instances named with those
+// reachable downstream or upstream; none named marks the whole run (state success, failed, or
+// queued: clear the run).
+type MarkParams struct {
+	State      string   `json:"state"`
+	TaskIDs    []string `json:"task_ids,omitempty"`
+	Downstream bool     `json:"include_downstream,omitempty"`
+	Upstream   bool     `json:"include_upstream,omitempty"`
+}
+
+// Event is one audit event (§10.4): a change a person or a client asked for, refused or done,
+// or a scheduler decision, written in the transaction of what it records.
+type Event struct {
+	ID     int64
+	At     time.Time
+	Actor  string // cli:<os user>@<host>, api:<remote address>, scheduler:<daemon id>, or a user (§15)
+	Action vocab.Action
+	DAGID  string
+	RunID  string
+	TaskID string
+	Try    int
+	Pool   string
+	// Params are the request's arguments as JSON ("" for none); Outcome is "ok", or why it was
+	// refused.
+	Params  string
+	Outcome string
+}
+
+// EventFilter selects events for ListEvents: each set field must match (After and Before bound
+// At, After inclusive, Before exclusive); newest first, Limit (0: 100) from Offset.
+type EventFilter struct {
+	DAGID, RunID, TaskID string
+	Action               vocab.Action
+	Actor                string
+	After, Before        time.Time
+	Limit, Offset        int
 }
 
 // Attempt is an ended attempt.
