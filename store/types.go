@@ -17,14 +17,14 @@ type Run struct {
 	Conf        string // JSON object
 	// Note is the note a person wrote on the run (a trigger's, or §10.3's), with who and when;
 	// UpdateRun leaves them as they are (Tx.SetNote writes them).
-	Note        string
-	NoteBy      string
-	NoteAt      time.Time
-	NoQueue     bool // refused unless its ready tasks are admitted at once (§4.6)
-	Owner       string
-	QueuedAt    time.Time
-	StartDate   time.Time
-	EndDate     time.Time
+	Note      string
+	NoteBy    string
+	NoteAt    time.Time
+	NoQueue   bool // refused unless its ready tasks are admitted at once (§4.6)
+	Owner     string
+	QueuedAt  time.Time
+	StartDate time.Time
+	EndDate   time.Time
 	// ReasonCode is why the run waits or ended, when that has a code (rejected: a start that
 	// asked not to queue could not start at once); Reason says it in words, without the words
 	// Say puts before them.
