@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -57,6 +58,11 @@ func (l *loop) renew(tx store.Tx, now time.Time) error {
 	}
 	old := l.epoch
 	if err := l.register(tx, now, true); err != nil {
+		return err
+	}
+	params, _ := json.Marshal(map[string]any{"old_epoch": old, "epoch": l.epoch, "attempts_stopped": len(l.mem.Running)})
+	if err := tx.InsertEvent(&store.Event{At: now, Actor: vocab.ActorScheduler + ":" + l.cfg.DaemonID,
+		Action: vocab.ActionLeaseLost, Params: string(params), Outcome: "ok"}); err != nil {
 		return err
 	}
 	owners.SetInProcess(l.st.Path(), l.cfg.DaemonID, l.epoch)

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/poolflow/poolflow/executor/runner"
 	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // start loads the DAGs, syncs the configured pools, registers this owner under a new fencing
@@ -63,8 +65,14 @@ func (l *loop) start(ctx context.Context) error {
 	}
 	if len(old) > 0 {
 		err = l.st.WithTx(ctx, func(tx store.Tx) error {
-			_, err := tx.ReleaseOwnerClaims(l.cfg.DaemonID, l.epoch-1)
-			return err
+			released, err := tx.ReleaseOwnerClaims(l.cfg.DaemonID, l.epoch-1)
+			if err != nil || len(released) == 0 {
+				return err
+			}
+			// The interrupted attempts are back in the queue with their try number (§4.8).
+			params, _ := json.Marshal(map[string]any{"entries": released, "epoch": l.epoch})
+			return tx.InsertEvent(&store.Event{At: now, Actor: vocab.ActorScheduler + ":" + l.cfg.DaemonID,
+				Action: vocab.ActionReplay, Params: string(params), Outcome: "ok"})
 		})
 		if err != nil {
 			l.stopWatchdog()

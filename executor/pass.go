@@ -3,10 +3,12 @@ package executor
 import (
 	"context"
 	"errors"
+	"os"
 	"time"
 
 	"github.com/poolflow/poolflow/executor/apply"
 	"github.com/poolflow/poolflow/executor/decide"
+	"github.com/poolflow/poolflow/executor/runner"
 	"github.com/poolflow/poolflow/owners"
 )
 
@@ -93,6 +95,12 @@ func (l *loop) after(p *decide.Plan, out apply.Outcome) {
 	}
 	for _, w := range out.Warnings {
 		l.log.Warn(w)
+	}
+	for _, r := range p.Deleted {
+		// Its logs on this host go with it; those on another host stay there (docs/design.md).
+		if err := os.RemoveAll(runner.RunLogDir(l.cfg.StateDir, r.DAGID, r.RunID)); err != nil {
+			l.log.Warn("the logs of a deleted run could not be removed", keyDAG, r.DAGID, keyRun, r.RunID, "err", err)
+		}
 	}
 	for _, name := range out.Drained {
 		l.log.Info("pool drained; new capacity in force", "pool", name)

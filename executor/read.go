@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"time"
 
@@ -111,6 +112,9 @@ func (l *loop) read(ctx context.Context, tx store.Tx, now time.Time) (*decide.In
 		if in.Commands, err = tx.PendingCommands(owners.CommandOwners(mem.View, l.cfg.DaemonID, l.serve())); err != nil {
 			return nil, false, err
 		}
+	}
+	if err := l.commandRuns(tx, in); err != nil {
+		return nil, false, err
 	}
 	if in.Load != nil || dv != mem.DV || mem.NextRunPK == 0 {
 		if in.NextRunPK, in.NextEntryID, err = tx.NextIDs(); err != nil {
@@ -238,4 +242,50 @@ func hasRun(runs []store.Run, pk int64) bool {
 		}
 	}
 	return false
+}
+
+// commandRuns reads the runs that the pass's commands name and memory does not hold (a clear,
+// a mark or a deletion of a run that has ended): their rows, their task instances and how
+// many of their entries are admitted.
+func (l *loop) commandRuns(tx store.Tx, in *decide.Input) error {
+	want := map[int64]bool{}
+	for _, c := range in.Commands {
+		want[c.Run] = true
+	}
+	for _, ev := range l.pending {
+		if c, ok := ev.(*decide.Command); ok {
+			want[c.Cmd.Run] = true
+		}
+	}
+	var admitted []store.Entry
+	for pk := range want {
+		if _, in := l.mem.Runs[pk]; in {
+			continue
+		}
+		r, err := tx.RunByPK(pk)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		cr := &decide.CommandRun{Run: r}
+		if cr.TIs, err = tx.TaskInstances(pk); err != nil {
+			return err
+		}
+		if admitted == nil {
+			if admitted, err = tx.Entries(vocab.EntryAdmitted); err != nil {
+				return err
+			}
+		}
+		for _, e := range admitted {
+			if e.Run == pk {
+				cr.Admitted++
+			}
+		}
+		if in.CommandRuns == nil {
+			in.CommandRuns = map[int64]*decide.CommandRun{}
+		}
+		in.CommandRuns[pk] = cr
+	}
+	return nil
 }

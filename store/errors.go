@@ -34,6 +34,9 @@ var (
 	ErrEntryState = errors.New("entry state change not allowed")
 	// ErrInvalidOption: Open was given an option or a target it cannot use.
 	ErrInvalidOption = errors.New("invalid option")
+	// ErrInvalid is a request whose arguments cannot be applied (a mark to an unknown state, a
+	// command's arguments that do not parse): 400 at the HTTP edge.
+	ErrInvalid = errors.New("invalid request")
 	// ErrInjected is the failure Tx.FailClaimAfter injects (tests only).
 	ErrInjected = errors.New("injected failure")
 )

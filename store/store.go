@@ -152,9 +152,10 @@ type Tx interface {
 	SetImplicitLimit(entries []int64, pool string, capacity int) error
 	SetForce(id int64) error
 	// RequestStop asks the daemon running an admitted entry's attempt to stop it: the entry
-	// gets reason code vocab.ReasonStopRequested and the reason; ErrEntryState unless it is
+	// gets the stop request's code (vocab.ReasonCode.StopsTo: what the task becomes once the
+	// attempt ended) and the reason; ErrEntryState unless it is
 	// admitted.
-	RequestStop(id int64, reason string) error
+	RequestStop(id int64, code vocab.ReasonCode, reason string) error
 	Admit(e *Entry, daemon string, epoch int64, now, leaseUntil time.Time) error
 	// SetPGIDs records the process groups of admitted entries' attempts (entry → pgid) on the
 	// claims daemon holds under epoch, in one statement.

@@ -169,6 +169,11 @@ type MarkParams struct {
 	Upstream   bool     `json:"include_upstream,omitempty"`
 }
 
+// DeleteParams are a deletion's arguments (§10.3): force stops the run's attempts first.
+type DeleteParams struct {
+	Force bool `json:"force,omitempty"`
+}
+
 // Event is one audit event (§10.4): a change a person or a client asked for, refused or done,
 // or a scheduler decision, written in the transaction of what it records.
 type Event struct {

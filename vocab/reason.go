@@ -45,7 +45,18 @@ const (
 	ReasonRetired       ReasonCode = "retired"        // its task, DAG or definition changed, or a retry was retired
 	ReasonTimeout       ReasonCode = "timeout"        // a sensor's timeout passed between pokes
 	ReasonFailed        ReasonCode = "failed"         // the task was marked failed while its entry waited
-	ReasonStopRequested ReasonCode = "stop_requested" // the run's owner asked the daemon running the attempt to stop it
+	ReasonStopRequested ReasonCode = "stop_requested" // the run's owner asked the daemon running the attempt to stop it: the task fails
+
+	// A clear or a mark of a running task (§10.1, §10.2) stops its attempt the same way; the
+	// task then becomes none (to run again), success or skipped instead of failed.
+	ReasonClearRequested   ReasonCode = "clear_requested"
+	ReasonSuccessRequested ReasonCode = "success_requested"
+	ReasonSkipRequested    ReasonCode = "skip_requested"
+	// ReasonCleared is an attempt a clear stopped (it does not use up a retry), and a task
+	// instance a clear made none.
+	ReasonCleared ReasonCode = "cleared"
+	// ReasonMarked is a task instance a person marked (§10.2).
+	ReasonMarked ReasonCode = "marked"
 )
 
 // ReasonCodes lists every code: the admission walk's waits in the order of the constants above,
@@ -56,7 +67,7 @@ func ReasonCodes() []ReasonCode {
 		ReasonOverCapacity, ReasonBacklogFull,
 		ReasonUpstream, ReasonRunQueued, ReasonQueued, ReasonRetry, ReasonReschedule, ReasonApproval, ReasonWaiting,
 		ReasonRejected, ReasonExpired, ReasonCancelled, ReasonRetired, ReasonTimeout, ReasonFailed,
-		ReasonStopRequested}
+		ReasonStopRequested, ReasonClearRequested, ReasonSuccessRequested, ReasonSkipRequested, ReasonCleared, ReasonMarked}
 }
 
 // Valid reports whether c is a reason code.
@@ -90,4 +101,34 @@ func (c ReasonCode) Say(text string) string {
 		return string(c)
 	}
 	return string(c) + ": " + text
+}
+
+// StopsTo is what a task becomes once the attempt a stop request (code c) stopped has ended:
+// failed (stop_requested), none (clear_requested), success or skipped; ok is false for a code
+// that is no stop request.
+func (c ReasonCode) StopsTo() (TaskState, bool) {
+	switch c {
+	case ReasonStopRequested:
+		return TaskFailed, true
+	case ReasonClearRequested:
+		return TaskNone, true
+	case ReasonSuccessRequested:
+		return TaskSuccess, true
+	case ReasonSkipRequested:
+		return TaskSkipped, true
+	}
+	return "", false
+}
+
+// StopRequestFor is the stop request whose attempt's end makes a task s (StopsTo's inverse).
+func StopRequestFor(s TaskState) ReasonCode {
+	switch s {
+	case TaskNone:
+		return ReasonClearRequested
+	case TaskSuccess:
+		return ReasonSuccessRequested
+	case TaskSkipped:
+		return ReasonSkipRequested
+	}
+	return ReasonStopRequested
 }

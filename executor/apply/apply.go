@@ -7,6 +7,7 @@
 package apply
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -80,7 +81,13 @@ func write(tx store.Tx, p *decide.Plan, op decide.Op, out *Outcome) error {
 	case decide.Takeover:
 		t, err := takeOver(tx, p, op.T)
 		out.Takeovers = append(out.Takeovers, t)
-		return err
+		if err != nil {
+			return err
+		}
+		params, _ := json.Marshal(map[string]any{"owner": t.Owner.ID, "epoch": t.Owner.Epoch, "host": t.Owner.Host,
+			"claims_released": len(t.Released), "test_runs_failed": len(t.Failed), "runs_taken_over": t.Adopted})
+		return tx.InsertEvent(&store.Event{At: now, Actor: vocab.ActorScheduler + ":" + p.Daemon, Action: vocab.ActionTakeover,
+			Params: string(params), Outcome: "ok"})
 	case decide.InsertRun:
 		return stale(tx.InsertRun(op.Run), store.ErrConflict)
 	case decide.PutRuns:
@@ -108,7 +115,12 @@ func write(tx store.Tx, p *decide.Plan, op decide.Op, out *Outcome) error {
 	case decide.SetForce:
 		return tx.SetForce(op.ID)
 	case decide.RequestStop:
-		return stale(tx.RequestStop(op.ID, op.Reason), store.ErrEntryState)
+		return stale(tx.RequestStop(op.ID, op.Code, op.Reason), store.ErrEntryState)
+	case decide.Event:
+		e := op.E
+		return tx.InsertEvent(&e)
+	case decide.DeleteRun:
+		return stale(tx.DeleteRun(op.PK), store.ErrConflict)
 	case decide.Admit:
 		e := op.Entry
 		return stale(tx.Admit(&e, p.Daemon, p.Epoch, now, op.LeaseUntil), store.ErrEntryState)

@@ -29,6 +29,7 @@ func (ps *pass) admit() {
 		reason := fmt.Sprintf("queue_timeout %s passed while waiting", le.TI.Task.QueueTimeout)
 		ps.notify(Notice{Kind: NoticeExpired, DAGID: le.Run.DAGID, RunID: le.Run.RunID, TaskID: le.TaskID,
 			Try: le.TryNumber, Reason: vocab.ReasonExpired.Say(reason), Pool: le.FirstPool()})
+		ps.schedEvent(vocab.ActionExpired, le.Run, le.TaskID, le.TryNumber, le.FirstPool(), reason)
 		ps.endWaiting(le, vocab.EntryExpired, reason)
 	}
 	lease := ps.now.Add(ps.cfg.Lease)
@@ -66,6 +67,7 @@ func (ps *pass) admit() {
 		if le == nil || le.Run.Shared || rj.Reason.Kind != vocab.ReasonOverCapacity || ps.drainFits(rj.Reason.Pool, rj.Reason.Need) {
 			continue // an unknown pool may still be created; a draining pool may come to fit
 		}
+		ps.schedEvent(vocab.ActionRejected, le.Run, le.TaskID, le.TryNumber, rj.Reason.Pool, rj.Reason.String())
 		ps.endWaiting(le, vocab.EntryRejected, rj.Reason.String())
 	}
 }

@@ -206,6 +206,7 @@ func (ps *pass) queued(r readyTask, e store.Entry, refusal *pools.Refusal) {
 				"reason", refusal.Msg)
 		}
 		ti.StartDate, ti.EndDate = time.Time{}, time.Time{}
+		ps.schedEvent(vocab.ActionRejected, run, ti.TaskID, r.try, refusal.Pool, refusal.Msg)
 		ps.notify(Notice{Kind: NoticeRejected, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: r.try,
 			Reason: refusal.Msg, Pool: refusal.Pool})
 		ps.failAttempt(run, ti, r.try, vocab.ReasonRejected, refusal.Msg, ps.now, false)

@@ -122,8 +122,9 @@ type Input struct {
 	DV, Seq         int64            // the store's change version and sequence this pass read at
 	Claims          []store.Claim    // every claim, read in this pass
 	Commands        []store.Command
-	TakenRunIDs     map[string]bool // "dag\x00run" of the triggers' run ids that exist already
-	TestRunEnded    *store.Run      // the test run, ended by another process
+	CommandRuns     map[int64]*CommandRun // the runs commands name that memory does not hold
+	TakenRunIDs     map[string]bool       // "dag\x00run" of the triggers' run ids that exist already
+	TestRunEnded    *store.Run            // the test run, ended by another process
 	Effective       *config.Effective
 	EffectiveGen    uint64
 	NextRunPK       int64 // the id the next inserted run gets (0: memory knows it)
@@ -146,8 +147,10 @@ type Plan struct {
 	Notices []Notice
 	Logs    []Log
 	Reaps   []Reap
-	// Ended are the runs that ended; Rebooted says the @reboot fires were created.
+	// Ended are the runs that ended, Deleted those deleted (their logs go after the commit);
+	// Rebooted says the @reboot fires were created.
 	Ended    []*state.Run
+	Deleted  []store.Run
 	Rebooted bool
 	// Again: pass again at once, with these events still to do (a takeover was planned; the
 	// next pass loads memory after it). Wake: pass again at once (memory must read what this

@@ -18,6 +18,8 @@ type TriggerRequest struct {
 	Note        string
 	// NoQueue asks not to wait: the run is refused unless its ready tasks are admitted at once.
 	NoQueue bool
+	// Who asked: the actor of its audit event (§10.4); "" = api.
+	Who string
 }
 
 // TriggerResult describes a triggered run after its first pass.

@@ -22,12 +22,11 @@ func (ps *pass) finish(ev *attempt.Ended) {
 		return
 	}
 	ti, run := le.TI, le.Run
-	if le.FailWith != "" {
-		// Marked failed (or replaced) while it ran: it fails with no retry, whatever ended it.
-		ev.OK, ev.Skip, ev.Shutdown, ev.Lost, ev.Reschedule = false, false, false, false, false
-		ev.Reason, ev.NoRetry = le.FailWith, true
-	}
 	held := ps.st.Holds(ev.Entry, ps.cfg.DaemonID, ps.in.Epoch)
+	if to, stopped := le.ReasonCode.StopsTo(); stopped {
+		ps.stoppedEnd(le, ev, held, to)
+		return
+	}
 	if ev.Shutdown || ev.Lost {
 		// Back to the queue with the same try number, unless the lease lapsed and another
 		// pass already took the entry back.
@@ -90,6 +89,44 @@ func (ps *pass) finish(ev *attempt.Ended) {
 	ps.failAttempt(run, ti, le.TryNumber, "", ev.Reason, ev.End, ev.NoRetry)
 }
 
+// stoppedEnd records the end of an attempt a person or the scheduler stopped (setTask): its
+// claims are released, the attempt is recorded as it ended with the reason it was stopped,
+// and the task becomes to — failed with no retry, none to run again with a fresh set of
+// retries (a cleared attempt uses up none), success or skipped. Whatever ended the attempt,
+// the stop's word wins: a mark while the attempt was exiting is recorded once.
+func (ps *pass) stoppedEnd(le *state.Entry, ev *attempt.Ended, held bool, to vocab.TaskState) {
+	ti, run := le.TI, le.Run
+	reason := orDefault(le.Reason, ev.Reason)
+	if !held {
+		ps.p.warn("completion refused: claim no longer held", keyEntry, ev.Entry)
+		ps.st.Invalidate()
+		return
+	}
+	ps.p.add(ReleaseHeld{ev.Entry})
+	ps.st.Release(ev.Entry)
+	ps.st.DropEntry(le)
+	if le.Pokes > 0 {
+		ev.Start = ti.StartDate
+	}
+	ti.StartDate, ti.EndDate, ti.TryNumber = ev.Start, ev.End, le.TryNumber
+	if to == vocab.TaskFailed {
+		ps.failAttempt(run, ti, le.TryNumber, "", reason, ev.End, true)
+		return
+	}
+	st, code := vocab.TaskFailed, vocab.ReasonMarked
+	switch {
+	case to == vocab.TaskNone:
+		code = vocab.ReasonCleared
+	case ev.OK:
+		st = vocab.TaskSuccess
+	}
+	ps.attempts = append(ps.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: le.TryNumber, State: st,
+		StartDate: ev.Start, EndDate: ev.End, ReasonCode: code, Reason: reason, Daemon: ps.cfg.DaemonID})
+	ps.notify(Notice{Kind: NoticeAttemptEnded, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: le.TryNumber,
+		State: string(st), Reason: reason, Duration: ev.End.Sub(ev.Start)})
+	ps.becomes(ti, to, code, reason)
+}
+
 // finishUnknown records the end of an attempt whose entry is not in memory (its run was loaded
 // again without it): if this daemon still holds its claims, they are released and the attempt
 // and its task instance are recorded from what the runner knows; the run is read again next
@@ -139,7 +176,7 @@ func (ps *pass) failAttempt(run *state.Run, ti *state.TI, try int, code vocab.Re
 		State: string(vocab.TaskFailed), Reason: said, Duration: ti.EndDate.Sub(ti.StartDate)})
 	ti.TryNumber = try
 	ti.ReasonCode, ti.Reason = code, reason
-	if !noRetry && ti.Task != nil && try < ti.Task.Retries+1 {
+	if !noRetry && ti.Task != nil && try < ti.TriesAllowed() {
 		ti.State = vocab.TaskUpForRetry
 		ti.NextAt = at.Add(dag.RetryDelay(ti.Task, try))
 		ps.p.info("attempt failed; will retry", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID,

@@ -66,11 +66,17 @@ type (
 	}
 	// SetForce moves a waiting entry to the front (a force start).
 	SetForce struct{ ID int64 }
-	// RequestStop asks the daemon running an admitted entry's attempt to stop it.
+	// RequestStop asks the daemon running an admitted entry's attempt to stop it, for a task
+	// that becomes what Code says (vocab.ReasonCode.StopsTo).
 	RequestStop struct {
 		ID     int64
+		Code   vocab.ReasonCode
 		Reason string
 	}
+	// Event writes an audit event (§10.4) with the change it records.
+	Event struct{ E store.Event }
+	// DeleteRun deletes a run with everything it holds (§10.3).
+	DeleteRun struct{ PK int64 }
 	// Admit debits every pool of Entry (its remaining needs) under this daemon's claims.
 	Admit struct {
 		Entry      store.Entry
@@ -129,3 +135,5 @@ func (RecordEnd) op()        {}
 func (FinishDrains) op()     {}
 func (PutAttempts) op()      {}
 func (PutTIs) op()           {}
+func (Event) op()            {}
+func (DeleteRun) op()        {}

@@ -128,6 +128,10 @@ func (ps *pass) endRuns() {
 		if !ended {
 			continue
 		}
+		if to, marked := run.ReasonCode.StopsTo(); marked {
+			// A person marked the run (§10.2): it ends as asked, whatever its leaves say.
+			st, run.ReasonCode = vocab.RunState(to), vocab.ReasonMarked
+		}
 		run.State, run.EndDate = st, ps.now
 		ps.end(run)
 	}

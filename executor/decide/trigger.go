@@ -25,6 +25,7 @@ func (ps *pass) trigger(ev *Trigger) {
 	// Replies go out after the commit; a failed pass answers every pending trigger instead.
 	if d == nil {
 		err := fmt.Errorf("%w: dag %s", store.ErrNotFound, req.DAGID)
+		ps.auditTrigger(req, req.RunID, err)
 		ps.p.reply(func() { reply <- TriggerReply{Err: err} })
 		return
 	}
@@ -40,6 +41,7 @@ func (ps *pass) trigger(ev *Trigger) {
 		}
 	}
 	if err != nil {
+		ps.auditTrigger(req, r.RunID, err)
 		ps.p.reply(func() { reply <- TriggerReply{Err: err} })
 		return
 	}
@@ -156,6 +158,7 @@ func (ps *pass) settleTriggers() {
 		}
 		if run.ReasonCode == vocab.ReasonRejected {
 			msg := run.Reason
+			ps.auditTrigger(pt.ev.Req, run.RunID, fmt.Errorf("%w: %s", ErrRefused, msg))
 			ps.p.reply(func() { reply <- TriggerReply{Err: fmt.Errorf("%w: %s", ErrRefused, msg)} })
 			continue
 		}
@@ -166,6 +169,7 @@ func (ps *pass) settleTriggers() {
 		}
 		// A run waiting for max_active_runs or forbid waits too, with no queue entry yet.
 		res.Queued = res.Queued || run.State == vocab.RunQueued
+		ps.auditTrigger(pt.ev.Req, run.RunID, nil)
 		row := run.Run
 		ps.p.reply(func() {
 			res.Run = row
@@ -213,4 +217,34 @@ func (ps *pass) refuseRun(run *state.Run, reason string) {
 			ps.failAttempt(run, ti, le.TryNumber, vocab.ReasonRejected, reason, ps.now, true)
 		}
 	}
+}
+
+// auditTrigger writes a manual start's audit event (§10.4): the run it created, or why not.
+func (ps *pass) auditTrigger(req TriggerRequest, runID string, err error) {
+	e := store.Event{At: ps.now, Actor: orDefault(req.Who, "api"), Action: vocab.ActionTrigger, DAGID: req.DAGID,
+		RunID: runID, Outcome: "ok"}
+	params := map[string]any{}
+	if len(req.Conf) > 0 {
+		params["conf"] = req.Conf
+	}
+	if req.Note != "" {
+		params["note"] = req.Note
+	}
+	if req.NoQueue {
+		params["queue"] = false
+	}
+	if len(params) > 0 {
+		b, _ := json.Marshal(params)
+		e.Params = string(b)
+	}
+	if err != nil {
+		e.Outcome = err.Error()
+	}
+	ps.p.add(Event{e})
+}
+
+// schedEvent writes an audit event of the scheduler's own (§10.4): an entry expired or rejected.
+func (ps *pass) schedEvent(action vocab.Action, run *state.Run, taskID string, try int, pool, outcome string) {
+	ps.p.add(Event{store.Event{At: ps.now, Actor: vocab.ActorScheduler + ":" + ps.cfg.DaemonID, Action: action,
+		DAGID: run.DAGID, RunID: run.RunID, TaskID: taskID, Try: try, Pool: pool, Outcome: outcome}})
 }

@@ -94,9 +94,15 @@ func New(cfg Config) *Runner {
 
 // LogPath is where an attempt's output goes: <state>/logs/<dag>/<run>/<task>/<try>.log.
 func LogPath(stateDir, dagID, runID, taskID string, try int) string {
-	clean := func(s string) string { return strings.ReplaceAll(s, string(filepath.Separator), "_") }
-	return filepath.Join(stateDir, "logs", clean(dagID), clean(runID), clean(taskID), strconv.Itoa(try)+".log")
+	return filepath.Join(RunLogDir(stateDir, dagID, runID), cleanPath(taskID), strconv.Itoa(try)+".log")
 }
+
+// RunLogDir is the folder of a run's logs on this host: <state>/logs/<dag>/<run>.
+func RunLogDir(stateDir, dagID, runID string) string {
+	return filepath.Join(stateDir, "logs", cleanPath(dagID), cleanPath(runID))
+}
+
+func cleanPath(s string) string { return strings.ReplaceAll(s, string(filepath.Separator), "_") }
 
 // Begin makes this process the subreaper of the attempts' orphans and starts the watchdog that
 // kills the attempts of this epoch if the process dies (§9). Without a watchdog the runner

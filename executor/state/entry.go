@@ -24,10 +24,6 @@ type Entry struct {
 	// NotHere: an entry of a shared run this daemon must not admit (a sensor, or a task whose
 	// definition here differs from the one it was queued under); it keeps its room for its owner.
 	NotHere bool
-	// FailWith is set when an operator marked the running attempt failed (or a newer fire
-	// replaced its run): the attempt is being killed, and its end fails the task with this
-	// reason and no retry. Its claims are released only when its processes are gone.
-	FailWith string
 }
 
 // Remaining is the admission view of a re-poking sensor: only the pools it still needs, with

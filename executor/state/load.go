@@ -55,7 +55,7 @@ func (s *State) Load(rows *Rows, dv, seq int64) Found {
 		if !open[e.Run] {
 			continue // of a run that has ended: retired by this pass (Tx.RetireOrphans)
 		}
-		if le := s.placeEntry(e, ix, nil); le != nil && le.ReasonCode == vocab.ReasonStopRequested {
+		if le := s.placeEntry(e, ix, nil); le != nil && isStop(le.ReasonCode) {
 			found.Stops = append(found.Stops, le)
 		}
 	}
@@ -123,7 +123,7 @@ func (s *State) placeEntry(e store.Entry, ix claimIndex, old *Entry) *Entry {
 		le.NotHere = t == nil || t.Kind == dag.KindSensor || len(le.Kept) > 0 || e.Fingerprint != le.TI.Fingerprint()
 	}
 	if old != nil {
-		le.Pokes, le.FailWith = old.Pokes, old.FailWith
+		le.Pokes = old.Pokes
 	}
 	s.AddEntry(le)
 	return le
@@ -251,8 +251,21 @@ func (s *State) Refresh(ch *Changes, dv, seq int64) Found {
 			}
 			continue
 		}
-		if le := s.placeEntry(e, ix, s.Entries[e.ID]); le != nil && le.ReasonCode == vocab.ReasonStopRequested {
+		if le := s.placeEntry(e, ix, s.Entries[e.ID]); le != nil && isStop(le.ReasonCode) {
 			found.Stops = append(found.Stops, le)
+		}
+	}
+	for _, pk := range ch.DeletedRuns {
+		// Deleted by another process (§10.3): memory forgets it with its entries.
+		if lr := s.Runs[pk]; lr != nil {
+			found.Ended = append(found.Ended, lr)
+		}
+		delete(s.Others, pk)
+		for id, fe := range s.Foreign {
+			if fe.Run == nil && fe.Entry.Run == pk {
+				delete(s.Foreign, id)
+				s.QueueDirty(id)
+			}
 		}
 	}
 	for _, lr := range found.Ended {
@@ -283,4 +296,10 @@ func PoolSignature(ps []store.Pool) string {
 		fmt.Fprintf(&sig, "%s:%d;", p.Name, p.Slots)
 	}
 	return sig.String()
+}
+
+// isStop reports whether an entry's reason code is a stop request (vocab.ReasonCode.StopsTo).
+func isStop(c vocab.ReasonCode) bool {
+	_, ok := c.StopsTo()
+	return ok
 }

@@ -129,7 +129,7 @@ func (s *State) putForeign(fe *Entry) {
 // when it does not wait (admitted, its task is gone, or a stop request on it waits for its
 // owner to fail the task).
 func (s *State) putEntry(le *Entry) {
-	if le.State != vocab.EntryWaiting || le.TI == nil || le.TI.Task == nil || le.ReasonCode == vocab.ReasonStopRequested {
+	if le.State != vocab.EntryWaiting || le.TI == nil || le.TI.Task == nil || isStop(le.ReasonCode) {
 		s.queue.Remove(le.ID)
 		return
 	}

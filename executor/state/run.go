@@ -64,6 +64,21 @@ type TI struct {
 	// A pass changes a task instance several times (queued, then admitted, say); it is written
 	// once, at the end of the pass (inserted if its row does not exist yet).
 	dirty bool
+	// Due, when set, is the due time of its next entry instead of its run's: a clear queues a
+	// task again as of the clear (§10.1). Memory only: after a load the run's due time holds.
+	Due time.Time
+}
+
+// TriesAllowed is how many tries the task instance may take in all (§3.3): its own bound when a
+// clear set one, else its task's retries + 1.
+func (ti *TI) TriesAllowed() int {
+	if ti.TaskInstance.MaxTries > 0 {
+		return ti.TaskInstance.MaxTries
+	}
+	if ti.Task == nil {
+		return 1
+	}
+	return ti.Task.Retries + 1
 }
 
 // NewRun makes a run of DAG d, or of a DAG that is gone when d is nil.
@@ -127,8 +142,8 @@ func (r *Run) note(ti *TI) {
 	if r.Layout == nil || ti.Idx < 0 {
 		return
 	}
-	if first {
-		r.Push(r.Layout.Pos[ti.Idx])
+	if first || ti.State == vocab.TaskNone {
+		r.Push(r.Layout.Pos[ti.Idx]) // a new task, or one cleared to run again
 	}
 	for _, c := range r.Layout.Down[ti.Idx] {
 		r.Push(r.Layout.Pos[c])

@@ -5,6 +5,7 @@ import (
 	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // State is a daemon's memory of what it schedules. It is not safe for concurrent use: one
@@ -121,8 +122,12 @@ func (s *State) AddEntry(le *Entry) {
 // and detaches it from its task instance.
 func (s *State) DropEntry(le *Entry) {
 	delete(s.Entries, le.ID)
-	if le.TI != nil && le.TI.Entry == le {
-		le.TI.Entry = nil
+	if ti := le.TI; ti != nil && ti.Entry == le {
+		ti.Entry = nil
+		if ti.State == vocab.TaskNone && ti.Run != nil && ti.Run.Layout != nil && ti.Idx >= 0 {
+			// A cleared task whose stopped attempt just ended: it may be ready now.
+			ti.Run.Push(ti.Run.Layout.Pos[ti.Idx])
+		}
 	}
 	s.QueueDirty(le.ID)
 }

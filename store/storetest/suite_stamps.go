@@ -100,9 +100,9 @@ func testChangeStamps(t *testing.T, h Harness) {
 	}
 	expect("admission", changes(a, s1), "ti transfer running", "entry transfer admitted  3 manual")
 	s2 := after
-	_, s3 := write(a, func(tx store.Tx) error { return tx.RequestStop(e.ID, "replaced") })
+	_, s3 := write(a, func(tx store.Tx) error { return tx.RequestStop(e.ID, vocab.ReasonStopRequested, "replaced") })
 	expect("stop request", changes(b, s2), "entry transfer admitted stop_requested 3 manual")
-	if err := a.WithTx(bg(), func(tx store.Tx) error { return tx.RequestStop(999999, "x") }); !errors.Is(err, store.ErrEntryState) {
+	if err := a.WithTx(bg(), func(tx store.Tx) error { return tx.RequestStop(999999, vocab.ReasonStopRequested, "x") }); !errors.Is(err, store.ErrEntryState) {
 		t.Fatalf("stop request of no admitted entry: %v, want ErrEntryState", err)
 	}
 	_, s4 := write(b, func(tx store.Tx) error { _, err := tx.ReleaseOwnerClaims("d2", 1); return err })

@@ -39,9 +39,9 @@ func (t *Tx) ChangesSince(seq int64) (store.Changes, error) {
 
 // RequestStop marks an admitted entry for its runner to stop (reason code stop_requested). The
 // mark stays when the entry is put back in the queue (its runner died), so its owner fails it.
-func (t *Tx) RequestStop(id int64, reason string) error {
+func (t *Tx) RequestStop(id int64, code vocab.ReasonCode, reason string) error {
 	res, err := t.exec(`UPDATE queue_entries SET reason_code = ?, reason = ?, seq = ? WHERE id = ? AND state = 'admitted'`,
-		vocab.ReasonStopRequested, reason, t.stamp(), id)
+		code, reason, t.stamp(), id)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,276 @@
+package decide
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/poolflow/poolflow/executor/state"
+	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
+)
+
+// Repairing runs (§10): clear, mark and delete, commands any live daemon applies (§9) to the
+// runs it holds and to runs that have ended.
+
+// CommandRun is a run a command names that memory does not hold (it has ended), as the pass
+// read it: its row, its task instances, and how many of its entries are admitted.
+type CommandRun struct {
+	Run      store.Run
+	TIs      []store.TaskInstance
+	Admitted int
+}
+
+// runFor is the run a repair command is about: memory's, or an ended run read for it (not
+// in memory until the command reopens it). A run another live daemon owns is errNotHere.
+func (ps *pass) runFor(c store.Command) (run *state.Run, ended bool, err error) {
+	if r := ps.st.Runs[c.Run]; r != nil {
+		if r.Shared {
+			return nil, false, errNotHere
+		}
+		return r, false, nil
+	}
+	cr := ps.in.CommandRuns[c.Run]
+	if cr == nil {
+		return nil, false, fmt.Errorf("%w: dag run %d", store.ErrNotFound, c.Run)
+	}
+	if cr.Run.State.Open() || cr.Run.Owner != ps.cfg.DaemonID && cr.Run.Owner != "" && ps.st.View.IsAlive(cr.Run.Owner) {
+		return nil, false, errNotHere
+	}
+	g := ps.DAG(cr.Run.DAGID)
+	if g == nil {
+		return nil, false, fmt.Errorf("%w: dag %s of run %s is not loaded (removed, or invalid)", store.ErrConflict,
+			cr.Run.DAGID, cr.Run.RunID)
+	}
+	run = state.NewRun(cr.Run, g)
+	for _, row := range cr.TIs {
+		ti := &state.TI{TaskInstance: row, Task: g.Task(row.TaskID)}
+		run.Add(ti)
+	}
+	return run, true, nil
+}
+
+// reopen puts an ended run that a clear or a mark changed back in memory as queued: it starts
+// again under max_active_runs and forbid (§10.1), as this daemon's.
+func (ps *pass) reopen(run *state.Run) {
+	run.State, run.EndDate, run.ReasonCode, run.Reason, run.Owner = vocab.RunQueued, timeZero, "", "", ps.cfg.DaemonID
+	ps.st.AddRun(run)
+	ps.st.TouchRun(run)
+	ps.p.info("run reopened", keyDAG, run.DAGID, keyRun, run.RunID)
+}
+
+// selectTasks are the task instances of run that roots (none: every task) reach, downstream
+// and upstream when asked (dag.Select). A root with no task instance is not found (404); one
+// whose task is no longer in the DAG cannot run again (409).
+func (ps *pass) selectTasks(run *state.Run, roots []string, down, up bool) ([]*state.TI, error) {
+	if len(roots) == 0 {
+		return run.InOrder(), nil
+	}
+	for _, id := range roots {
+		ti := run.TIs[id]
+		switch {
+		case ti == nil:
+			return nil, fmt.Errorf("%w: task %s of dag run %s", store.ErrNotFound, id, run.RunID)
+		case ti.Task == nil:
+			return nil, fmt.Errorf("%w: task %s is no longer in dag %s", store.ErrConflict, id, run.DAGID)
+		}
+	}
+	ids, err := run.DAG.Select(roots, down, up)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", store.ErrConflict, err)
+	}
+	out := make([]*state.TI, 0, len(ids))
+	for _, id := range ids {
+		if ti := run.TIs[id]; ti != nil {
+			out = append(out, ti)
+		}
+	}
+	return out, nil
+}
+
+// clear runs task instances again (§10.1): each goes back to none under its DAG's current
+// definition, its try numbers going on and with a fresh set of retries; a running attempt is
+// stopped first (it uses up no retry); an ended run reopens.
+func (ps *pass) clear(c store.Command) error {
+	var p store.ClearParams
+	if err := unmarshal(c.Params, &p); err != nil {
+		return err
+	}
+	run, ended, err := ps.runFor(c)
+	if err != nil {
+		return err
+	}
+	tis, err := ps.selectTasks(run, p.TaskIDs, p.Downstream, p.Upstream)
+	if err != nil {
+		return err
+	}
+	reason := "cleared by " + orDefault(c.Who, "api")
+	n := 0
+	for _, ti := range tis {
+		switch {
+		case ti.Task == nil:
+			continue // gone from the DAG: named, it was refused above
+		case p.OnlyFailed && ti.State != vocab.TaskFailed && ti.State != vocab.TaskUpstreamFailed:
+			continue
+		case p.OnlyRunning && ti.State != vocab.TaskRunning:
+			continue
+		}
+		if err := ps.setTask(run, ti, vocab.TaskNone, vocab.ReasonCleared, reason); err != nil {
+			return err
+		}
+		n++
+	}
+	if ended && n > 0 {
+		ps.reopen(run)
+	}
+	return nil
+}
+
+// markStates are the states a task instance may be marked (§10.2).
+var markStates = []vocab.TaskState{vocab.TaskSuccess, vocab.TaskFailed, vocab.TaskSkipped}
+
+// mark gives task instances a state by a person's word (§10.2), with no further retry; a
+// running attempt is stopped first and its task takes the state when it ended. Downstream
+// tasks then follow their trigger rules (an ended run reopens for them). With no task named it
+// marks the whole run: success marks every unfinished task success, failed marks running and
+// waiting ones failed and those not yet ready skipped, queued clears it.
+func (ps *pass) mark(c store.Command) error {
+	var p store.MarkParams
+	if err := unmarshal(c.Params, &p); err != nil {
+		return err
+	}
+	if len(p.TaskIDs) == 0 {
+		return ps.markRun(c, p)
+	}
+	to := vocab.TaskState(p.State)
+	if !slices.Contains(markStates, to) {
+		return fmt.Errorf("%w: state %q: a task is marked success, failed or skipped", store.ErrInvalid, p.State)
+	}
+	run, ended, err := ps.runFor(c)
+	if err != nil {
+		return err
+	}
+	tis, err := ps.selectTasks(run, p.TaskIDs, p.Downstream, p.Upstream)
+	if err != nil {
+		return err
+	}
+	reason := fmt.Sprintf("marked %s by %s", to, orDefault(c.Who, "api"))
+	n := 0
+	for _, ti := range tis {
+		if ti.State == to || ti.Task == nil {
+			continue
+		}
+		if err := ps.setTask(run, ti, to, vocab.ReasonMarked, reason); err != nil {
+			return err
+		}
+		n++
+	}
+	if ended && n > 0 {
+		ps.reopen(run)
+	}
+	return nil
+}
+
+// markRun marks a whole run (§10.2): its tasks as mark says, and the run itself ends as asked
+// once its stopped attempts ended (endRuns).
+func (ps *pass) markRun(c store.Command, p store.MarkParams) error {
+	if vocab.RunState(p.State) == vocab.RunQueued {
+		return ps.clear(store.Command{ID: c.ID, Kind: vocab.CommandClear, Run: c.Run, Who: c.Who})
+	}
+	to := vocab.RunState(p.State)
+	if to != vocab.RunSuccess && to != vocab.RunFailed {
+		return fmt.Errorf("%w: state %q: a run is marked success, failed or queued", store.ErrInvalid, p.State)
+	}
+	run, ended, err := ps.runFor(c)
+	if err != nil {
+		return err
+	}
+	reason := fmt.Sprintf("marked %s by %s", to, orDefault(c.Who, "api"))
+	if ended {
+		// Nothing of it runs: the run takes the state at once, its tasks keep theirs.
+		run.State, run.ReasonCode, run.Reason = to, vocab.ReasonMarked, reason
+		run.EndDate = ps.now
+		ps.st.TouchRun(run)
+		return nil
+	}
+	for _, ti := range run.InOrder() {
+		if ti.State.Terminal() || ti.Task == nil {
+			continue
+		}
+		state := vocab.TaskSuccess
+		if to == vocab.RunFailed {
+			state = vocab.TaskFailed
+			if ti.State == vocab.TaskNone {
+				state = vocab.TaskSkipped // not yet ready
+			}
+		}
+		if err := ps.setTask(run, ti, state, vocab.ReasonMarked, reason); err != nil {
+			return err
+		}
+	}
+	// The run ends as asked once nothing of it runs, whatever its leaves say (endRuns).
+	run.ReasonCode, run.Reason = vocab.StopRequestFor(vocab.TaskState(to)), reason
+	ps.st.TouchRun(run)
+	return nil
+}
+
+// deleteRun deletes a run with everything it holds (§10.3): refused while an attempt of it
+// runs, unless forced — then its attempts are stopped and the run goes once they ended.
+func (ps *pass) deleteRun(c store.Command) error {
+	var p store.DeleteParams
+	if err := unmarshal(c.Params, &p); err != nil {
+		return err
+	}
+	run, _, err := ps.runFor(c)
+	if err != nil {
+		return err
+	}
+	var running []*state.TI
+	for _, ti := range run.InOrder() {
+		if le := ti.Entry; le != nil && le.State == vocab.EntryAdmitted {
+			running = append(running, ti)
+		}
+	}
+	if cr := ps.in.CommandRuns[c.Run]; cr != nil && cr.Admitted > 0 && len(running) == 0 {
+		// An ended run whose stopped attempts (a run mark) are still ending elsewhere.
+		if !p.Force {
+			return fmt.Errorf("%w: %d attempts of run %s still run: wait for them, or delete with force", store.ErrConflict,
+				cr.Admitted, run.RunID)
+		}
+		return errWaits
+	}
+	if len(running) > 0 {
+		if !p.Force {
+			return fmt.Errorf("%w: task %s of run %s is running: wait for it, or delete with force", store.ErrConflict,
+				running[0].TaskID, run.RunID)
+		}
+		reason := "run deleted by " + orDefault(c.Who, "api")
+		for _, ti := range running {
+			if err := ps.stopAttempt(ti.Entry, vocab.TaskFailed, reason); err != nil {
+				return err
+			}
+		}
+		return errWaits
+	}
+	for _, ti := range run.TIs {
+		if le := ti.Entry; le != nil {
+			ps.st.DropEntry(le)
+		}
+	}
+	ps.st.RemoveRun(run)
+	ps.p.add(DeleteRun{run.PK})
+	ps.p.Deleted = append(ps.p.Deleted, run.Run)
+	ps.p.info("run deleted", keyDAG, run.DAGID, keyRun, run.RunID, "by", orDefault(c.Who, "api"))
+	return nil
+}
+
+// unmarshal reads a command's JSON arguments; none is the zero value.
+func unmarshal(params string, v any) error {
+	if params == "" {
+		return nil
+	}
+	if err := json.Unmarshal([]byte(params), v); err != nil {
+		return fmt.Errorf("%w: command arguments: %v", store.ErrInvalid, err)
+	}
+	return nil
+}

@@ -1,0 +1,223 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/poolflow/poolflow/executor/attempt"
+	"github.com/poolflow/poolflow/executor/decide"
+	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
+)
+
+// repairDAG: a runs first (one slot of p, which hog may hold), b after a, gate an approval.
+const repairDAG = `dag_id: r
+tasks:
+  - {id: a, bash: 'true', retries: 1, retry_delay: 1h, pool_requirements: {p: 1}}
+  - {id: b, bash: 'true', depends_on: [a]}
+  - {id: gate, approval: {}}
+  - {id: hog, bash: 'true', pool_requirements: {p: 1}}
+`
+
+// repairWorld is a run of repairDAG stepped by hand.
+type repairWorld struct {
+	t       *testing.T
+	b       *bundle
+	h       *Harness
+	run     store.Run
+	p       *decide.Plan
+	running map[int64]*attempt.Spec // started and not ended
+}
+
+// pass runs a pass and keeps the attempts it starts.
+func (w *repairWorld) pass(events ...any) {
+	w.t.Helper()
+	w.p = w.h.mustPass(w.t, events...)
+	for _, s := range w.p.Starts {
+		w.running[s.Entry] = s
+	}
+}
+
+func newRepairWorld(t *testing.T, hogFirst bool) *repairWorld {
+	t.Helper()
+	b := setup(t, "pools:\n  p: 1\n", map[string]string{"r.yaml": repairDAG})
+	h, _ := b.harness(t, nil)
+	w := &repairWorld{t: t, b: b, h: h, running: map[int64]*attempt.Spec{}}
+	trig, reply := h.Trigger(TriggerRequest{DAGID: "r", RunID: "x"})
+	w.pass(trig)
+	r := <-reply
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	w.run = r.Res.Run
+	return w
+}
+
+// ti is a task instance as memory holds it.
+func (w *repairWorld) ti(id string) store.TaskInstance {
+	w.t.Helper()
+	if r := w.h.State().Runs[w.run.PK]; r != nil {
+		return r.TIs[id].TaskInstance
+	}
+	return w.b.tis(w.t, w.run.PK)[id]
+}
+
+// end ends a's (or another task's) running attempt as its runner would.
+func (w *repairWorld) end(task string, ok bool) {
+	w.t.Helper()
+	var ev any
+	for id, s := range w.running {
+		if s.Task.ID == task {
+			ev = w.h.End(s, ok, "exit status 1")
+			delete(w.running, id)
+		}
+	}
+	if ev == nil {
+		w.t.Fatalf("%s is not running (running: %v; memory: %+v)", task, w.running, w.ti(task))
+	}
+	w.pass(ev)
+}
+
+// command applies a repair command and returns its outcome.
+func (w *repairWorld) command(kind vocab.CommandKind, params any) error {
+	w.t.Helper()
+	b, _ := json.Marshal(params)
+	cmd, reply := w.h.Command(store.Command{Kind: kind, Run: w.run.PK, Who: "cli:test@host", Params: string(b)})
+	w.pass(cmd)
+	return <-reply
+}
+
+func (w *repairWorld) want(task string, st vocab.TaskState, try int) {
+	w.t.Helper()
+	if ti := w.ti(task); ti.State != st || ti.TryNumber != try {
+		w.t.Fatalf("%s: %s try %d (%s %q), want %s try %d", task, ti.State, ti.TryNumber, ti.ReasonCode, ti.Reason, st, try)
+	}
+}
+
+func killed(p *decide.Plan) int { return len(p.Kills) }
+
+// TestClearAndMarkTransitions: each state a task instance can be in, cleared and marked
+// (§10.1, §10.2), pass by pass over the store.
+func TestClearAndMarkTransitions(t *testing.T) {
+	t.Parallel()
+	t.Run("clear a failed task with its downstream: try 2 with a fresh set of retries", func(t *testing.T) {
+		t.Parallel()
+		w := newRepairWorld(t, false)
+		w.end("a", false)  // try 1 fails: up_for_retry (retries 1, 1h); hog takes p
+		w.end("hog", true) // p is free for the retry
+		w.b.clock.(*FakeClock).Advance(2 * time.Hour)
+		w.pass()
+		w.end("a", false) // try 2 fails: no tries left
+		w.want("a", vocab.TaskFailed, 2)
+		w.want("b", vocab.TaskUpstreamFailed, 0)
+		if err := w.command(vocab.CommandClear, store.ClearParams{TaskIDs: []string{"a"}, Downstream: true}); err != nil {
+			t.Fatal(err)
+		}
+		w.want("a", vocab.TaskRunning, 3) // cleared, ready and admitted in the same pass
+		w.want("b", vocab.TaskNone, 0)
+		if ti := w.ti("a"); ti.MaxTries != 2+1+1 {
+			t.Errorf("a's tries allowed %d, want 4 (try 2 + retries 1 + 1)", ti.MaxTries)
+		}
+		w.end("a", false) // try 3 fails: a retry is left
+		w.want("a", vocab.TaskUpForRetry, 3)
+	})
+	t.Run("clear a running attempt: stopped first, no retry used, try 2 once its claims are free", func(t *testing.T) {
+		t.Parallel()
+		w := newRepairWorld(t, false)
+		w.want("a", vocab.TaskRunning, 1)
+		if err := w.command(vocab.CommandClear, store.ClearParams{TaskIDs: []string{"a"}}); err != nil {
+			t.Fatal(err)
+		}
+		if killed(w.p) != 1 || len(w.p.Starts) != 0 {
+			t.Fatalf("clear of a running attempt: kills %v, starts %v", w.p.Kills, started(w.p))
+		}
+		w.want("a", vocab.TaskRunning, 1) // until its attempt ended
+		w.end("a", false)                 // killed: its end releases p, and try 2 (a weighs more than hog) takes it
+		if got := started(w.p); !slices.Equal(got, []string{"a"}) {
+			t.Fatalf("after the stopped end: starts %v, want [a]", got)
+		}
+		w.want("a", vocab.TaskRunning, 2)
+		atts, _ := w.b.st.ListAttempts(context.Background(), w.run.PK, "a")
+		if len(atts) != 1 || atts[0].ReasonCode != vocab.ReasonCleared || atts[0].Reason != "cleared by cli:test@host" {
+			t.Fatalf("attempts of a: %+v", atts)
+		}
+	})
+	t.Run("mark a running task success: stopped, then success, and downstream runs", func(t *testing.T) {
+		t.Parallel()
+		w := newRepairWorld(t, false)
+		if err := w.command(vocab.CommandMark, store.MarkParams{State: "success", TaskIDs: []string{"a"}}); err != nil {
+			t.Fatal(err)
+		}
+		w.end("a", false)
+		w.want("a", vocab.TaskSuccess, 1)
+		if got := started(w.p); !slices.Contains(got, "b") {
+			t.Fatalf("b does not start after a was marked success: %v", got)
+		}
+	})
+	t.Run("mark a waiting task failed: its entry retired, no retry", func(t *testing.T) {
+		t.Parallel()
+		w := newRepairWorld(t, false)
+		w.want("hog", vocab.TaskScheduled, 0) // p is a's
+		if err := w.command(vocab.CommandMark, store.MarkParams{State: "failed", TaskIDs: []string{"hog"}}); err != nil {
+			t.Fatal(err)
+		}
+		w.want("hog", vocab.TaskFailed, 0)
+		if ti := w.ti("hog"); ti.ReasonCode != vocab.ReasonMarked || ti.Reason != "marked failed by cli:test@host" {
+			t.Fatalf("hog: %s %q", ti.ReasonCode, ti.Reason)
+		}
+		es, _ := w.b.st.ListEntries(context.Background(), vocab.EntryWaiting)
+		if len(es) != 0 {
+			t.Fatalf("waiting entries after the mark: %+v", es)
+		}
+	})
+	t.Run("mark a task not yet ready skipped, and clear an approval gate", func(t *testing.T) {
+		t.Parallel()
+		w := newRepairWorld(t, false)
+		if err := w.command(vocab.CommandMark, store.MarkParams{State: "skipped", TaskIDs: []string{"b"}}); err != nil {
+			t.Fatal(err)
+		}
+		w.want("b", vocab.TaskSkipped, 0)
+		w.want("gate", vocab.TaskAwaitingApproval, 1)
+		if err := w.command(vocab.CommandClear, store.ClearParams{TaskIDs: []string{"gate"}}); err != nil {
+			t.Fatal(err)
+		}
+		w.want("gate", vocab.TaskAwaitingApproval, 1) // waits for a new decision
+	})
+	t.Run("an ended run reopens: clear, and mark", func(t *testing.T) {
+		t.Parallel()
+		w := newRepairWorld(t, false)
+		cmd, _ := w.h.Command(store.Command{Kind: vocab.CommandApprove, Run: w.run.PK, TaskID: "gate", Who: "t"})
+		w.pass(cmd)
+		w.end("a", true)
+		w.end("hog", true)
+		w.end("b", true)
+		if r := w.b.mustRun(t, "r", "x"); r.State != vocab.RunSuccess {
+			t.Fatalf("run %s", r.State)
+		}
+		if err := w.command(vocab.CommandClear, store.ClearParams{TaskIDs: []string{"b"}}); err != nil {
+			t.Fatal(err)
+		}
+		if r := w.h.State().Runs[w.run.PK]; r == nil || r.State != vocab.RunRunning {
+			t.Fatalf("the cleared run is not running again: %+v", r)
+		}
+		w.want("b", vocab.TaskRunning, 2)
+		w.end("b", true)
+		if r := w.b.mustRun(t, "r", "x"); r.State != vocab.RunSuccess {
+			t.Fatalf("run after the clear: %s", r.State)
+		}
+	})
+	t.Run("bad requests: an unknown task, an unknown state", func(t *testing.T) {
+		t.Parallel()
+		w := newRepairWorld(t, false)
+		if err := w.command(vocab.CommandClear, store.ClearParams{TaskIDs: []string{"zz"}}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("clear of an unknown task: %v", err)
+		}
+		if err := w.command(vocab.CommandMark, store.MarkParams{State: "running", TaskIDs: []string{"a"}}); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("mark running: %v", err)
+		}
+	})
+}
