@@ -55,6 +55,11 @@ type Explanation struct{ reasons map[int64]explained }
 type explained struct {
 	code vocab.ReasonCode
 	text string
+	// Of a hypothetical entry (a clear's preview): admitted at once, or the pool it waits on
+	// and its place in that pool's line.
+	admitted bool
+	pool     string
+	place    int
 }
 
 // Reasons computes why every waiting entry of the store waits now (see Fill).
@@ -75,7 +80,10 @@ func (x *Explanation) Fill(e *store.Entry) {
 	e.ReasonCode, e.Reason = r.code, r.text
 }
 
-func explainAll(ctx context.Context, st store.Store, now time.Time) (map[int64]explained, error) {
+// explainAll computes why every waiting entry waits, with extra entries (a clear's preview)
+// walked as their owner would walk them: for those, also whether they would be admitted at
+// once, and their place in line.
+func explainAll(ctx context.Context, st store.Store, now time.Time, extra ...store.Entry) (map[int64]explained, error) {
 	ps, err := st.ListPools(ctx)
 	if err != nil {
 		return nil, err
@@ -87,6 +95,11 @@ func explainAll(ctx context.Context, st store.Store, now time.Time) (map[int64]e
 	entries, err := st.ListEntries(ctx, vocab.EntryWaiting)
 	if err != nil {
 		return nil, err
+	}
+	entries = append(entries, extra...)
+	isExtra := map[int64]bool{}
+	for _, e := range extra {
+		isExtra[e.ID] = true
 	}
 	flags, err := st.ListDAGStates(ctx)
 	if err != nil {
@@ -166,6 +179,9 @@ func explainAll(ctx context.Context, st store.Store, now time.Time) (map[int64]e
 		for _, i := range mine {
 			e := &entries[i]
 			r, ok := dec.Reason(e.ID)
+			if isExtra[e.ID] {
+				out[e.ID] = walkedExtra(snap, e.ID, r, ok)
+			}
 			if !ok {
 				continue
 			}
@@ -243,4 +259,32 @@ func Entry(e *store.Entry, block pools.Block) pools.Entry {
 		pe.Needs[i] = pools.Need{Pool: n.Pool, Slots: n.Slots}
 	}
 	return pe
+}
+
+// walkedExtra is what the walk decided for a hypothetical entry: admitted (no reason), or the
+// pool of its reason and its place in that pool's line (1 = the head).
+func walkedExtra(snap *pools.Snapshot, id int64, r pools.Reason, waits bool) explained {
+	if !waits {
+		return explained{admitted: true}
+	}
+	x := explained{pool: r.Pool, place: 1}
+	var self *pools.Entry
+	for i := range snap.Entries {
+		if snap.Entries[i].ID == id {
+			self = &snap.Entries[i]
+		}
+	}
+	for i := range snap.Entries {
+		e := &snap.Entries[i]
+		if e.ID == id || r.Pool == "" || self == nil {
+			continue
+		}
+		for _, n := range e.Needs {
+			if n.Pool == r.Pool && pools.Compare(e, self) < 0 {
+				x.place++
+				break
+			}
+		}
+	}
+	return x
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/executor/state"
+	"github.com/poolflow/poolflow/explain"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
@@ -230,34 +231,15 @@ func (ps *pass) refusal(needs []store.Requirement, queued map[string]int) *pools
 	})
 }
 
-// requirements are, first that applies: the task's pool_requirements (or legacy pool), the
-// first matching rule, {default: 1}; plus the implicit limits of §4.2.
+// requirements are the attempt's requirement rows (explain.Requirements: the task's, else the
+// first matching rule's, else {default: 1}, plus the limits) and the rule that assigned them.
 func (ps *pass) requirements(run *state.Run, ti *state.TI, try int) ([]store.Requirement, string) {
-	var needs []store.Requirement
 	rule := ""
-	if reqs := ti.Task.PoolRequirements; len(reqs) > 0 {
-		for pool, slots := range reqs {
-			needs = append(needs, store.Requirement{Pool: pool, Slots: slots})
-		}
-	} else {
+	needs := explain.Requirements(run.DAG, ti.Task, run.RunID, run.DAGPool, ps.Settings.MaxRunning, func() (string, int) {
 		pool, slots, name := ps.assign(run, ti, try)
-		needs = append(needs, store.Requirement{Pool: pool, Slots: slots})
 		rule = name
-	}
-	if n := ps.Settings.MaxRunning; n > 0 {
-		needs = append(needs, store.Requirement{Pool: pools.GlobalPool, Slots: 1, Implicit: true, Capacity: n})
-	}
-	needs = append(needs, store.Requirement{Pool: run.DAGPool, Slots: 1,
-		Implicit: true, Capacity: run.DAG.MaxActiveTasks})
-	if n := ti.Task.MaxActiveTIsPerDAG; n > 0 {
-		needs = append(needs, store.Requirement{Pool: pools.TaskPrefix + run.DAGID + "/" + ti.TaskID, Slots: 1,
-			Implicit: true, Capacity: n})
-	}
-	if n := ti.Task.MaxActiveTIsPerDAGRun; n > 0 {
-		needs = append(needs, store.Requirement{Pool: pools.TaskPrefix + run.DAGID + "/" + run.RunID + "/" + ti.TaskID,
-			Slots: 1, Implicit: true, Capacity: n})
-	}
-	sort.Slice(needs, func(i, j int) bool { return needs[i].Pool < needs[j].Pool })
+		return pool, slots
+	})
 	return needs, rule
 }
 

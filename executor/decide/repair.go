@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/poolflow/poolflow/executor/state"
+	"github.com/poolflow/poolflow/explain"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
 )
@@ -59,31 +60,19 @@ func (ps *pass) reopen(run *state.Run) {
 	ps.p.info("run reopened", keyDAG, run.DAGID, keyRun, run.RunID)
 }
 
-// selectTasks are the task instances of run that roots (none: every task) reach, downstream
-// and upstream when asked (dag.Select). A root with no task instance is not found (404); one
-// whose task is no longer in the DAG cannot run again (409).
+// selectTasks are the task instances of run a clear or a mark of roots reaches (explain.Select).
 func (ps *pass) selectTasks(run *state.Run, roots []string, down, up bool) ([]*state.TI, error) {
-	if len(roots) == 0 {
-		return run.InOrder(), nil
+	states := make(map[string]vocab.TaskState, len(run.TIs))
+	for id, ti := range run.TIs {
+		states[id] = ti.State
 	}
-	for _, id := range roots {
-		ti := run.TIs[id]
-		switch {
-		case ti == nil:
-			return nil, fmt.Errorf("%w: task %s of dag run %s", store.ErrNotFound, id, run.RunID)
-		case ti.Task == nil:
-			return nil, fmt.Errorf("%w: task %s is no longer in dag %s", store.ErrConflict, id, run.DAGID)
-		}
-	}
-	ids, err := run.DAG.Select(roots, down, up)
+	ids, err := explain.Select(run.DAG, run.RunID, states, roots, down, up)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", store.ErrConflict, err)
+		return nil, err
 	}
-	out := make([]*state.TI, 0, len(ids))
-	for _, id := range ids {
-		if ti := run.TIs[id]; ti != nil {
-			out = append(out, ti)
-		}
+	out := make([]*state.TI, len(ids))
+	for i, id := range ids {
+		out[i] = run.TIs[id]
 	}
 	return out, nil
 }
@@ -107,13 +96,8 @@ func (ps *pass) clear(c store.Command) error {
 	reason := "cleared by " + orDefault(c.Who, "api")
 	n := 0
 	for _, ti := range tis {
-		switch {
-		case ti.Task == nil:
-			continue // gone from the DAG: named, it was refused above
-		case p.OnlyFailed && ti.State != vocab.TaskFailed && ti.State != vocab.TaskUpstreamFailed:
-			continue
-		case p.OnlyRunning && ti.State != vocab.TaskRunning:
-			continue
+		if ti.Task == nil || !explain.Clears(p, ti.State) {
+			continue // a task gone from the DAG (named, it was refused), or filtered out
 		}
 		if err := ps.setTask(run, ti, vocab.TaskNone, vocab.ReasonCleared, reason); err != nil {
 			return err
