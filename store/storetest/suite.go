@@ -43,6 +43,8 @@ func Run(t *testing.T, h Harness) {
 		{"NextIDs", testNextIDs},
 		{"ReasonCodes", testReasonCodes},
 		{"MigrateReasonCodes", testMigrateReasonCodes},
+		{"CommandParams", testCommandParams},
+		{"MaxTries", testMaxTries},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
