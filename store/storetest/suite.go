@@ -45,6 +45,7 @@ func Run(t *testing.T, h Harness) {
 		{"MigrateReasonCodes", testMigrateReasonCodes},
 		{"CommandParams", testCommandParams},
 		{"MaxTries", testMaxTries},
+		{"Notes", testNotes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

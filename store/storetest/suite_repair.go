@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
@@ -155,4 +156,102 @@ func testMaxTries(t *testing.T, h Harness) {
 	if got := maxTries(byRun[e.Run]); got["transfer"] != 7 {
 		t.Errorf("TaskInstancesOfRuns' MaxTries %v", got)
 	}
+}
+
+// testNotes: SetNote writes a run's or a task instance's note with who and when and stamps the
+// row (another daemon's ChangesSince sees it); the scheduler's writes of the same rows from a
+// copy that holds an older note (UpdateRun, UpdateTI, PutTIs) leave it; a trigger's note comes
+// with InsertRun; a run or task instance that does not exist is ErrNotFound and leaves the
+// transaction usable.
+func testNotes(t *testing.T, h Harness) {
+	target := h.Target(t)
+	a, b := h.Open(t, target), h.Open(t, target)
+	e := seed(t, a)
+	at := day.Add(time.Hour)
+
+	// A trigger's note.
+	noted := &store.Run{DAGID: "etl", RunID: "noted", RunType: vocab.RunManual, LogicalDate: day, State: vocab.RunQueued,
+		QueuedAt: day, Note: "rerun after the fix", NoteBy: "api:10.0.0.1:5555", NoteAt: day}
+	must(t, a.WithTx(bg(), func(tx store.Tx) error { return tx.InsertRun(noted) }))
+	if r, err := b.GetRun(bg(), "etl", "noted"); err != nil || r.Note != noted.Note || r.NoteBy != noted.NoteBy || !r.NoteAt.Equal(day) {
+		t.Fatalf("a trigger's note: %+v %v", r, err)
+	}
+
+	// The run as the scheduler's memory holds it, and the task instance, before the notes.
+	run, err := a.GetRunByPK(bg(), e.Run)
+	must(t, err)
+	tis, err := a.ListTaskInstances(bg(), e.Run)
+	must(t, err)
+	ti := tis[0]
+	ti.Note, ti.NoteBy = "an older note", "someone"
+
+	before, _ := commit(t, a, func(tx store.Tx) error {
+		if err := tx.SetNote(e.Run, "", "the database was down", "api:10.0.0.1:5555", at); err != nil {
+			return err
+		}
+		return tx.SetNote(e.Run, "transfer", "flaky: retried by hand", "cli:bob@host", at)
+	})
+	c := changesOf(t, b, before)
+	if len(c.Runs) != 1 || c.Runs[0].Note != "the database was down" || c.Runs[0].NoteBy != "api:10.0.0.1:5555" ||
+		!c.Runs[0].NoteAt.Equal(at) {
+		t.Fatalf("changed runs after SetNote: %+v", c.Runs)
+	}
+	if len(c.TaskInstances) != 1 || c.TaskInstances[0].Note != "flaky: retried by hand" || c.TaskInstances[0].NoteBy != "cli:bob@host" ||
+		!c.TaskInstances[0].NoteAt.Equal(at) {
+		t.Fatalf("changed task instances after SetNote: %+v", c.TaskInstances)
+	}
+
+	// The scheduler writes the rows from its older copies.
+	must(t, a.WithTx(bg(), func(tx store.Tx) error {
+		run.State, run.StartDate = vocab.RunRunning, day
+		if err := tx.UpdateRun(&run); err != nil {
+			return err
+		}
+		ti.State, ti.TryNumber = vocab.TaskRunning, 1
+		if err := tx.UpdateTI(&ti); err != nil {
+			return err
+		}
+		ti.State = vocab.TaskUpForRetry
+		return tx.PutTIs([]*store.TaskInstance{&ti})
+	}))
+	checkNotes := func(step, runNote, tiNote string) {
+		t.Helper()
+		r, err := b.GetRunByPK(bg(), e.Run)
+		if err != nil || r.Note != runNote || (runNote != "" && (r.NoteBy != "api:10.0.0.1:5555" || !r.NoteAt.Equal(at))) {
+			t.Errorf("%s: run %+v %v, want note %q", step, r, err, runNote)
+		}
+		runs, _, err := b.ListRunsWhere(bg(), store.RunFilter{DAGID: "etl", RunTypes: []vocab.RunType{vocab.RunManual}})
+		must(t, err)
+		for _, lr := range runs {
+			if lr.PK == e.Run && (lr.Note != r.Note || lr.NoteBy != r.NoteBy || !lr.NoteAt.Equal(r.NoteAt)) {
+				t.Errorf("%s: listed run %+v, read %+v", step, lr, r)
+			}
+		}
+		tis, err := b.ListTaskInstances(bg(), e.Run)
+		must(t, err)
+		if len(tis) != 1 || tis[0].Note != tiNote || tis[0].NoteBy != "cli:bob@host" || !tis[0].NoteAt.Equal(at) {
+			t.Errorf("%s: task instance %+v, want note %q", step, tis, tiNote)
+		}
+	}
+	checkNotes("after the scheduler's writes", "the database was down", "flaky: retried by hand")
+	if tis, _ := b.ListTaskInstances(bg(), e.Run); tis[0].State != vocab.TaskUpForRetry || tis[0].TryNumber != 1 {
+		t.Errorf("the scheduler's write of the task instance was lost: %+v", tis[0])
+	}
+
+	// A note cleared is a note too: who cleared it and when.
+	must(t, a.WithTx(bg(), func(tx store.Tx) error { return tx.SetNote(e.Run, "transfer", "", "cli:bob@host", at) }))
+	checkNotes("after clearing the task's note", "the database was down", "")
+
+	must(t, a.WithTx(bg(), func(tx store.Tx) error {
+		for _, k := range []struct {
+			run  int64
+			task string
+		}{{e.Run + 1000, ""}, {e.Run, "nope"}, {e.Run + 1000, "transfer"}} {
+			if err := tx.SetNote(k.run, k.task, "x", "y", at); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("SetNote(%d, %q): %v, want ErrNotFound", k.run, k.task, err)
+			}
+		}
+		return tx.SetNote(e.Run, "", "", "api:10.0.0.1:5555", at) // the transaction goes on
+	}))
+	checkNotes("after the refusals", "", "")
 }
