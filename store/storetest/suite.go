@@ -46,6 +46,7 @@ func Run(t *testing.T, h Harness) {
 		{"CommandParams", testCommandParams},
 		{"MaxTries", testMaxTries},
 		{"Notes", testNotes},
+		{"Events", testEvents},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -254,4 +255,102 @@ func testNotes(t *testing.T, h Harness) {
 		return tx.SetNote(e.Run, "", "", "api:10.0.0.1:5555", at) // the transaction goes on
 	}))
 	checkNotes("after the refusals", "", "")
+}
+
+// testEvents: InsertEvent writes every field and sets increasing ids; ListEvents lists newest
+// first (by time, then id), with every filter, pages of Limit (0: 100, at most 1000) from
+// Offset, and the count of all it selects; an unknown action or a missing actor is refused.
+func testEvents(t *testing.T, h Harness) {
+	st := h.New(t)
+	m := func(n int) time.Time { return day.Add(time.Duration(n) * time.Minute) }
+	evs := []store.Event{
+		{At: m(0), Actor: "cli:ann@host", Action: vocab.ActionTrigger, DAGID: "etl", RunID: "r1", Params: `{"conf":{}}`, Outcome: "ok"},
+		{At: m(1), Actor: "api:10.0.0.1:5555", Action: vocab.ActionClear, DAGID: "etl", RunID: "r1", TaskID: "load", Try: 2,
+			Params: `{"only_failed":true}`, Outcome: "ok"},
+		{At: m(2), Actor: "cli:ann@host", Action: vocab.ActionMark, DAGID: "etl", RunID: "r1", TaskID: "load", Try: 3, Outcome: "ok"},
+		{At: m(2), Actor: "api:10.0.0.1:5555", Action: vocab.ActionDeleteRun, DAGID: "etl", RunID: "r2",
+			Outcome: "conflict: an attempt runs"},
+		{At: m(3), Actor: vocab.ActorScheduler + ":d1", Action: vocab.ActionTakeover, Outcome: "ok"},
+		{At: m(4), Actor: "cli:bob@host", Action: vocab.ActionPoolSet, Pool: "db", Params: `{"slots":4}`, Outcome: "ok"},
+		{At: m(5), Actor: "cli:bob@host", Action: vocab.ActionPause, DAGID: "report", Outcome: "ok"},
+	}
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		for i := range evs {
+			if err := tx.InsertEvent(&evs[i]); err != nil {
+				return err
+			}
+			if i > 0 && evs[i].ID <= evs[i-1].ID {
+				t.Errorf("event ids %d then %d", evs[i-1].ID, evs[i].ID)
+			}
+		}
+		return nil
+	}))
+	show := func(e store.Event) string {
+		return fmt.Sprintf("%d %d %s %s %s/%s/%s/%d %s %s %s", e.ID, e.At.UnixMicro(), e.Actor, e.Action, e.DAGID, e.RunID, e.TaskID,
+			e.Try, e.Pool, e.Params, e.Outcome)
+	}
+	list := func(name string, f store.EventFilter, wantTotal int, want ...int) {
+		t.Helper()
+		got, total, err := st.ListEvents(bg(), f)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var g, w []string
+		for _, e := range got {
+			g = append(g, show(e))
+		}
+		for _, i := range want {
+			w = append(w, show(evs[i]))
+		}
+		if total != wantTotal || !slices.Equal(g, w) {
+			t.Errorf("%s: %d in all, %q\nwant %d in all, %q", name, total, g, wantTotal, w)
+		}
+	}
+	list("all, newest first", store.EventFilter{}, 7, 6, 5, 4, 3, 2, 1, 0)
+	list("dag", store.EventFilter{DAGID: "etl"}, 4, 3, 2, 1, 0)
+	list("run", store.EventFilter{DAGID: "etl", RunID: "r1"}, 3, 2, 1, 0)
+	list("task", store.EventFilter{DAGID: "etl", RunID: "r1", TaskID: "load"}, 2, 2, 1)
+	list("run id alone", store.EventFilter{RunID: "r2"}, 1, 3)
+	list("task id alone", store.EventFilter{TaskID: "load"}, 2, 2, 1)
+	list("action", store.EventFilter{Action: vocab.ActionMark}, 1, 2)
+	list("actor", store.EventFilter{Actor: "cli:bob@host"}, 2, 6, 5)
+	list("after, inclusive", store.EventFilter{After: m(2)}, 5, 6, 5, 4, 3, 2)
+	list("before, exclusive", store.EventFilter{Before: m(2)}, 2, 1, 0)
+	list("between", store.EventFilter{After: m(1), Before: m(4)}, 4, 4, 3, 2, 1)
+	list("none match", store.EventFilter{Action: vocab.ActionTrigger, Actor: "cli:bob@host"}, 0)
+	list("first page", store.EventFilter{Limit: 2}, 7, 6, 5)
+	list("second page", store.EventFilter{Limit: 2, Offset: 2}, 7, 4, 3)
+	list("last page", store.EventFilter{Limit: 2, Offset: 6}, 7, 0)
+	list("past the end", store.EventFilter{Limit: 2, Offset: 7}, 7)
+	list("a page of a filter", store.EventFilter{DAGID: "etl", Limit: 3, Offset: 1}, 4, 2, 1, 0)
+	list("negative offset", store.EventFilter{Limit: 1, Offset: -5}, 7, 6)
+
+	for _, bad := range []store.Event{
+		{At: day, Actor: "cli:ann@host", Action: "explode"},
+		{At: day, Action: vocab.ActionNote},
+	} {
+		must(t, st.WithTx(bg(), func(tx store.Tx) error {
+			if err := tx.InsertEvent(&bad); !errors.Is(err, store.ErrConstraint) {
+				t.Errorf("event %+v: %v, want ErrConstraint", bad, err)
+			}
+			return tx.UpsertDAG("etl", "etl.yaml", "", day) // the transaction goes on
+		}))
+	}
+
+	// Limit 0 is 100; no page holds more than 1000.
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		for i := 0; i < 1000; i++ {
+			if err := tx.InsertEvent(&store.Event{At: m(10 + i), Actor: vocab.ActorScheduler + ":d1", Action: vocab.ActionReplay,
+				DAGID: "etl", RunID: "r3", TaskID: "t", Try: i}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	for _, c := range []struct{ limit, want int }{{0, 100}, {250, 250}, {5000, 1000}} {
+		got, total, err := st.ListEvents(bg(), store.EventFilter{Limit: c.limit})
+		if err != nil || len(got) != c.want || total != 1007 || got[0].Try != 999 || got[0].Action != vocab.ActionReplay {
+			t.Errorf("limit %d: %d events, %d in all, %v; want %d of 1007", c.limit, len(got), total, err, c.want)
+		}
+	}
 }
