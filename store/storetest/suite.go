@@ -46,6 +46,7 @@ func Run(t *testing.T, h Harness) {
 		{"CommandParams", testCommandParams},
 		{"MaxTries", testMaxTries},
 		{"Notes", testNotes},
+		{"DeleteRun", testDeleteRun},
 		{"Events", testEvents},
 	}
 	for _, tc := range tests {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -255,6 +256,164 @@ func testNotes(t *testing.T, h Harness) {
 		return tx.SetNote(e.Run, "", "", "api:10.0.0.1:5555", at) // the transaction goes on
 	}))
 	checkNotes("after the refusals", "", "")
+}
+
+// rowsOfRun counts what run pk holds in every table that belongs to it.
+func rowsOfRun(t testing.TB, st store.Store, pk int64) map[string]int {
+	t.Helper()
+	run, entries := itoa(int(pk)), `(SELECT id FROM queue_entries WHERE run = `+itoa(int(pk))+`)`
+	return map[string]int{
+		"dag_runs":           Count(t, st, `SELECT COUNT(*) FROM dag_runs WHERE id = `+run),
+		"task_instances":     Count(t, st, `SELECT COUNT(*) FROM task_instances WHERE run = `+run),
+		"attempts":           Count(t, st, `SELECT COUNT(*) FROM attempts WHERE run = `+run),
+		"queue_entries":      Count(t, st, `SELECT COUNT(*) FROM queue_entries WHERE run = `+run),
+		"entry_requirements": Count(t, st, `SELECT COUNT(*) FROM entry_requirements WHERE entry IN `+entries),
+		"claims":             Count(t, st, `SELECT COUNT(*) FROM claims WHERE entry IN `+entries),
+		"commands":           Count(t, st, `SELECT COUNT(*) FROM commands WHERE run = `+run),
+	}
+}
+
+// testDeleteRun: DeleteRun refuses a run whose entry is admitted (an attempt runs), leaving the
+// transaction usable for the refusal's event; otherwise it removes the run and every row it
+// holds, and nothing of another run; its tombstone comes back from ChangesSince exactly once per
+// window, on another handle too; a deleted run's id is never given again; old tombstones are
+// pruned, but the highest.
+func testDeleteRun(t *testing.T, h Harness) {
+	target := h.Target(t)
+	a, b := h.Open(t, target), h.Open(t, target)
+	e := seed(t, a) // run r1: task instance transfer, an entry needing three pools
+	kept := ownedRun(t, a, "r2", "d1")
+	now := time.Now()
+	fill := func(run int64, task string) {
+		t.Helper()
+		must(t, a.WithTx(bg(), func(tx store.Tx) error {
+			if err := tx.InsertTI(&store.TaskInstance{Run: run, TaskID: task + "_done", State: vocab.TaskSuccess, TryNumber: 1}); err != nil {
+				return err
+			}
+			if err := tx.InsertAttempt(&store.Attempt{Run: run, TaskID: task + "_done", TryNumber: 1, State: vocab.TaskSuccess,
+				StartDate: day, EndDate: day}); err != nil {
+				return err
+			}
+			if err := tx.InsertEntry(&store.Entry{Run: run, TaskID: task + "_done", TryNumber: 1, Label: "l", Due: day,
+				State: vocab.EntryDone, CreatedAt: day, EndedAt: day, Needs: []store.Requirement{{Pool: "p", Slots: 1}}}); err != nil {
+				return err
+			}
+			return tx.InsertCommand(&store.Command{Kind: vocab.CommandFail, Run: run, TaskID: task, Who: "cli:ann@host"}, day)
+		}))
+	}
+	fill(e.Run, "transfer")
+	fill(kept.PK, "extract")
+	must(t, a.WithTx(bg(), func(tx store.Tx) error { return tx.Admit(e, "d1", 1, now, now.Add(time.Minute)) }))
+	keptRows := rowsOfRun(t, a, kept.PK)
+	rows := rowsOfRun(t, a, e.Run)
+	if want := map[string]int{"dag_runs": 1, "task_instances": 2, "attempts": 1, "queue_entries": 2, "entry_requirements": 4,
+		"claims": 3, "commands": 1}; !reflect.DeepEqual(rows, want) {
+		t.Fatalf("run r1 holds %v, want %v", rows, want)
+	}
+
+	// Refused while the entry is admitted: nothing goes, and the refusal's event commits.
+	must(t, a.WithTx(bg(), func(tx store.Tx) error {
+		err := tx.DeleteRun(e.Run)
+		if !errors.Is(err, store.ErrConflict) {
+			t.Errorf("delete of a run with an admitted entry: %v, want ErrConflict", err)
+		}
+		return tx.InsertEvent(&store.Event{At: now, Actor: "cli:ann@host", Action: vocab.ActionDeleteRun, DAGID: "etl",
+			RunID: "r1", Outcome: fmt.Sprint(err)})
+	}))
+	if got := rowsOfRun(t, a, e.Run); !reflect.DeepEqual(got, rows) {
+		t.Fatalf("a refused delete changed the run's rows: %v, want %v", got, rows)
+	}
+	if evs, n, err := a.ListEvents(bg(), store.EventFilter{Action: vocab.ActionDeleteRun}); err != nil || n != 1 ||
+		!strings.Contains(evs[0].Outcome, "attempt running") {
+		t.Fatalf("the refusal's event: %+v %d %v", evs, n, err)
+	}
+
+	// A sensor between pokes keeps one claim while waiting: it goes with the run.
+	must(t, a.WithTx(bg(), func(tx store.Tx) error { return tx.Reschedule(e.ID, []string{"destination_db"}, now.Add(time.Minute)) }))
+	if n := rowsOfRun(t, a, e.Run)["claims"]; n != 1 {
+		t.Fatalf("claims kept between pokes: %d, want 1", n)
+	}
+	before, after := commit(t, a, func(tx store.Tx) error { return tx.DeleteRun(e.Run) })
+	for table, n := range rowsOfRun(t, b, e.Run) {
+		if n != 0 {
+			t.Errorf("%s keeps %d rows of the deleted run", table, n)
+		}
+	}
+	if got := rowsOfRun(t, b, kept.PK); !reflect.DeepEqual(got, keptRows) {
+		t.Errorf("the other run's rows %v, want %v", got, keptRows)
+	}
+	if claims, err := b.ListClaims(bg()); err != nil || len(claims) != 0 {
+		t.Errorf("claims after the delete: %+v %v", claims, err)
+	}
+	if _, err := b.GetRunByPK(bg(), e.Run); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the deleted run reads %v, want ErrNotFound", err)
+	}
+
+	// The tombstone, once per window, on the other handle.
+	c := changesOf(t, b, before)
+	if !slices.Equal(c.DeletedRuns, []int64{e.Run}) || len(c.Runs) != 0 || len(c.TaskInstances) != 0 || len(c.Entries) != 0 {
+		t.Fatalf("changes of the delete: %+v, want run %d deleted and nothing else", c, e.Run)
+	}
+	if c := changesOf(t, b, after); len(c.DeletedRuns) != 0 {
+		t.Fatalf("changes after the delete: deleted %v", c.DeletedRuns)
+	}
+	// A run created and deleted after a daemon's last look is only a deletion to it.
+	_, s2 := commit(t, a, func(tx store.Tx) error { return tx.SetNote(kept.PK, "", "keep", "cli:ann@host", now) })
+	gone := ownedRun(t, a, "gone", "d1")
+	_, s3 := commit(t, a, func(tx store.Tx) error { return tx.DeleteRun(gone.PK) })
+	c = changesOf(t, b, s2)
+	if !slices.Equal(c.DeletedRuns, []int64{gone.PK}) || len(c.Runs) != 0 || len(c.TaskInstances) != 0 {
+		t.Fatalf("changes of a run created and deleted: %+v", c)
+	}
+	if c := changesOf(t, b, before); !slices.Equal(c.DeletedRuns, []int64{e.Run, gone.PK}) {
+		t.Fatalf("deleted since the first delete: %v", c.DeletedRuns)
+	}
+
+	// Refusals leave the transaction usable.
+	must(t, a.WithTx(bg(), func(tx store.Tx) error {
+		if err := tx.DeleteRun(e.Run); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("a second delete: %v, want ErrNotFound", err)
+		}
+		return tx.SetNote(kept.PK, "", "still here", "cli:ann@host", now)
+	}))
+
+	// The newest run's id is not given again, with or without an id from NextIDs.
+	next := func() int64 {
+		t.Helper()
+		var r int64
+		must(t, a.WithTx(bg(), func(tx store.Tx) error {
+			var err error
+			r, _, err = tx.NextIDs()
+			return err
+		}))
+		return r
+	}
+	if n := next(); n <= gone.PK {
+		t.Fatalf("NextIDs after deleting run %d: %d", gone.PK, n)
+	}
+	fresh := ownedRun(t, a, "fresh", "d1") // InsertRun without an id
+	if fresh.PK <= gone.PK {
+		t.Fatalf("a new run got id %d after run %d was deleted", fresh.PK, gone.PK)
+	}
+	if c := changesOf(t, b, s3); len(c.DeletedRuns) != 0 || !slices.ContainsFunc(c.Runs, func(r store.Run) bool { return r.PK == fresh.PK }) {
+		t.Fatalf("changes after the new run: %+v", c)
+	}
+
+	// Tombstones older than a day go at the next delete, except the highest.
+	tombstones := func() int { return Count(t, a, `SELECT COUNT(*) FROM deleted_runs`) }
+	x, y := ownedRun(t, a, "x", "d1"), ownedRun(t, a, "y", "d1")
+	must(t, a.WithTx(bg(), func(tx store.Tx) error { return tx.DeleteRun(y.PK) }))
+	if n := tombstones(); n != 3 {
+		t.Fatalf("tombstones %d, want 3", n)
+	}
+	Exec(t, a, `UPDATE deleted_runs SET deleted_at = `+fmt.Sprint(store.Micros(now.Add(-25*time.Hour))))
+	must(t, a.WithTx(bg(), func(tx store.Tx) error { return tx.DeleteRun(x.PK) })) // below y
+	if n := tombstones(); n != 2 {
+		t.Fatalf("tombstones after pruning %d, want 2 (x's new one, y's the highest)", n)
+	}
+	if n := next(); n <= y.PK {
+		t.Fatalf("NextIDs after pruning: %d, the deleted run y was %d", n, y.PK)
+	}
 }
 
 // testEvents: InsertEvent writes every field and sets increasing ids; ListEvents lists newest

@@ -2,16 +2,12 @@ package sqlstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/poolflow/poolflow/store"
 )
-
-// errTodo marks the issue 18 store methods being written.
-var errTodo = errors.New("not implemented yet")
 
 // The store half of repairing runs (§10): notes, deletion and the audit log. Clear and mark are
 // commands (InsertCommand with their Params) that the executor applies with the writes it has.
@@ -40,8 +36,67 @@ func (t *Tx) SetNote(run int64, taskID, note, by string, at time.Time) error {
 	return nil
 }
 
-// DeleteRun deletes a run.
-func (t *Tx) DeleteRun(pk int64) error { return errTodo }
+// tombstoneAge is how long a deleted run's tombstone stays: every daemon refreshes its memory
+// each pass (ChangesSince), so a day is far more than a live daemon goes without; one silent
+// for longer lost its lease long before, and would miss the deletion.
+const tombstoneAge = 24 * time.Hour
+
+// DeleteRun deletes run pk with everything it holds and leaves a tombstone for other daemons.
+//
+// The task instances, attempts, queue entries and commands of the run, and the entries'
+// requirement rows and claims, go by the schema's ON DELETE CASCADE (every one of those tables
+// references its parent so), in the one statement that deletes the run: the schema, not a list
+// here, says what belongs to a run. A run with an admitted entry is ErrConflict: its attempt
+// runs and holds its claims, which only its end may release. A run that does not exist is
+// ErrNotFound. Both refusals come before any write, so the transaction stays usable (for the
+// event that records the refusal).
+//
+// The tombstone carries this transaction's change number, so ChangesSince reports the run in
+// DeletedRuns once. Tombstones older than tombstoneAge are pruned here, except the one of the
+// highest run id: SQLite's next run id is counted past it (a deleted run's id is never given
+// again, or a daemon would forget the new run with the old).
+func (t *Tx) DeleteRun(pk int64) error {
+	var exists, admitted int
+	if err := t.queryRow(`SELECT (SELECT COUNT(*) FROM dag_runs WHERE id = ?),
+		(SELECT COUNT(*) FROM queue_entries WHERE run = ? AND state = 'admitted')`, pk, pk).Scan(&exists, &admitted); err != nil {
+		return unavailable(t.s.d.Classify(err))
+	}
+	switch {
+	case exists == 0:
+		return fmt.Errorf("%w: no run %d", store.ErrNotFound, pk)
+	case admitted > 0:
+		return fmt.Errorf("%w: run %d has an attempt running; it must end (or be stopped) first", store.ErrConflict, pk)
+	}
+	if _, err := t.exec(`DELETE FROM dag_runs WHERE id = ?`, pk); err != nil {
+		return err
+	}
+	now := time.Now()
+	if _, err := t.exec(`INSERT INTO deleted_runs (run, seq, deleted_at) VALUES (?, ?, ?)`, pk, t.stamp(),
+		store.Micros(now)); err != nil {
+		return err
+	}
+	_, err := t.exec(`DELETE FROM deleted_runs WHERE deleted_at < ? AND run < (SELECT MAX(run) FROM deleted_runs)`,
+		store.Micros(now.Add(-tombstoneAge)))
+	return err
+}
+
+// deletedSince lists the runs deleted by the transactions stamped in (seq, upto], by id.
+func (t *Tx) deletedSince(seq, upto int64) ([]int64, error) {
+	rows, err := t.query(`SELECT run FROM deleted_runs WHERE seq > ? AND seq <= ? ORDER BY run`, seq, upto)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var pk int64
+		if err := rows.Scan(&pk); err != nil {
+			return nil, unavailable(err)
+		}
+		out = append(out, pk)
+	}
+	return out, unavailable(rows.Err())
+}
 
 // InsertEvent writes an audit event in the transaction of the change it records and sets its
 // ID. An action that is not one of vocab.Actions() is ErrConstraint: the schema keeps the list

@@ -27,33 +27,34 @@ func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
 	return r, err
 }
 
-// InsertRun creates a run, with the id r.PK when it is set (from NextIDs), else the next one;
-// a scheduled fire that another daemon created already is ErrConflict. The run's note (a
-// trigger's) is written with who and when.
+// InsertRun creates a run, with the id r.PK when it is set (from NextIDs), else the next one
+// NextIDs names, so that the id of a deleted run is never given again (SQLite's rowid would be
+// MAX(id) + 1); a scheduled fire that another daemon created already is ErrConflict. The run's
+// note (a trigger's) is written with who and when.
 func (t *Tx) InsertRun(r *store.Run) error {
+	pk := r.PK
+	if pk == 0 {
+		var err error
+		if pk, _, err = t.NextIDs(); err != nil {
+			return err
+		}
+	}
 	// ON CONFLICT DO NOTHING rather than a unique violation: on PostgreSQL a failed statement
 	// would end the whole pass's transaction.
-	cols, vals := "", ""
-	args := []any{r.DAGID, r.RunID, r.RunType, store.Micros(r.LogicalDate), r.State, orJSON(r.Conf), r.Note, r.NoteBy,
-		nullMicros(r.NoteAt), r.NoQueue, nullString(r.Owner), store.Micros(r.QueuedAt), nullMicros(r.StartDate),
-		nullMicros(r.EndDate), nullString(string(r.ReasonCode)), nullString(r.Reason), t.stamp()}
-	if r.PK != 0 {
-		cols, vals, args = "id, ", "?, ", append([]any{r.PK}, args...)
-	}
-	id, ok, err := t.insertID(`INSERT INTO dag_runs (`+cols+`dag_id, run_id, run_type, logical_date, state, conf, note,
+	id, ok, err := t.insertID(`INSERT INTO dag_runs (id, dag_id, run_id, run_type, logical_date, state, conf, note,
 		note_by, note_at, no_queue, owner, queued_at, start_date, end_date, reason_code, reason, seq)
-		VALUES (`+vals+`?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT DO NOTHING RETURNING id`, args...)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING RETURNING id`, pk, r.DAGID, r.RunID, r.RunType, store.Micros(r.LogicalDate), r.State,
+		orJSON(r.Conf), r.Note, r.NoteBy, nullMicros(r.NoteAt), r.NoQueue, nullString(r.Owner), store.Micros(r.QueuedAt),
+		nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(string(r.ReasonCode)), nullString(r.Reason), t.stamp())
 	switch {
 	case err != nil:
 		return err
 	case !ok:
 		return fmt.Errorf("%w: dag run %s of %s exists", store.ErrConflict, r.RunID, r.DAGID)
 	}
-	if r.PK != 0 {
-		if err := t.idsTaken("dag_runs", r.PK); err != nil {
-			return err
-		}
+	if err := t.idsTaken("dag_runs", pk); err != nil {
+		return err
 	}
 	r.PK = id
 	return nil
