@@ -48,6 +48,8 @@ func Run(t *testing.T, h Harness) {
 		{"Notes", testNotes},
 		{"DeleteRun", testDeleteRun},
 		{"Events", testEvents},
+		{"MigrateRepair", testMigrateRepair},
+		{"CopyRepair", testCopyRepair},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

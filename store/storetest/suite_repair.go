@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"reflect"
 	"slices"
 	"strings"
@@ -511,5 +512,171 @@ func testEvents(t *testing.T, h Harness) {
 		if err != nil || len(got) != c.want || total != 1007 || got[0].Try != 999 || got[0].Action != vocab.ActionReplay {
 			t.Errorf("limit %d: %d events, %d in all, %v; want %d of 1007", c.limit, len(got), total, err, c.want)
 		}
+	}
+}
+
+// testMigrateRepair: a database at schema 5 reaches 6 with its commands (ids, kinds, outcomes;
+// params empty) and its rows: task instances with MaxTries 0 and no note, a run's trigger note
+// dated from its queueing; the new kinds, events and deletion work on it.
+func testMigrateRepair(t *testing.T, h Harness) {
+	target := h.Target(t)
+	h.Exec(t, target, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`)
+	for v, name := range []string{"0001_init.sql", "0002_owners.sql", "0003_read_indexes.sql", "0004_change_stamps.sql",
+		"0005_reason_codes.sql"} {
+		body, err := fs.ReadFile(h.Migrations, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Exec(t, target, string(body))
+		h.Exec(t, target, `INSERT INTO schema_migrations VALUES (`+itoa(v+1)+`, '`+name+`', 0)`)
+	}
+	for _, q := range []string{
+		`INSERT INTO dag_runs (id, dag_id, run_id, run_type, logical_date, state, note, owner, queued_at, seq) VALUES
+			(1, 'd', 'noted', 'manual', 0, 'running', 'why I ran it', 'd1', 5000000, 1),
+			(2, 'd', 'plain', 'manual', 0, 'success', '', 'd1', 6000000, 1)`,
+		`INSERT INTO task_instances (run, task_id, state, try_number, seq) VALUES (1, 'a', 'failed', 2, 1), (2, 'b', 'success', 1, 1)`,
+		`INSERT INTO commands (id, kind, run, task_id, who, note, created_at, done_at, error) VALUES
+			(7, 'replace', 1, '', 'd2', '', 1, 2, 'refused'),
+			(8, 'fail', 1, 'a', 'cli:ann@host', 'stuck', 3, NULL, NULL)`,
+		`UPDATE poolflow_changes SET seq = 1`,
+	} {
+		h.Exec(t, target, q)
+	}
+	if h.Driver == "postgres" {
+		// As the store's inserts (and store copy) leave them: the identity sequences past the ids.
+		h.Exec(t, target, `SELECT setval(pg_get_serial_sequence('dag_runs', 'id'), 2), setval(pg_get_serial_sequence('commands', 'id'), 8)`)
+	}
+	st := h.Open(t, target)
+	if r, err := st.GetRun(bg(), "d", "noted"); err != nil || r.Note != "why I ran it" || r.NoteBy != "" ||
+		!r.NoteAt.Equal(store.FromMicros(5000000)) {
+		t.Errorf("noted run %+v %v", r, err)
+	}
+	if r, err := st.GetRun(bg(), "d", "plain"); err != nil || r.Note != "" || !r.NoteAt.IsZero() {
+		t.Errorf("plain run %+v %v", r, err)
+	}
+	tis, err := st.ListTaskInstances(bg(), 1)
+	if err != nil || len(tis) != 1 || tis[0].MaxTries != 0 || tis[0].Note != "" || !tis[0].NoteAt.IsZero() || tis[0].TryNumber != 2 {
+		t.Errorf("task instances %+v %v", tis, err)
+	}
+	if done, refused, err := st.CommandOutcome(bg(), 7); err != nil || !done || refused != "refused" {
+		t.Errorf("command 7: %v %q %v", done, refused, err)
+	}
+	var c9 int64
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		cs, err := tx.PendingCommands([]string{"d1"})
+		if err != nil {
+			return err
+		}
+		if len(cs) != 1 || cs[0] != (store.Command{ID: 8, Kind: vocab.CommandFail, Run: 1, TaskID: "a", Who: "cli:ann@host", Note: "stuck"}) {
+			t.Errorf("pending commands %+v", cs)
+		}
+		c := &store.Command{Kind: vocab.CommandClear, Run: 1, TaskID: "a", Params: `{"include_downstream":true}`}
+		if err := tx.InsertCommand(c, day); err != nil {
+			return err
+		}
+		c9 = c.ID
+		if err := tx.InsertEvent(&store.Event{At: day, Actor: "cli:ann@host", Action: vocab.ActionClear, DAGID: "d",
+			RunID: "noted", TaskID: "a", Outcome: "ok"}); err != nil {
+			return err
+		}
+		return tx.SetNote(1, "a", "cleared after the fix", "cli:ann@host", day)
+	}))
+	if c9 <= 8 {
+		t.Errorf("a new command's id %d after 8", c9)
+	}
+	if n := Count(t, st, map[string]string{
+		"sqlite":   `SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'commands_pending'`,
+		"postgres": `SELECT COUNT(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'commands_pending'`,
+	}[h.Driver]); n != 1 {
+		t.Errorf("index commands_pending: %d", n)
+	}
+	if evs, n, err := st.ListEvents(bg(), store.EventFilter{DAGID: "d"}); err != nil || n != 1 || evs[0].Action != vocab.ActionClear {
+		t.Errorf("events %+v %d %v", evs, n, err)
+	}
+	before, _ := commit(t, st, func(tx store.Tx) error { return tx.DeleteRun(2) })
+	if c := changesOf(t, st, before); !slices.Equal(c.DeletedRuns, []int64{2}) {
+		t.Errorf("deleted runs %v", c.DeletedRuns)
+	}
+	var next int64
+	must(t, st.WithTx(bg(), func(tx store.Tx) error { next, _, err = tx.NextIDs(); return err }))
+	if next != 3 {
+		t.Errorf("next run id %d after deleting run 2, want 3", next)
+	}
+}
+
+// testCopyRepair: store copy moves notes, MaxTries, command arguments and the audit log, keeps
+// event ids (new ones go on after them), and leaves the source's tombstones behind; a target
+// holding only tombstones is not empty, and replace removes them.
+func testCopyRepair(t *testing.T, h Harness) {
+	src, dst := h.New(t), h.New(t)
+	r := ownedRun(t, src, "r1", "d1")
+	must(t, src.WithTx(bg(), func(tx store.Tx) error {
+		if err := tx.PutTIs([]*store.TaskInstance{{Run: r.PK, TaskID: "extract", State: vocab.TaskScheduled, TryNumber: 2,
+			MaxTries: 5}}); err != nil {
+			return err
+		}
+		if err := tx.SetNote(r.PK, "", "run note", "api:10.0.0.1:5555", day); err != nil {
+			return err
+		}
+		if err := tx.SetNote(r.PK, "extract", "task note", "cli:ann@host", day.Add(time.Second)); err != nil {
+			return err
+		}
+		if err := tx.InsertCommand(&store.Command{Kind: vocab.CommandMark, Run: r.PK, TaskID: "extract",
+			Params: `{"state":"skipped"}`}, day); err != nil {
+			return err
+		}
+		for i, a := range []vocab.Action{vocab.ActionTrigger, vocab.ActionNote, vocab.ActionMark} {
+			if err := tx.InsertEvent(&store.Event{At: day.Add(time.Duration(i) * time.Second), Actor: "cli:ann@host", Action: a,
+				DAGID: "etl", RunID: "r1", TaskID: "extract", Try: i, Pool: "p", Params: `{"i":` + itoa(i) + `}`, Outcome: "ok"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	gone := ownedRun(t, src, "gone", "d1")
+	must(t, src.WithTx(bg(), func(tx store.Tx) error { return tx.DeleteRun(gone.PK) }))
+	old := ownedRun(t, dst, "old", "d1")
+	must(t, dst.WithTx(bg(), func(tx store.Tx) error { return tx.DeleteRun(old.PK) }))
+
+	if _, err := store.Copy(bg(), src, dst, false); !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "deleted_runs") {
+		t.Fatalf("copy into a target holding a tombstone: %v, want ErrConflict naming deleted_runs", err)
+	}
+	counts, err := store.Copy(bg(), src, dst, true)
+	must(t, err)
+	for _, c := range counts {
+		if c.Table == "events" && c.Rows != 3 || c.Table == "deleted_runs" {
+			t.Errorf("copied %+v", c)
+		}
+	}
+	if n := Count(t, dst, `SELECT COUNT(*) FROM deleted_runs`); n != 0 {
+		t.Errorf("tombstones in the target: %d", n)
+	}
+	got, err := dst.GetRunByPK(bg(), r.PK)
+	if err != nil || got.Note != "run note" || got.NoteBy != "api:10.0.0.1:5555" || !got.NoteAt.Equal(day) {
+		t.Errorf("copied run %+v %v", got, err)
+	}
+	tis, err := dst.ListTaskInstances(bg(), r.PK)
+	if err != nil || len(tis) != 1 || tis[0].MaxTries != 5 || tis[0].Note != "task note" || tis[0].NoteBy != "cli:ann@host" ||
+		!tis[0].NoteAt.Equal(day.Add(time.Second)) {
+		t.Errorf("copied task instances %+v %v", tis, err)
+	}
+	must(t, dst.WithTx(bg(), func(tx store.Tx) error {
+		cs, err := tx.PendingCommands([]string{"d1"})
+		if len(cs) != 1 || cs[0].Params != `{"state":"skipped"}` {
+			t.Errorf("copied commands %+v", cs)
+		}
+		return err
+	}))
+	want, _, err := src.ListEvents(bg(), store.EventFilter{})
+	must(t, err)
+	copied, _, err := dst.ListEvents(bg(), store.EventFilter{})
+	must(t, err)
+	if len(copied) != 3 || fmt.Sprint(copied) != fmt.Sprint(want) {
+		t.Errorf("copied events %+v\nwant %+v", copied, want)
+	}
+	e := &store.Event{At: day, Actor: "cli:ann@host", Action: vocab.ActionReload}
+	must(t, dst.WithTx(bg(), func(tx store.Tx) error { return tx.InsertEvent(e) }))
+	if e.ID <= want[0].ID {
+		t.Errorf("a new event's id %d after the copied %d", e.ID, want[0].ID)
 	}
 }
