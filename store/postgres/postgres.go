@@ -158,10 +158,11 @@ func Redact(dsn string) string {
 
 // resetSequences makes each identity column continue after the largest id a copy inserted.
 // nextIDs reads the next values of the identity sequences without taking them (a pass that
-// inserts nothing leaves no gap), or past the highest id when rows were inserted around them.
+// inserts nothing leaves no gap), or past the highest id when rows were inserted around them,
+// and past the highest deleted run's (its tombstone names it to other daemons).
 const nextIDs = `SELECT
 	GREATEST((SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM dag_runs_id_seq),
-		COALESCE((SELECT MAX(id) FROM dag_runs), 0) + 1),
+		COALESCE((SELECT MAX(id) FROM dag_runs), 0) + 1, COALESCE((SELECT MAX(run) FROM deleted_runs), 0) + 1),
 	GREATEST((SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM queue_entries_id_seq),
 		COALESCE((SELECT MAX(id) FROM queue_entries), 0) + 1)`
 
@@ -173,7 +174,7 @@ func idsTaken(q sqlstore.RowQuerier, table string, max int64) error {
 }
 
 func resetSequences(ctx context.Context, tx *sql.Tx) error {
-	for _, table := range []string{"dag_runs", "queue_entries", "commands"} {
+	for _, table := range []string{"dag_runs", "queue_entries", "commands", "events"} {
 		if _, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence($1, 'id'),
 			COALESCE((SELECT MAX(id) FROM `+table+`), 0) + 1, false)`, table); err != nil {
 			return err

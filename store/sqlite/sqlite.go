@@ -87,8 +87,10 @@ func newDB(ctx context.Context, w, r *sql.DB, path string, opts store.Options) (
 		Dialect: &sqlstore.Dialect{Name: "sqlite", Prepare: true, Uncancelled: true, Migrations: Migrations(),
 			Lock:     func(context.Context, *sql.Tx) error { return nil }, // BEGIN IMMEDIATE took it
 			Classify: classify, ResetSequences: func(context.Context, *sql.Tx) error { return nil },
-			// dag_runs hands out MAX(id)+1; queue_entries (AUTOINCREMENT) never reuses an id.
-			NextIDs: `SELECT COALESCE((SELECT MAX(id) FROM dag_runs), 0) + 1,
+			// dag_runs would hand out MAX(id)+1 again after the newest run was deleted: the
+			// tombstone of the highest deleted id is kept (DeleteRun) and counted, so a deleted
+			// run's id is never given again. queue_entries (AUTOINCREMENT) never reuses an id.
+			NextIDs: `SELECT MAX(COALESCE((SELECT MAX(id) FROM dag_runs), 0), COALESCE((SELECT MAX(run) FROM deleted_runs), 0)) + 1,
 				MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'queue_entries'), 0),
 					COALESCE((SELECT MAX(id) FROM queue_entries), 0)) + 1`},
 		Changes: &changes{w: w},

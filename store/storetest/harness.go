@@ -285,6 +285,30 @@ func HoldWriters(t testing.TB, st store.Store) (release func()) {
 // (an operator, a newer binary) would: SQLite's file, or PostgreSQL's schema.
 func Exec(t testing.TB, st store.Store, query string, args ...any) {
 	t.Helper()
+	db := outside(t, st)
+	defer db.Close()
+	if _, err := db.Exec(query, args...); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+// Count runs a SELECT COUNT(*) … on st's database from outside any store handle and returns the
+// count: what no store method shows (rows left behind). Write the query without placeholders;
+// they differ between the drivers.
+func Count(t testing.TB, st store.Store, query string) int {
+	t.Helper()
+	db := outside(t, st)
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(query).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// outside opens st's database apart from st.
+func outside(t testing.TB, st store.Store) *sql.DB {
+	t.Helper()
 	var db *sql.DB
 	var err error
 	switch st.Driver() {
@@ -293,13 +317,10 @@ func Exec(t testing.TB, st store.Store, query string, args ...any) {
 	case "postgres":
 		db, err = sql.Open("pgx", st.Path())
 	default:
-		t.Fatalf("Exec: driver %s", st.Driver())
+		t.Fatalf("driver %s", st.Driver())
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	if _, err := db.Exec(query, args...); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
+	return db
 }

@@ -43,6 +43,13 @@ func Run(t *testing.T, h Harness) {
 		{"NextIDs", testNextIDs},
 		{"ReasonCodes", testReasonCodes},
 		{"MigrateReasonCodes", testMigrateReasonCodes},
+		{"CommandParams", testCommandParams},
+		{"MaxTries", testMaxTries},
+		{"Notes", testNotes},
+		{"DeleteRun", testDeleteRun},
+		{"Events", testEvents},
+		{"MigrateRepair", testMigrateRepair},
+		{"CopyRepair", testCopyRepair},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,8 +7,9 @@ import (
 	"github.com/poolflow/poolflow/vocab"
 )
 
-// ChangesSince reads the runs, task instances and queue entries stamped after seq. Each table
-// has an index on its stamp, so the cost follows what changed, not the history or the open runs.
+// ChangesSince reads the runs, task instances and queue entries stamped after seq, and the
+// tombstones of the runs deleted since (DeleteRun). Each table has an index on its stamp, so the
+// cost follows what changed, not the history or the open runs.
 //
 // The stamps are bounded above too (by this transaction's own stamp, which no row can pass):
 // PostgreSQL has no statistics on tables that just grew, and guesses a third of the rows for
@@ -33,7 +34,11 @@ func (t *Tx) ChangesSince(seq int64) (store.Changes, error) {
 	if c.TaskInstances, err = scanTIs(rows); err != nil {
 		return c, err
 	}
-	c.Entries, err = entriesWhere(t.ctx, t.q(), "e.id IN (SELECT id FROM queue_entries WHERE seq > ? AND seq <= ?)", seq, upto)
+	if c.Entries, err = entriesWhere(t.ctx, t.q(), "e.id IN (SELECT id FROM queue_entries WHERE seq > ? AND seq <= ?)", seq,
+		upto); err != nil {
+		return c, err
+	}
+	c.DeletedRuns, err = t.deletedSince(seq, upto)
 	return c, err
 }
 

@@ -24,16 +24,24 @@ var tables = []table{
 	{"import_errors", strings.Fields("file message updated_at"), "tti", "file"},
 	{"pools", strings.Fields("name slots target_slots ordering max_queued starvation_after include_deferred on_resize description source updated_at"),
 		"tiitiibttti", "name"},
-	{"dag_runs", strings.Fields("id dag_id run_id run_type logical_date state conf note no_queue owner queued_at start_date end_date reason_code reason"),
-		"itttitttbtiiitt", "id"},
-	{"task_instances", strings.Fields("run task_id state try_number start_date end_date next_at reason_code reason"), "ittiiiitt", "run, task_id"},
+	{"dag_runs", strings.Fields("id dag_id run_id run_type logical_date state conf note note_by note_at no_queue owner queued_at start_date end_date reason_code reason"),
+		"itttittttibtiiitt", "id"},
+	{"task_instances", strings.Fields("run task_id state try_number max_tries start_date end_date next_at reason_code reason note note_by note_at"),
+		"ittiiiiitttti", "run, task_id"},
 	{"attempts", strings.Fields("run task_id try_number state start_date end_date reason_code reason daemon"), "ititiittt", "run, task_id, try_number"},
 	{"queue_entries", strings.Fields("id run task_id try_number label priority due deadline state force reason_code reason rule replay not_before fingerprint created_at admitted_at ended_at"),
 		"iititiiitbtttbitiii", "id"},
 	{"entry_requirements", strings.Fields("entry pool slots implicit capacity"), "itibi", "entry, pool"},
 	{"claims", strings.Fields("entry pool slots daemon epoch pgid lease_until"), "ititiii", "entry, pool"},
-	{"commands", strings.Fields("id kind run task_id who note created_at done_at error"), "ititttiit", "id"},
+	{"commands", strings.Fields("id kind run task_id who note params created_at done_at error"), "itittttiit", "id"},
+	{"events", strings.Fields("id at actor action dag_id run_id task_id try_number pool params outcome"), "iitttttittt", "id"},
 }
+
+// uncopied are the tables a copy leaves behind, but empties in the target with replace (and
+// counts when it checks the target is empty): deleted_runs' tombstones are for the daemons
+// running on the source, whose change numbers the target does not share; daemons started on the
+// target load everything.
+var uncopied = []string{"deleted_runs"}
 
 func init() {
 	for _, tb := range tables {
@@ -68,19 +76,24 @@ func (s *DB) CopyTo(ctx context.Context, to store.Store, replace bool) ([]store.
 	if err := dst.d.Lock(ctx, tx); err != nil {
 		return nil, unavailable(dst.d.Classify(err))
 	}
+	names := make([]string, 0, len(tables)+len(uncopied))
 	for _, tb := range tables {
+		names = append(names, tb.name)
+	}
+	names = append(names, uncopied...)
+	for _, name := range names {
 		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+tb.name).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+name).Scan(&n); err != nil {
 			return nil, dst.d.Classify(err)
 		}
 		if n > 0 && !replace {
 			return nil, fmt.Errorf("%w: the target is not empty (%s has %d rows); copy into a new database, or replace its rows",
-				store.ErrConflict, tb.name, n)
+				store.ErrConflict, name, n)
 		}
 	}
 	if replace {
-		for i := len(tables) - 1; i >= 0; i-- {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM `+tables[i].name); err != nil {
+		for i := len(names) - 1; i >= 0; i-- {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+names[i]); err != nil {
 				return nil, dst.d.Classify(err)
 			}
 		}

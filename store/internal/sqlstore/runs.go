@@ -13,45 +13,48 @@ import (
 	"github.com/poolflow/poolflow/vocab"
 )
 
-const runCols = `id, dag_id, run_id, run_type, logical_date, state, conf, note, no_queue, COALESCE(owner, ''),
-	queued_at, start_date, end_date, COALESCE(reason_code, ''), COALESCE(reason, '')`
+const runCols = `id, dag_id, run_id, run_type, logical_date, state, conf, note, note_by, note_at, no_queue,
+	COALESCE(owner, ''), queued_at, start_date, end_date, COALESCE(reason_code, ''), COALESCE(reason, '')`
 
 func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
 	var r store.Run
 	var logical, queued int64
-	var start, end sql.NullInt64
-	err := sc.Scan(&r.PK, &r.DAGID, &r.RunID, &r.RunType, &logical, &r.State, &r.Conf, &r.Note, &r.NoQueue, &r.Owner,
-		&queued, &start, &end, &r.ReasonCode, &r.Reason)
+	var noteAt, start, end sql.NullInt64
+	err := sc.Scan(&r.PK, &r.DAGID, &r.RunID, &r.RunType, &logical, &r.State, &r.Conf, &r.Note, &r.NoteBy, &noteAt,
+		&r.NoQueue, &r.Owner, &queued, &start, &end, &r.ReasonCode, &r.Reason)
 	r.LogicalDate, r.QueuedAt, r.StartDate, r.EndDate = store.FromMicros(logical), store.FromMicros(queued), timeOf(start), timeOf(end)
+	r.NoteAt = timeOf(noteAt)
 	return r, err
 }
 
-// InsertRun creates a run, with the id r.PK when it is set (from NextIDs), else the next one;
-// a scheduled fire that another daemon created already is ErrConflict.
+// InsertRun creates a run, with the id r.PK when it is set (from NextIDs), else the next one
+// NextIDs names, so that the id of a deleted run is never given again (SQLite's rowid would be
+// MAX(id) + 1); a scheduled fire that another daemon created already is ErrConflict. The run's
+// note (a trigger's) is written with who and when.
 func (t *Tx) InsertRun(r *store.Run) error {
+	pk := r.PK
+	if pk == 0 {
+		var err error
+		if pk, _, err = t.NextIDs(); err != nil {
+			return err
+		}
+	}
 	// ON CONFLICT DO NOTHING rather than a unique violation: on PostgreSQL a failed statement
 	// would end the whole pass's transaction.
-	cols, vals := "", ""
-	args := []any{r.DAGID, r.RunID, r.RunType, store.Micros(r.LogicalDate), r.State, orJSON(r.Conf), r.Note, r.NoQueue,
-		nullString(r.Owner), store.Micros(r.QueuedAt), nullMicros(r.StartDate), nullMicros(r.EndDate),
-		nullString(string(r.ReasonCode)), nullString(r.Reason), t.stamp()}
-	if r.PK != 0 {
-		cols, vals, args = "id, ", "?, ", append([]any{r.PK}, args...)
-	}
-	id, ok, err := t.insertID(`INSERT INTO dag_runs (`+cols+`dag_id, run_id, run_type, logical_date, state, conf, note,
-		no_queue, owner, queued_at, start_date, end_date, reason_code, reason, seq)
-		VALUES (`+vals+`?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT DO NOTHING RETURNING id`, args...)
+	id, ok, err := t.insertID(`INSERT INTO dag_runs (id, dag_id, run_id, run_type, logical_date, state, conf, note,
+		note_by, note_at, no_queue, owner, queued_at, start_date, end_date, reason_code, reason, seq)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING RETURNING id`, pk, r.DAGID, r.RunID, r.RunType, store.Micros(r.LogicalDate), r.State,
+		orJSON(r.Conf), r.Note, r.NoteBy, nullMicros(r.NoteAt), r.NoQueue, nullString(r.Owner), store.Micros(r.QueuedAt),
+		nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(string(r.ReasonCode)), nullString(r.Reason), t.stamp())
 	switch {
 	case err != nil:
 		return err
 	case !ok:
 		return fmt.Errorf("%w: dag run %s of %s exists", store.ErrConflict, r.RunID, r.DAGID)
 	}
-	if r.PK != 0 {
-		if err := t.idsTaken("dag_runs", r.PK); err != nil {
-			return err
-		}
+	if err := t.idsTaken("dag_runs", pk); err != nil {
+		return err
 	}
 	r.PK = id
 	return nil
@@ -87,7 +90,8 @@ func orJSON(s string) string {
 	return s
 }
 
-// UpdateRun writes a run's state, dates, reason and owner.
+// UpdateRun writes a run's state, dates, reason and owner; never its note, which the caller's
+// copy may hold from before a SetNote.
 func (t *Tx) UpdateRun(r *store.Run) error {
 	_, err := t.exec(`UPDATE dag_runs SET state = ?, start_date = ?, end_date = ?, reason_code = ?, reason = ?, owner = ?, seq = ?
 		WHERE id = ?`, r.State, nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(string(r.ReasonCode)),
@@ -127,20 +131,22 @@ func (t *Tx) RunByPK(pk int64) (store.Run, error) {
 	return r, unavailable(err)
 }
 
-// InsertTI creates a task instance.
+// InsertTI creates a task instance, without a note (only SetNote writes a task instance's).
 func (t *Tx) InsertTI(ti *store.TaskInstance) error {
-	_, err := t.exec(`INSERT INTO task_instances (run, task_id, state, try_number, start_date, end_date, next_at, reason_code,
-		reason, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, ti.Run, ti.TaskID, ti.State, ti.TryNumber, nullMicros(ti.StartDate),
-		nullMicros(ti.EndDate), nullMicros(ti.NextAt), nullString(string(ti.ReasonCode)), nullString(ti.Reason), t.stamp())
+	_, err := t.exec(`INSERT INTO task_instances (run, task_id, state, try_number, max_tries, start_date, end_date, next_at,
+		reason_code, reason, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, ti.Run, ti.TaskID, ti.State, ti.TryNumber,
+		ti.MaxTries, nullMicros(ti.StartDate), nullMicros(ti.EndDate), nullMicros(ti.NextAt), nullString(string(ti.ReasonCode)),
+		nullString(ti.Reason), t.stamp())
 	return err
 }
 
-// UpdateTI writes a task instance.
+// UpdateTI writes a task instance, but not its note: the caller's copy may hold one from before
+// a SetNote.
 func (t *Tx) UpdateTI(ti *store.TaskInstance) error {
-	_, err := t.exec(`UPDATE task_instances SET state = ?, try_number = ?, start_date = ?, end_date = ?, next_at = ?,
-		reason_code = ?, reason = ?, seq = ? WHERE run = ? AND task_id = ?`, ti.State, ti.TryNumber, nullMicros(ti.StartDate),
-		nullMicros(ti.EndDate), nullMicros(ti.NextAt), nullString(string(ti.ReasonCode)), nullString(ti.Reason), t.stamp(),
-		ti.Run, ti.TaskID)
+	_, err := t.exec(`UPDATE task_instances SET state = ?, try_number = ?, max_tries = ?, start_date = ?, end_date = ?,
+		next_at = ?, reason_code = ?, reason = ?, seq = ? WHERE run = ? AND task_id = ?`, ti.State, ti.TryNumber, ti.MaxTries,
+		nullMicros(ti.StartDate), nullMicros(ti.EndDate), nullMicros(ti.NextAt), nullString(string(ti.ReasonCode)),
+		nullString(ti.Reason), t.stamp(), ti.Run, ti.TaskID)
 	return err
 }
 
@@ -149,21 +155,23 @@ func (t *Tx) UpdateTI(ti *store.TaskInstance) error {
 const putTIsChunk = 64
 
 // PutTIs writes task instances, inserting those that do not exist yet: one statement for up to
-// putTIsChunk of them, so a pass writes the task instances it changed in a few statements.
+// putTIsChunk of them, so a pass writes the task instances it changed in a few statements. As
+// UpdateTI, it leaves their notes as they are.
 func (t *Tx) PutTIs(tis []*store.TaskInstance) error {
 	for len(tis) > 0 {
 		n := min(len(tis), putTIsChunk)
-		args := make([]any, 0, 10*n)
+		args := make([]any, 0, 11*n)
 		stamp := t.stamp()
 		for _, ti := range tis[:n] {
-			args = append(args, ti.Run, ti.TaskID, ti.State, ti.TryNumber, nullMicros(ti.StartDate), nullMicros(ti.EndDate),
-				nullMicros(ti.NextAt), nullString(string(ti.ReasonCode)), nullString(ti.Reason), stamp)
+			args = append(args, ti.Run, ti.TaskID, ti.State, ti.TryNumber, ti.MaxTries, nullMicros(ti.StartDate),
+				nullMicros(ti.EndDate), nullMicros(ti.NextAt), nullString(string(ti.ReasonCode)), nullString(ti.Reason), stamp)
 		}
-		if _, err := t.exec(`INSERT INTO task_instances (run, task_id, state, try_number, start_date, end_date, next_at,
-			reason_code, reason, seq) VALUES `+rowsOf(n, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")+` ON CONFLICT (run, task_id) DO UPDATE
-			SET state = excluded.state, try_number = excluded.try_number, start_date = excluded.start_date,
-			end_date = excluded.end_date, next_at = excluded.next_at, reason_code = excluded.reason_code,
-			reason = excluded.reason, seq = excluded.seq`, args...); err != nil {
+		if _, err := t.exec(`INSERT INTO task_instances (run, task_id, state, try_number, max_tries, start_date, end_date,
+			next_at, reason_code, reason, seq) VALUES `+rowsOf(n, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")+`
+			ON CONFLICT (run, task_id) DO UPDATE SET state = excluded.state, try_number = excluded.try_number,
+			max_tries = excluded.max_tries, start_date = excluded.start_date, end_date = excluded.end_date,
+			next_at = excluded.next_at, reason_code = excluded.reason_code, reason = excluded.reason,
+			seq = excluded.seq`, args...); err != nil {
 			return err
 		}
 		tis = tis[n:]
@@ -182,19 +190,19 @@ func (t *Tx) TaskInstances(run int64) ([]store.TaskInstance, error) {
 
 // tiCols are the columns scanTIs reads.
 const tiCols = `run, task_id, state, try_number, start_date, end_date, next_at, COALESCE(reason_code, ''),
-	COALESCE(reason, '')`
+	COALESCE(reason, ''), max_tries, note, note_by, note_at`
 
 func scanTIs(rows *sql.Rows) ([]store.TaskInstance, error) {
 	defer rows.Close()
 	var out []store.TaskInstance
 	for rows.Next() {
 		var ti store.TaskInstance
-		var start, end, next sql.NullInt64
+		var start, end, next, noteAt sql.NullInt64
 		if err := rows.Scan(&ti.Run, &ti.TaskID, &ti.State, &ti.TryNumber, &start, &end, &next, &ti.ReasonCode,
-			&ti.Reason); err != nil {
+			&ti.Reason, &ti.MaxTries, &ti.Note, &ti.NoteBy, &noteAt); err != nil {
 			return nil, unavailable(err)
 		}
-		ti.StartDate, ti.EndDate, ti.NextAt = timeOf(start), timeOf(end), timeOf(next)
+		ti.StartDate, ti.EndDate, ti.NextAt, ti.NoteAt = timeOf(start), timeOf(end), timeOf(next), timeOf(noteAt)
 		out = append(out, ti)
 	}
 	return out, unavailable(rows.Err())
@@ -309,8 +317,8 @@ func (t *Tx) SetImportErrors(errs map[string]string, now time.Time) error {
 
 // InsertCommand queues a command for the daemon that owns run.
 func (t *Tx) InsertCommand(c *store.Command, now time.Time) error {
-	id, _, err := t.insertID(`INSERT INTO commands (kind, run, task_id, who, note, created_at) VALUES (?, ?, ?, ?, ?, ?)
-		RETURNING id`, c.Kind, c.Run, c.TaskID, c.Who, c.Note, store.Micros(now))
+	id, _, err := t.insertID(`INSERT INTO commands (kind, run, task_id, who, note, params, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`, c.Kind, c.Run, c.TaskID, c.Who, c.Note, c.Params, store.Micros(now))
 	c.ID = id
 	return err
 }
@@ -319,7 +327,7 @@ func (t *Tx) InsertCommand(c *store.Command, now time.Time) error {
 // own and those of dead owners whose work it holds, §9), and for runs that have ended, which
 // any daemon refuses.
 func (t *Tx) PendingCommands(owners []string) ([]store.Command, error) {
-	q := `SELECT c.id, c.kind, c.run, c.task_id, c.who, c.note FROM commands c JOIN dag_runs r ON r.id = c.run
+	q := `SELECT c.id, c.kind, c.run, c.task_id, c.who, c.note, c.params FROM commands c JOIN dag_runs r ON r.id = c.run
 		WHERE c.done_at IS NULL AND (r.state NOT IN ('queued', 'running')`
 	args := make([]any, 0, len(owners))
 	if len(owners) > 0 {
@@ -336,7 +344,7 @@ func (t *Tx) PendingCommands(owners []string) ([]store.Command, error) {
 	var out []store.Command
 	for rows.Next() {
 		var c store.Command
-		if err := rows.Scan(&c.ID, &c.Kind, &c.Run, &c.TaskID, &c.Who, &c.Note); err != nil {
+		if err := rows.Scan(&c.ID, &c.Kind, &c.Run, &c.TaskID, &c.Who, &c.Note, &c.Params); err != nil {
 			return nil, unavailable(err)
 		}
 		out = append(out, c)
