@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,4 +221,48 @@ func TestClearAndMarkTransitions(t *testing.T) {
 			t.Errorf("mark running: %v", err)
 		}
 	})
+}
+
+// TestDeleteRunAndAuditEvents: a deletion is refused while an attempt runs, forced it stops
+// the attempts and the run goes once they ended (§10.3); every command leaves its audit event
+// with its actor and outcome, refusals too (§10.4).
+func TestDeleteRunAndAuditEvents(t *testing.T) {
+	t.Parallel()
+	w := newRepairWorld(t, false)
+	err := w.command(vocab.CommandDelete, store.DeleteParams{})
+	if !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("delete while a runs: %v", err)
+	}
+	if err := w.command(vocab.CommandDelete, store.DeleteParams{Force: true}); err != nil {
+		t.Fatalf("forced delete: %v", err)
+	}
+	if killed(w.p) != 1 {
+		t.Fatalf("forced delete kills %v", w.p.Kills)
+	}
+	if _, err := w.b.st.GetRun(context.Background(), "r", "x"); err != nil {
+		t.Fatalf("the run went before its attempt ended: %v", err)
+	}
+	w.end("a", false) // the stopped attempt ends; the pending deletion is applied by the next load
+	w.h.l.mem.Invalidate()
+	w.pass()
+	if _, err := w.b.st.GetRun(context.Background(), "r", "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the run after its attempts ended: %v", err)
+	}
+	if _, ok := w.h.State().Runs[w.run.PK]; ok {
+		t.Fatal("memory still holds the deleted run")
+	}
+	evs, n, err := w.b.st.ListEvents(context.Background(), store.EventFilter{DAGID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range evs {
+		got = append(got, string(e.Action)+"/"+e.Actor+"/"+e.Outcome)
+	}
+	slices.Reverse(got)
+	want := []string{"trigger/api/ok", "delete_run/cli:test@host/conflict: task a of run x is running: wait for it, or delete with force",
+		"delete_run/cli:test@host/ok"}
+	if n != len(want) || !slices.Equal(got, want) {
+		t.Fatalf("events:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

@@ -228,9 +228,18 @@ func (ps *pass) deleteRun(c store.Command) error {
 			return fmt.Errorf("%w: task %s of run %s is running: wait for it, or delete with force", store.ErrConflict,
 				running[0].TaskID, run.RunID)
 		}
+		// Nothing of it may start any more: its unfinished tasks end now, the running ones once
+		// their attempts are stopped.
 		reason := "run deleted by " + orDefault(c.Who, "api")
-		for _, ti := range running {
-			if err := ps.stopAttempt(ti.Entry, vocab.TaskFailed, reason); err != nil {
+		for _, ti := range run.InOrder() {
+			if ti.State.Terminal() || ti.Task == nil {
+				continue
+			}
+			to := vocab.TaskFailed
+			if ti.State == vocab.TaskNone {
+				to = vocab.TaskSkipped
+			}
+			if err := ps.setTask(run, ti, to, vocab.ReasonMarked, reason); err != nil {
 				return err
 			}
 		}
