@@ -53,7 +53,15 @@ func (l *loop) start(ctx context.Context) error {
 	if err := l.runner.Begin(l.epoch); err != nil {
 		l.log.Warn("no watchdog: attempts would outlive a crash of this daemon", "err", err)
 	}
-	// Kill before releasing, so an entry never runs twice at once.
+	if l.cfg.Test == nil {
+		l.log.Info(l.runner.Isolation())
+	}
+	// Kill before releasing, so an entry never runs twice at once: the attempt cgroups of a
+	// previous life on this host, then its process groups.
+	cgroups, gone := runner.KillCgroups(l.cfg.DaemonID, l.st.Path(), func(e int64) bool { return e < l.epoch }, 10*time.Second)
+	if !gone {
+		l.log.Warn("processes of a previous life survive cgroup.kill; their claims are released anyway", "cgroups", cgroups)
+	}
 	groups := runner.Tagged(l.cfg.DaemonID, l.st.Path(), func(e int64) bool { return e < l.epoch })
 	for _, c := range old {
 		if c.PGID > 0 && runner.OwnedGroup(c.PGID, l.cfg.DaemonID, l.st.Path()) {
@@ -78,7 +86,7 @@ func (l *loop) start(ctx context.Context) error {
 			l.stopWatchdog()
 			return err
 		}
-		l.log.Info("recovered claims of a previous life", "claims", len(old), "process_groups", len(groups))
+		l.log.Info("recovered claims of a previous life", "claims", len(old), "process_groups", len(groups), "cgroups", cgroups)
 	}
 	l.lastRenew = now
 	return nil

@@ -41,9 +41,9 @@ func (l *loop) notePending() {
 	l.pending = kept
 }
 
-// reap kills a dead owner's process groups on this host — the pgids on its claims and every
-// process carrying its tags under an epoch up to the dead one — and reports back once they are
-// gone. It runs outside the loop: killing waits for processes.
+// reap kills a dead owner's processes on this host — its attempt cgroups, the process groups on
+// its claims and every process carrying its tags, under an epoch up to the dead one — and
+// reports back once they are gone. It runs outside the loop: killing waits for processes.
 func (l *loop) reap(job decide.Reap) {
 	ok := true
 	// The owner may have come back (a restart under a new epoch) since the pass saw it dead.
@@ -51,6 +51,11 @@ func (l *loop) reap(job decide.Reap) {
 		o.Epoch == job.Epoch && owners.Alive(o, l.clock.Now(), l.host, l.localAlive) {
 		ok = false
 	} else {
+		var cgroups int
+		cgroups, ok = runner.KillCgroups(job.Owner, l.st.Path(), func(e int64) bool { return e <= job.Epoch }, 10*time.Second)
+		if cgroups > 0 {
+			l.log.Info("killed the attempt cgroups of a dead owner", "owner", job.Owner, "cgroups", cgroups, "empty", ok)
+		}
 		groups := runner.Tagged(job.Owner, l.st.Path(), func(e int64) bool { return e <= job.Epoch })
 		for _, pgid := range job.PGIDs {
 			if runner.OwnedGroup(pgid, job.Owner, l.st.Path()) {
@@ -60,7 +65,7 @@ func (l *loop) reap(job decide.Reap) {
 		if len(groups) > 0 {
 			l.log.Info("killing the processes of a dead owner before releasing its claims", "owner", job.Owner,
 				"process_groups", len(groups))
-			ok = runner.KillGroups(groups, 10*time.Second)
+			ok = runner.KillGroups(groups, 10*time.Second) && ok
 		}
 	}
 	l.post(&evReaped{owner: job.Owner, epoch: job.Epoch, ok: ok})

@@ -56,12 +56,14 @@ type Config struct {
 }
 
 // Runner runs the attempts a pass admitted: a command or a bash script as a process group of
-// its own, a Go function, a sensor's pokes. It reports each start and end through Config.Post
-// and knows nothing of the scheduler: what it runs comes in an immutable attempt.Spec.
+// its own (in a cgroup of its own where cgroup v2 is writable, cgroup.go), a Go function, a
+// sensor's pokes. It reports each start and end through Config.Post and knows nothing of the
+// scheduler: what it runs comes in an immutable attempt.Spec.
 type Runner struct {
 	cfg   Config
 	epoch atomic.Int64
 	paths pathCache // where PATH lookups found commands
+	owner string    // names the daemon in its attempts' cgroups (ownerHash)
 
 	envOnce sync.Once // envBase: the daemon's environment, read once for every attempt
 	envBase []string
@@ -70,6 +72,10 @@ type Runner struct {
 	running map[int64]*attemptRun // by entry
 	wd      *watchdog
 	wg      sync.WaitGroup
+
+	cgroups    *cgroupHost // set by Begin where attempts run in cgroups
+	cgroupsErr error       // why they do not
+	groupsOnly bool        // tests: process groups even where cgroups are writable
 }
 
 // attemptRun is one running try of a task.
@@ -80,6 +86,7 @@ type attemptRun struct {
 
 	mu       sync.Mutex
 	pgid     int
+	cg       *attemptCgroup // nil in process-group mode
 	cancel   context.CancelFunc
 	killedBy string // why the daemon stopped it, "" while it runs on its own
 }
@@ -89,7 +96,7 @@ func New(cfg Config) *Runner {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Runner{cfg: cfg, running: map[int64]*attemptRun{}}
+	return &Runner{cfg: cfg, owner: ownerHash(cfg.DaemonID, cfg.StorePath), running: map[int64]*attemptRun{}}
 }
 
 // LogPath is where an attempt's output goes: <state>/logs/<dag>/<run>/<task>/<try>.log.
@@ -104,17 +111,46 @@ func RunLogDir(stateDir, dagID, runID string) string {
 
 func cleanPath(s string) string { return strings.ReplaceAll(s, string(filepath.Separator), "_") }
 
-// Begin makes this process the subreaper of the attempts' orphans and starts the watchdog that
-// kills the attempts of this epoch if the process dies (§9). Without a watchdog the runner
-// still runs attempts: the error says why they would outlive a crash.
+// Begin makes this process the subreaper of the attempts' orphans, runs the attempts in cgroups
+// where cgroup v2 is writable (Isolation says which), and starts the watchdog that kills the
+// attempts of this epoch if the process dies (§9). Without a watchdog the runner still runs
+// attempts: the error says why they would outlive a crash.
 func (r *Runner) Begin(epoch int64) error {
 	r.epoch.Store(epoch)
 	becomeSubreaper()
+	if !r.groupsOnly {
+		// Before the watchdog starts: this process moves into its leaf, and the watchdog is
+		// born there.
+		h, err := hostCgroups()
+		r.mu.Lock()
+		r.cgroups, r.cgroupsErr = h, err
+		r.mu.Unlock()
+	}
 	wd, err := startWatchdog(r.cfg.DaemonID, epoch, r.cfg.StorePath, r.cfg.Logger.Warn)
 	r.mu.Lock()
 	r.wd = wd
 	r.mu.Unlock()
 	return err
+}
+
+// Isolation says how this runner's attempts are held, for the daemon's start-up line: in
+// cgroups (under which one) or in process groups (and why).
+func (r *Runner) Isolation() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.cgroups != nil:
+		return "attempts run in cgroups under " + r.cgroups.base
+	case r.cgroupsErr != nil:
+		return "attempts run in process groups (cgroup v2 not writable: " + r.cgroupsErr.Error() + ")"
+	}
+	return "attempts run in process groups"
+}
+
+func (r *Runner) cgroupHost() *cgroupHost {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cgroups
 }
 
 // SetEpoch tags the attempts started from now on with epoch (a daemon that continues under a
@@ -217,11 +253,30 @@ func (a *attemptRun) signal(why string, sig syscall.Signal) {
 	if a.killedBy == "" {
 		a.killedBy = why
 	}
+	a.sendLocked(sig)
+	if a.cancel != nil {
+		a.cancel()
+	}
+}
+
+// send signals the attempt's processes: its group, and in a cgroup every process of it
+// (SIGKILL by cgroup.kill).
+func (a *attemptRun) send(sig syscall.Signal) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sendLocked(sig)
+}
+
+func (a *attemptRun) sendLocked(sig syscall.Signal) {
 	if a.pgid > 0 {
 		_ = syscall.Kill(-a.pgid, sig)
 	}
-	if a.cancel != nil {
-		a.cancel()
+	switch {
+	case a.cg == nil:
+	case sig == syscall.SIGKILL:
+		a.cg.kill()
+	default:
+		a.cg.signal(sig)
 	}
 }
 
@@ -349,11 +404,13 @@ func withoutAttemptVars(environ []string) []string {
 	return out
 }
 
-// runProcess runs argv in its own session and process group with output to the log.
-// execution_timeout sends SIGTERM to the group, then SIGKILL after the grace period (§3.4).
-// When the leader exits, what is left of its group is killed, and so are the orphans that left
-// the group but carry the attempt's tag (setsid'ed descendants): a finished attempt holds no
-// processes, and it reports its end (so its claims are released) only once they are gone.
+// runProcess runs argv in its own session and process group with output to the log, and in a
+// cgroup of its own where cgroups are writable. execution_timeout sends SIGTERM to the group
+// (to every process of the cgroup), then SIGKILL after the grace period (§3.4). When the leader
+// exits, the cgroup is killed and emptied, what is left of its group is killed, and so are the
+// orphans that left the group but carry the attempt's tag (setsid'ed descendants, the only way
+// to find them without a cgroup): a finished attempt holds no processes, and it reports its end
+// (so its claims are released) only once they are gone.
 func (r *Runner) runProcess(ctx context.Context, a *attemptRun, logf *attemptLog, argv []string) (bool, string) {
 	if len(argv) == 0 {
 		return false, "empty command"
@@ -380,19 +437,32 @@ func (r *Runner) runProcess(ctx context.Context, a *attemptRun, logf *attemptLog
 	attr := &os.ProcAttr{Dir: a.spec.Task.Workdir, Env: r.env(a), Files: []*os.File{stdin, pw, pw},
 		// Its own session: the attempt's processes are told from the daemon's by it (reaper.go).
 		Sys: &syscall.SysProcAttr{Setsid: true}}
+	cg := r.attemptCgroup(a)
+	if cg != nil {
+		// clone3 starts the leader inside its cgroup; the watchdog knows the cgroup before.
+		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, cg.fd
+		r.watchdog().add(cg.dir)
+	}
 	var proc *os.Process
 	err = startLeader(func() error {
 		proc, err = os.StartProcess(path, argv, attr)
 		return err
 	}, func() int { return proc.Pid })
 	pw.Close()
+	if cg != nil {
+		cg.closeFD()
+	}
 	if err != nil {
 		pr.Close()
+		if cg != nil {
+			_ = cg.remove()
+			r.watchdog().remove(cg.dir)
+		}
 		fmt.Fprintf(logf, "poolflow: cannot start %q: %v\n", argv[0], err)
 		return false, "start: " + err.Error()
 	}
 	pgid := proc.Pid
-	r.watchdog().add(pgid)
+	r.watchdog().add(strconv.Itoa(pgid))
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
@@ -416,12 +486,11 @@ func (r *Runner) runProcess(ctx context.Context, a *attemptRun, logf *attemptLog
 		pr.Close()
 	}()
 	a.mu.Lock()
-	a.pgid = pgid
-	killed := a.killedBy != ""
-	a.mu.Unlock()
-	if killed {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	a.pgid, a.cg = pgid, cg
+	if a.killedBy != "" {
+		a.sendLocked(syscall.SIGKILL)
 	}
+	a.mu.Unlock()
 	r.cfg.Post(&attempt.Started{Entry: a.spec.Entry, PGID: pgid, Start: r.cfg.Clock.Now()})
 	var timedOut bool
 	var tmu sync.Mutex
@@ -430,19 +499,34 @@ func (r *Runner) runProcess(ctx context.Context, a *attemptRun, logf *attemptLog
 			tmu.Lock()
 			timedOut = true
 			tmu.Unlock()
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
-			time.AfterFunc(r.cfg.KillGrace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+			a.send(syscall.SIGTERM)
+			time.AfterFunc(r.cfg.KillGrace, func() { a.send(syscall.SIGKILL) })
 		})
 		defer t.Stop()
 	}
 	state, err := proc.Wait()
 	leaderDone(pgid)
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	if cg != nil && cg.populated() { // usually not: the leader was its last process
+		cg.kill()
+		for limit := r.cfg.KillGrace; !cg.wait(limit); limit = min(2*limit, time.Minute) {
+			r.cfg.Logger.Warn("processes of an ended attempt survive cgroup.kill; its claims stay held until they are gone",
+				a.logAttrs("cgroup", cg.dir)...)
+		}
+	}
+	// Also in a cgroup: it reaps the zombies of the attempt's orphans (the daemon is their
+	// subreaper), and kills a tagged process that moved itself to another cgroup.
 	for limit := r.cfg.KillGrace; !sweepAttempt(a.tag, pgid, limit); limit = min(2*limit, time.Minute) {
 		r.cfg.Logger.Warn("processes of an ended attempt survive SIGKILL; its claims stay held until they are gone",
 			a.logAttrs("pgid", pgid)...)
 	}
-	r.watchdog().remove(pgid)
+	if cg != nil {
+		if err := cg.remove(); err != nil {
+			r.cfg.Logger.Warn("the cgroup of an ended attempt cannot be removed", a.logAttrs("err", err)...)
+		}
+		r.watchdog().remove(cg.dir)
+	}
+	r.watchdog().remove(strconv.Itoa(pgid))
 	tmu.Lock()
 	defer tmu.Unlock()
 	switch {
@@ -458,6 +542,22 @@ func (r *Runner) runProcess(ctx context.Context, a *attemptRun, logf *attemptLog
 		return false, "killed by signal " + ws.Signal().String()
 	}
 	return false, fmt.Sprintf("exit status %d", state.ExitCode())
+}
+
+// attemptCgroup makes the cgroup of the attempt's next process, or nil in process-group mode.
+// If it cannot be made (the hierarchy changed under the daemon, a limit on descendants), the
+// attempt runs in its process group only, with a warning.
+func (r *Runner) attemptCgroup(a *attemptRun) *attemptCgroup {
+	h := r.cgroupHost()
+	if h == nil {
+		return nil
+	}
+	cg, err := h.create(cgroupName(r.owner, r.epoch.Load(), a.tag))
+	if err != nil {
+		r.cfg.Logger.Warn("cannot make the attempt's cgroup; it runs in its process group only", a.logAttrs("err", err)...)
+		return nil
+	}
+	return cg
 }
 
 // runGo runs a Go task; a panic is a failed attempt with its stack in the log (§2.2).

@@ -18,10 +18,11 @@ import (
 // starts one watchdog, its own binary executed again, once, at start; a per-attempt supervisor
 // would cost an exec of the whole binary (milliseconds) per attempt. The daemon holds the write
 // end of a pipe whose read end is the watchdog's stdin and tells it each attempt group it starts
-// and ends. When the pipe reaches end of file — the daemon exited, however it died — the
-// watchdog kills every group it was told about and every process carrying the daemon's
-// environment tags (also the setsid'ed ones that left their group), then exits. The daemon
-// starts a new watchdog if its watchdog dies.
+// and ends ("+<pgid>", "-<pgid>"), and each attempt cgroup before its leader starts in it and
+// once it is removed ("+<path>", "-<path>"). When the pipe reaches end of file — the daemon
+// exited, however it died — the watchdog kills every cgroup and group it was told about and
+// every process carrying the daemon's environment tags (also the setsid'ed ones that left their
+// group), then exits. The daemon starts a new watchdog if its watchdog dies.
 //
 // The watchdog is entered from this package's init, so it works for the poolflow binary, for
 // programs built with poolflow.Main and for test binaries alike, before any of their own code.
@@ -48,11 +49,20 @@ func watchdogMain(spec string) int {
 		return 2
 	}
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
-	groups := map[int]bool{}
+	groups, cgroups := map[int]bool{}, map[string]bool{}
 	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 4096), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if len(line) < 2 {
+		if len(line) < 2 || (line[0] != '+' && line[0] != '-') {
+			continue
+		}
+		if dir := line[1:]; dir[0] == '/' {
+			if line[0] == '+' {
+				cgroups[dir] = true
+			} else {
+				delete(cgroups, dir)
+			}
 			continue
 		}
 		pgid, err := strconv.Atoi(line[1:])
@@ -66,7 +76,15 @@ func watchdogMain(spec string) int {
 			delete(groups, pgid)
 		}
 	}
-	// The daemon is gone (or stopping): nothing of this epoch may keep running.
+	// The daemon is gone (or stopping): nothing of this epoch may keep running. Its attempt
+	// cgroups first: that reaches every process of them, also those that left no trace.
+	if len(cgroups) > 0 {
+		dirs := make([]string, 0, len(cgroups))
+		for dir := range cgroups {
+			dirs = append(dirs, dir)
+		}
+		killCgroupDirs(dirs, 10*time.Second)
+	}
 	for round := 0; round < 50; round++ {
 		kill := Tagged(id, store, func(e int64) bool { return e == epoch })
 		for pgid := range groups {
@@ -91,13 +109,13 @@ type watchdog struct {
 	mu     sync.Mutex
 	w      *os.File
 	cmd    *exec.Cmd
-	groups map[int]bool
+	groups map[string]bool // the attempt groups (pgids) and cgroups (paths) it was told about
 	closed bool
 	exited chan struct{}
 }
 
 func startWatchdog(id string, epoch int64, storePath string, log func(string, ...any)) (*watchdog, error) {
-	wd := &watchdog{spec: id + "\x1f" + strconv.FormatInt(epoch, 10) + "\x1f" + storePath, log: log, groups: map[int]bool{}}
+	wd := &watchdog{spec: id + "\x1f" + strconv.FormatInt(epoch, 10) + "\x1f" + storePath, log: log, groups: map[string]bool{}}
 	wd.mu.Lock()
 	defer wd.mu.Unlock()
 	if err := wd.spawn(); err != nil {
@@ -127,8 +145,8 @@ func (wd *watchdog) spawn() error {
 	wd.w, wd.cmd = w, cmd
 	exited := make(chan struct{})
 	wd.exited = exited
-	for pgid := range wd.groups {
-		fmt.Fprintf(w, "+%d\n", pgid)
+	for g := range wd.groups {
+		fmt.Fprintf(w, "+%s\n", g)
 	}
 	go func() {
 		_ = cmd.Wait()
@@ -148,28 +166,29 @@ func (wd *watchdog) spawn() error {
 	return nil
 }
 
-func (wd *watchdog) send(op byte, pgid int) {
+func (wd *watchdog) send(op byte, g string) {
 	if wd == nil {
 		return
 	}
 	wd.mu.Lock()
 	defer wd.mu.Unlock()
 	if op == '+' {
-		wd.groups[pgid] = true
+		wd.groups[g] = true
 	} else {
-		delete(wd.groups, pgid)
+		delete(wd.groups, g)
 	}
 	if wd.cmd == nil || wd.closed {
 		return
 	}
 	// A write to a pipe whose reader died fails (SIGPIPE is not raised for it in Go); the
 	// restart resends the whole set.
-	_, _ = fmt.Fprintf(wd.w, "%c%d\n", op, pgid)
+	_, _ = fmt.Fprintf(wd.w, "%c%s\n", op, g)
 }
 
-// add tells the watchdog about a new attempt group; remove, about one confirmed gone.
-func (wd *watchdog) add(pgid int)    { wd.send('+', pgid) }
-func (wd *watchdog) remove(pgid int) { wd.send('-', pgid) }
+// add tells the watchdog about a new attempt group (its pgid in decimal) or cgroup (its path);
+// remove, about one confirmed gone.
+func (wd *watchdog) add(g string)    { wd.send('+', g) }
+func (wd *watchdog) remove(g string) { wd.send('-', g) }
 
 // close ends the watchdog: it sweeps once (finding nothing after a clean shutdown) and exits.
 func (wd *watchdog) close() {
