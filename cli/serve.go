@@ -26,7 +26,7 @@ import (
 const startRetry = 3 * time.Second
 
 func (e *env) serveCmd() *cobra.Command {
-	var listen, daemonID string
+	var listen, daemonID, advertise string
 	var shutdownGrace time.Duration
 	c := &cobra.Command{
 		Use:   "serve",
@@ -49,6 +49,11 @@ func (e *env) serveCmd() *cobra.Command {
 				host, _ := os.Hostname()
 				abs, _ := filepath.Abs(stateDir)
 				daemonID = host + ":" + abs
+			}
+			if advertise != "" {
+				if advertise, err = server.ParseAdvertise(advertise); err != nil {
+					return fmt.Errorf("--%w", err)
+				}
 			}
 			log := e.logger()
 			// Listen first: while the store is busy or unavailable, /health says so (§4.9)
@@ -81,6 +86,11 @@ func (e *env) serveCmd() *cobra.Command {
 				defer cancel()
 				_ = hs.Shutdown(sctx)
 			}
+			defaulted := advertise == ""
+			if defaulted {
+				host, _ := os.Hostname()
+				advertise = server.DefaultAdvertise(listen, ln.Addr(), host)
+			}
 			log.Info("poolflow listening; starting the scheduler", "listen", "http://"+ln.Addr().String(),
 				"daemon_id", daemonID)
 			target, opts, err := e.storeTarget(cfg)
@@ -100,7 +110,8 @@ func (e *env) serveCmd() *cobra.Command {
 			// The daemon's notices feed the counters and histograms of /metrics.
 			metrics := server.NewMetrics()
 			dm, err := executor.New(executor.Config{Store: st, Settings: cfg, DAGsDir: e.dags(), GoDAGs: e.goDAGs,
-				StateDir: stateDir, Logger: log, DaemonID: daemonID, Notify: metrics.Observe, ShutdownGrace: shutdownGrace})
+				StateDir: stateDir, Logger: log, DaemonID: daemonID, API: advertise, Notify: metrics.Observe,
+				ShutdownGrace: shutdownGrace})
 			if err != nil {
 				stopHTTP()
 				return err
@@ -122,9 +133,14 @@ func (e *env) serveCmd() *cobra.Command {
 			defer srv.Close()
 			serving := http.Handler(srv)
 			handler.Store(&serving)
-			log.Info("poolflow serving", "listen", "http://"+ln.Addr().String(), "dags", e.dags(), "state", stateDir,
-				"store", st.Path(),
-				"daemon_id", daemonID)
+			log.Info("poolflow serving", "listen", "http://"+ln.Addr().String(), "advertise", advertise,
+				"dags", e.dags(), "state", stateDir, "store", st.Path(), "daemon_id", daemonID)
+			if defaulted && st.Driver() != "sqlite" && server.LoopbackURL(advertise) {
+				// PostgreSQL lets daemons run on several hosts; a loopback address was not a choice.
+				log.Warn("this daemon listens on loopback only, so daemons on other hosts cannot read the logs of "+
+					"the attempts it runs; give it serve --listen and --advertise host:port (or --advertise "+
+					"127.0.0.1:port to say that every daemon runs on this host)", "advertise", advertise)
+			}
 			select {
 			case <-ctx.Done():
 			case <-dm.Done():
@@ -144,6 +160,9 @@ func (e *env) serveCmd() *cobra.Command {
 	}
 	c.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address the HTTP API and UI listen on")
 	c.Flags().StringVar(&daemonID, "daemon-id", "", "stable id of this daemon (default $POOLFLOW_DAEMON_ID, else host:state-dir)")
+	c.Flags().StringVar(&advertise, "advertise", "",
+		"address (host:port or http(s)://host:port) at which the other daemons reach this one's API to read the logs "+
+			"of the attempts it ran (default the listen address; the host's name when listening on 0.0.0.0 or ::)")
 	c.Flags().DurationVar(&shutdownGrace, "shutdown-grace", 30*time.Second,
 		"on SIGTERM, how long running attempts get to stop before they are killed")
 	return c

@@ -27,6 +27,10 @@ type Config struct {
 	// DaemonID identifies this daemon across restarts, so a restarted daemon finds the claims
 	// and process groups of its previous life. "" = derived from the host name and state dir.
 	DaemonID string
+	// API is the base URL of this daemon's HTTP API as the other daemons reach it
+	// (http://host:port; serve --advertise). It goes in the owner row, so that any daemon can
+	// read the logs of the attempts this one ran. "" = none (dags test, a daemon without API).
+	API string
 
 	Lease         time.Duration // claim lease; default 30s
 	RenewEvery    time.Duration // lease renewal period; default 10s

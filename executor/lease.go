@@ -33,7 +33,7 @@ func (l *loop) register(tx store.Tx, now time.Time, again bool) error {
 		kind = vocab.OwnerTest
 	}
 	o := store.Owner{ID: l.cfg.DaemonID, Kind: kind, Host: l.host, PID: os.Getpid(), ProcStart: procfs.SelfStart(),
-		StartedAt: now, Heartbeat: now, LeaseUntil: now.Add(l.cfg.Lease)}
+		StartedAt: now, Heartbeat: now, LeaseUntil: now.Add(l.cfg.Lease), API: l.cfg.API}
 	if err := tx.PutOwner(&o); err != nil {
 		return err
 	}

@@ -115,7 +115,8 @@ type bundle struct {
 
 type setupOpts struct {
 	token  string
-	noStop bool // the test stops the daemon itself
+	noStop bool   // the test stops the daemon itself
+	api    string // the API address the daemon advertises in its owner row
 }
 
 func setup(t testing.TB, opts setupOpts) *bundle {
@@ -142,7 +143,7 @@ func setup(t testing.TB, opts setupOpts) *bundle {
 	b.st = st
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d, err := executor.New(executor.Config{Store: st, Settings: cfg, DAGsDir: b.dagsDir, StateDir: b.stateDir,
-		DaemonID: "test-daemon", Logger: quiet, KillGrace: 200 * time.Millisecond, ShutdownGrace: 2 * time.Second,
+		DaemonID: "test-daemon", API: opts.api, Logger: quiet, KillGrace: 200 * time.Millisecond, ShutdownGrace: 2 * time.Second,
 		Notify: func(n executor.Notice) {
 			b.metrics.Observe(n)
 			select {

@@ -56,7 +56,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, detail := s.classify(err)
 	if status == http.StatusInternalServerError {
 		s.log.Error("api: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	} else if status == http.StatusServiceUnavailable {
+	} else if status == http.StatusServiceUnavailable && errors.Is(err, store.ErrUnavailable) {
 		s.log.Warn("api: store unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	if status == http.StatusUnauthorized {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -45,6 +46,9 @@ type Config struct {
 	// CommandWait bounds how long a command to a run owned by another process is awaited
 	// before the API answers 202; default 5s.
 	CommandWait time.Duration
+	// Host is this host's name as owner rows name hosts (a daemon advertising a loopback
+	// address is asked for its logs only from its own host); "" = os.Hostname().
+	Host string
 }
 
 // Server is the HTTP handler.
@@ -57,6 +61,8 @@ type Server struct {
 	handler   http.Handler // router behind guard
 	bodies    uploads      // the request bodies being read (uploads.go)
 	origins   *http.CrossOriginProtection
+	host      string     // Config.Host
+	logs      *logClient // reads logs other daemons hold (logproxy.go)
 }
 
 // maxBody caps request bodies (1 MiB).
@@ -80,7 +86,11 @@ func New(cfg Config) *Server {
 		cfg.Metrics = NewMetrics()
 	}
 	cfg.Metrics.watch(cfg.Store)
-	s := &Server{cfg: cfg, log: cfg.Logger, writer: cfg.Writer, origins: http.NewCrossOriginProtection()}
+	if cfg.Host == "" {
+		cfg.Host, _ = os.Hostname()
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, writer: cfg.Writer, origins: http.NewCrossOriginProtection(),
+		host: cfg.Host, logs: newLogClient()}
 	if s.writer == nil && cfg.Store != nil {
 		w, err := cfg.Store.Reopen(context.Background())
 		if err != nil {
@@ -99,6 +109,7 @@ func New(cfg Config) *Server {
 
 // Close releases the store connection New opened. It is safe to call twice.
 func (s *Server) Close() error {
+	s.logs.close()
 	if s.ownWriter {
 		s.ownWriter = false
 		return s.writer.Close()

@@ -235,6 +235,9 @@ type Owner struct {
 	// HandledEpoch is the epoch whose end a live daemon has handled: its claims released, its
 	// leader-owned runs moved. 0 = none.
 	HandledEpoch int64
+	// API is the base URL of its HTTP API as it advertises it (http://host:port), where the
+	// other daemons read the logs of the attempts it ran; "" when it serves none.
+	API string
 }
 
 // DAGState is the stored part of a DAG: pause flag and scheduling checkpoint.

@@ -108,6 +108,7 @@ type bundle struct {
 
 type setupOpts struct {
 	token string
+	api   string // the API address the daemon advertises in its owner row
 }
 
 func setup(t testing.TB, opts setupOpts) *bundle {
@@ -133,7 +134,7 @@ func setup(t testing.TB, opts setupOpts) *bundle {
 	b.st = st
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d, err := executor.New(executor.Config{Store: st, Settings: cfg, DAGsDir: dagsDir, StateDir: b.stateDir,
-		DaemonID: "ui-test", Logger: quiet, KillGrace: 200 * time.Millisecond, ShutdownGrace: 2 * time.Second,
+		DaemonID: "ui-test", API: opts.api, Logger: quiet, KillGrace: 200 * time.Millisecond, ShutdownGrace: 2 * time.Second,
 		Notify: func(n executor.Notice) {
 			select {
 			case b.notices <- n:

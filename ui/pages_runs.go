@@ -3,10 +3,7 @@ package ui
 import (
 	"errors"
 	"html/template"
-	"io"
-	"io/fs"
 	"net/http"
-	"os"
 	"strconv"
 
 	"github.com/gorilla/mux"
@@ -73,7 +70,8 @@ type attemptView struct {
 	End       any
 	Reason    string
 	Log       string
-	LogOffset int64 // where the shown text ends in the file, for following
+	LogOffset int64  // where the shown text ends in the file, for following
+	LogNote   string // why the log cannot be shown (the host that holds it is gone…)
 	Truncated bool
 	Current   bool // the task instance's latest try
 	Running   bool
@@ -137,32 +135,19 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 			av.Queued = state == vocab.TaskScheduled && d.View.StartDate == nil
 		}
 		if data.CanAct && !data.Gate {
-			av.Log, av.LogOffset, av.Truncated = readTail(u.api.LogPath(d.Run, d.View.TaskID, try), logTailBytes)
+			part, err := u.api.ReadLog(ctx, d, try, server.LogRange{Tail: logTailBytes}, u.token(r))
+			switch {
+			case err == nil:
+				av.Log, av.LogOffset, av.Truncated = string(part.Text), part.Size, part.Start > 0
+			case errors.Is(err, server.ErrNoLog): // an attempt that wrote nothing reads as empty
+			default:
+				// On a daemon that cannot be asked now: the answer says which host holds it.
+				_, av.LogNote = u.api.StatusOf(err)
+			}
 		}
 		data.Attempts = append(data.Attempts, av)
 	}
 	u.render(w, r, http.StatusOK, "task", d.View.TaskID+" · "+d.Run.RunID, "dags", data)
-}
-
-// readTail reads up to n bytes of the end of a file; a missing file (an attempt that wrote
-// nothing) reads as empty.
-func readTail(path string, n int64) (text string, size int64, truncated bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", 0, false
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return "", 0, false
-	}
-	size = info.Size()
-	from := max(size-n, 0)
-	buf := make([]byte, size-from)
-	if _, err := f.ReadAt(buf, from); err != nil && !errors.Is(err, io.EOF) {
-		return "", 0, false
-	}
-	return string(buf), size, from > 0
 }
 
 // logTail is GET .../logs/{try}?offset=N: the log's bytes after offset, for the script that
@@ -192,31 +177,20 @@ func (u *UI) logTail(w http.ResponseWriter, r *http.Request) {
 	}
 	offset, _ := strconv.ParseInt(r.URL.Query().Get("offset"), 10, 64)
 	running := d.View.State == vocab.TaskRunning && d.View.TryNumber == try
+	// At most one tail's worth per answer; the script asks again for the rest.
+	part, err := u.api.ReadLog(ctx, d, try, server.LogRange{From: max(offset, 0), Max: logTailBytes}, u.token(r))
+	switch {
+	case errors.Is(err, server.ErrNoLog):
+		part = server.LogPart{}
+	case err != nil:
+		status, msg := u.api.StatusOf(err)
+		http.Error(w, msg, status)
+		return
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("X-Log-Running", map[bool]string{true: "1", false: "0"}[running])
-	f, err := os.Open(u.api.LogPath(d.Run, d.View.TaskID, try))
-	if errors.Is(err, fs.ErrNotExist) {
-		w.Header().Set("X-Log-Size", "0")
-		return
-	}
-	if err != nil {
-		http.Error(w, "cannot read the log", http.StatusInternalServerError)
-		return
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		http.Error(w, "cannot read the log", http.StatusInternalServerError)
-		return
-	}
-	size := info.Size()
-	if offset < 0 || offset > size {
-		offset = size
-	}
-	// At most one tail's worth per answer; the script asks again for the rest.
-	n := min(size-offset, logTailBytes)
-	w.Header().Set("X-Log-Size", strconv.FormatInt(offset+n, 10))
-	_, _ = io.Copy(w, io.NewSectionReader(f, offset, n))
+	w.Header().Set("X-Log-Size", strconv.FormatInt(part.Start+int64(len(part.Text)), 10))
+	_, _ = w.Write(part.Text)
 }

@@ -9,14 +9,15 @@ import (
 	"github.com/poolflow/poolflow/vocab"
 )
 
-// testOwnerRows: each start takes the next epoch and clears the handled mark; a heartbeat
-// reports a takeover (handled epoch) or a newer owner of the id and renews nothing then.
+// testOwnerRows: each start takes the next epoch, clears the handled mark and records the API
+// address it advertises now; a heartbeat reports a takeover (handled epoch) or a newer owner of
+// the id and renews nothing then.
 func testOwnerRows(t *testing.T, h Harness) {
 	st := h.New(t)
 	var epochs []int64
 	for i := 0; i < 2; i++ {
 		o := store.Owner{ID: "d1", Kind: vocab.OwnerDaemon, Host: "h", PID: 42, StartedAt: day, Heartbeat: day,
-			LeaseUntil: day.Add(time.Minute)}
+			LeaseUntil: day.Add(time.Minute), API: "http://h:808" + itoa(i+1)}
 		must(t, st.WithTx(bg(), func(tx store.Tx) error {
 			if err := tx.PutOwner(&o); err != nil {
 				return err
@@ -28,6 +29,16 @@ func testOwnerRows(t *testing.T, h Harness) {
 	if epochs[0] != 1 || epochs[1] != 2 {
 		t.Fatalf("epochs %v, want 1, 2", epochs)
 	}
+	if o, err := st.GetOwner(bg(), "d1"); err != nil || o.API != "http://h:8082" {
+		t.Fatalf("owner row %+v %v, want the API address of its latest start, http://h:8082", o, err)
+	}
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		rows, err := tx.Owners()
+		if len(rows) != 1 || rows[0].API != "http://h:8082" {
+			t.Errorf("owners in a transaction %+v, want d1 with its API address", rows)
+		}
+		return err
+	}))
 	later := day.Add(time.Hour)
 	must(t, st.WithTx(bg(), func(tx store.Tx) error {
 		row, err := tx.Heartbeat("d1", 2, later, later.Add(time.Minute))

@@ -19,7 +19,7 @@ type table struct {
 }
 
 var tables = []table{
-	{"owners", strings.Fields("id kind host pid proc_start epoch started_at heartbeat lease_until handled_epoch"), "tttiiiiiii", "id"},
+	{"owners", strings.Fields("id kind host pid proc_start epoch started_at heartbeat lease_until handled_epoch api"), "tttiiiiiiit", "id"},
 	{"dags", strings.Fields("dag_id paused file schedule checkpoint updated_at"), "tbttii", "dag_id"},
 	{"import_errors", strings.Fields("file message updated_at"), "tti", "file"},
 	{"pools", strings.Fields("name slots target_slots ordering max_queued starvation_after include_deferred on_resize description source updated_at"),

@@ -9,12 +9,12 @@ import (
 	"time"
 )
 
-const ownerCols = `id, kind, host, pid, proc_start, epoch, started_at, heartbeat, lease_until, COALESCE(handled_epoch, 0)`
+const ownerCols = `id, kind, host, pid, proc_start, epoch, started_at, heartbeat, lease_until, COALESCE(handled_epoch, 0), api`
 
 func scanOwner(sc interface{ Scan(...any) error }) (store.Owner, error) {
 	var o store.Owner
 	var started, hb, lease int64
-	err := sc.Scan(&o.ID, &o.Kind, &o.Host, &o.PID, &o.ProcStart, &o.Epoch, &started, &hb, &lease, &o.HandledEpoch)
+	err := sc.Scan(&o.ID, &o.Kind, &o.Host, &o.PID, &o.ProcStart, &o.Epoch, &started, &hb, &lease, &o.HandledEpoch, &o.API)
 	o.StartedAt, o.Heartbeat, o.LeaseUntil = store.FromMicros(started), store.FromMicros(hb), store.FromMicros(lease)
 	return o, err
 }
@@ -59,12 +59,13 @@ func (t *Tx) PutOwner(o *store.Owner) error {
 		return unavailable(err)
 	}
 	o.Epoch = epoch + 1
-	_, err = t.exec(`INSERT INTO owners (id, kind, host, pid, proc_start, epoch, started_at, heartbeat, lease_until)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	_, err = t.exec(`INSERT INTO owners (id, kind, host, pid, proc_start, epoch, started_at, heartbeat, lease_until, api)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, host = excluded.host, pid = excluded.pid,
 		proc_start = excluded.proc_start, epoch = excluded.epoch, started_at = excluded.started_at,
-		heartbeat = excluded.heartbeat, lease_until = excluded.lease_until, handled_epoch = NULL`,
-		o.ID, o.Kind, o.Host, o.PID, o.ProcStart, o.Epoch, store.Micros(o.StartedAt), store.Micros(o.Heartbeat), store.Micros(o.LeaseUntil))
+		heartbeat = excluded.heartbeat, lease_until = excluded.lease_until, handled_epoch = NULL, api = excluded.api`,
+		o.ID, o.Kind, o.Host, o.PID, o.ProcStart, o.Epoch, store.Micros(o.StartedAt), store.Micros(o.Heartbeat), store.Micros(o.LeaseUntil),
+		o.API)
 	return err
 }
 
