@@ -32,10 +32,11 @@ const (
 	RunCatchup  RunType = "catchup"  // a catch-up fire; leader-owned
 	RunManual   RunType = "manual"   // a trigger; bound to the daemon that took it
 	RunTest     RunType = "test"     // a dags test run; bound to its process
+	RunNode     RunType = "node"     // an every_node job's fire on one daemon; bound to it (§9)
 )
 
 // RunTypes lists every run type: the scheduler's, then the ones a person asks for.
-func RunTypes() []RunType { return []RunType{RunSchedule, RunCatchup, RunManual, RunTest} }
+func RunTypes() []RunType { return []RunType{RunSchedule, RunCatchup, RunNode, RunManual, RunTest} }
 
 // Valid reports whether t is a run type as stored.
 func (t RunType) Valid() bool { return in(t, RunTypes()) }

@@ -93,7 +93,7 @@ func TestCanMove(t *testing.T) {
 // TestRunTypeWords checks the API's words for run types and that both spellings parse.
 func TestRunTypeWords(t *testing.T) {
 	t.Parallel()
-	if got := RunTypeWords(); !slices.Equal(got, []string{"scheduled", "backfill", "manual", "test"}) {
+	if got := RunTypeWords(); !slices.Equal(got, []string{"scheduled", "backfill", "node", "manual", "test"}) {
 		t.Errorf("words %v", got)
 	}
 	for _, rt := range RunTypes() {
@@ -106,7 +106,7 @@ func TestRunTypeWords(t *testing.T) {
 	if _, ok := ParseRunType("nightly"); ok {
 		t.Error("an unknown run type parsed")
 	}
-	if !RunSchedule.LeaderOwned() || !RunCatchup.LeaderOwned() || RunManual.LeaderOwned() || RunTest.LeaderOwned() {
+	if !RunSchedule.LeaderOwned() || !RunCatchup.LeaderOwned() || RunManual.LeaderOwned() || RunTest.LeaderOwned() || RunNode.LeaderOwned() {
 		t.Error("LeaderOwned")
 	}
 }
