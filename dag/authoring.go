@@ -33,6 +33,9 @@ func StartDate(t time.Time) DAGOption { return func(d *DAG) { d.StartDate = t } 
 // Catchup turns catch-up of missed fires on or off (default off).
 func Catchup(b bool) DAGOption { return func(d *DAG) { d.Catchup = b } }
 
+// EveryNode fires the schedule on every live serve daemon, each fire bound to its daemon (§9).
+func EveryNode(b bool) DAGOption { return func(d *DAG) { d.EveryNode = b } }
+
 // MaxActiveRuns limits the DAG's runs running at once (default 16).
 func MaxActiveRuns(n int) DAGOption { return func(d *DAG) { d.MaxActiveRuns = n } }
 

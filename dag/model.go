@@ -61,9 +61,12 @@ type DAG struct {
 	File        string // source file; "" for Go DAGs
 	Description string
 	// Schedule is the raw schedule ("" = manual only): 5-field cron, @hourly…, @every D, @reboot.
-	Schedule          string
-	StartDate         time.Time
-	Catchup           bool
+	Schedule  string
+	StartDate time.Time
+	Catchup   bool
+	// EveryNode fires the schedule on every live serve daemon, each fire a run bound to the
+	// daemon that fired it (§9); max_active_runs and the concurrency policy count per daemon.
+	EveryNode         bool
 	MaxActiveRuns     int
 	MaxActiveTasks    int
 	ConcurrencyPolicy string

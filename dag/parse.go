@@ -23,7 +23,7 @@ type LoadOptions struct {
 
 // dagFields are the top-level fields of a DAG file; a job also takes jobFields.
 var dagFields = fieldSet(
-	"dag_id", "description", "schedule", "start_date", "catchup", "max_active_runs",
+	"dag_id", "description", "schedule", "start_date", "catchup", "every_node", "max_active_runs",
 	"max_active_tasks", "concurrency_policy", "tags", "owner", "params", "default_args", "tasks",
 )
 
@@ -231,6 +231,8 @@ func (r *reader) dagField(d *DAG, e entry, a at) {
 		d.StartDate, _ = r.timestamp(e.value, a)
 	case "catchup":
 		d.Catchup, _ = r.boolean(e.value, a)
+	case "every_node":
+		d.EveryNode, _ = r.boolean(e.value, a)
 	case "max_active_runs":
 		d.MaxActiveRuns = r.atLeastOne(e.value, a)
 	case "max_active_tasks":

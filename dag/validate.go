@@ -94,6 +94,7 @@ func (v *validator) checkDAG() {
 			v.fail(srcDAG, "schedule", d.Schedule, "%v", err)
 		}
 	}
+	v.checkEveryNode()
 	if d.MaxActiveRuns < 0 && !v.bad(srcDAG, "max_active_runs") {
 		v.fail(srcDAG, "max_active_runs", fmt.Sprint(d.MaxActiveRuns), "must be at least 1, got %d", d.MaxActiveRuns)
 	}
@@ -115,6 +116,21 @@ func (v *validator) checkDAG() {
 		}
 	case d.IsJob && (len(d.Tasks) != 1 || d.Tasks[0].ID != d.ID):
 		v.fail(srcDAG, "", "", "a job has exactly one task, whose id is the DAG id")
+	}
+}
+
+// checkEveryNode: an every_node DAG fires a schedule on each daemon, from the daemon's start
+// (a daemon keeps its fires in memory, §9): it needs a schedule, and has no catch-up to do.
+func (v *validator) checkEveryNode() {
+	d := v.d
+	if !d.EveryNode || v.bad(srcDAG, "every_node") {
+		return
+	}
+	switch {
+	case d.Schedule == "" && !v.bad(srcDAG, "schedule"):
+		v.fail(srcDAG, "every_node", "true", "needs a schedule (a manual start runs on the daemon that takes it)")
+	case d.Catchup && !v.bad(srcDAG, "catchup"):
+		v.fail(srcDAG, "catchup", "true", "not supported with every_node (each daemon fires from its own start)")
 	}
 }
 

@@ -22,7 +22,7 @@ type Attrs struct {
 	RunID       string         `json:"run_id"`
 	Owner       string         `json:"owner"`
 	Tags        []string       `json:"tags"`
-	Trigger     string         `json:"trigger"` // schedule, manual or catchup
+	Trigger     string         `json:"trigger"` // schedule, manual, catchup or node
 	Params      map[string]any `json:"params"`
 	TryNumber   int            `json:"try_number"` // the try the attempt will run as
 	Kind        string         `json:"kind"`       // command, bash, go or sensor
@@ -30,7 +30,7 @@ type Attrs struct {
 }
 
 var (
-	triggers = vocab.Strings([]vocab.RunType{vocab.RunSchedule, vocab.RunManual, vocab.RunCatchup}) // a test run is manual
+	triggers = vocab.Strings([]vocab.RunType{vocab.RunSchedule, vocab.RunManual, vocab.RunCatchup, vocab.RunNode}) // a test run is manual
 	kinds    = []string{"command", "bash", "go", "sensor"}
 )
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/rules"
@@ -27,7 +28,7 @@ type rulesTestBody struct {
 }
 
 var (
-	ruleTriggers = vocab.Strings([]vocab.RunType{vocab.RunSchedule, vocab.RunManual, vocab.RunCatchup})
+	ruleTriggers = vocab.Strings([]vocab.RunType{vocab.RunSchedule, vocab.RunManual, vocab.RunCatchup, vocab.RunNode})
 	ruleKinds    = []string{"command", "bash", "go", "sensor"}
 )
 
@@ -42,7 +43,7 @@ func (b *rulesTestBody) attrs() (rules.Attrs, error) {
 	}
 	if b.Trigger != nil {
 		if !slices.Contains(ruleTriggers, *b.Trigger) {
-			return a, badRequest("trigger", "%q is not one of schedule, manual, catchup", *b.Trigger)
+			return a, badRequest("trigger", "%q is not one of %s", *b.Trigger, strings.Join(ruleTriggers, ", "))
 		}
 		a.Trigger = *b.Trigger
 	}

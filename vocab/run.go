@@ -46,6 +46,11 @@ func (t RunType) Valid() bool { return in(t, RunTypes()) }
 // created them.
 func (t RunType) LeaderOwned() bool { return t == RunSchedule || t == RunCatchup }
 
+// Fired reports whether runs of type t are fires of a schedule (scheduled, catch-up and every_node
+// runs): they are due at their logical date, follow the concurrency policy, and wait while
+// their DAG is paused.
+func (t RunType) Fired() bool { return t.LeaderOwned() || t == RunNode }
+
 // runTypeWords are the API's (Airflow's) words for the run types that have one.
 var runTypeWords = map[RunType]string{RunSchedule: "scheduled", RunCatchup: "backfill"}
 

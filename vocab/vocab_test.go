@@ -109,6 +109,9 @@ func TestRunTypeWords(t *testing.T) {
 	if !RunSchedule.LeaderOwned() || !RunCatchup.LeaderOwned() || RunManual.LeaderOwned() || RunTest.LeaderOwned() || RunNode.LeaderOwned() {
 		t.Error("LeaderOwned")
 	}
+	if !RunSchedule.Fired() || !RunCatchup.Fired() || !RunNode.Fired() || RunManual.Fired() || RunTest.Fired() {
+		t.Error("Fired")
+	}
 }
 
 // TestSay checks that the words of a code the text leaves out come before it.

@@ -200,7 +200,7 @@ func (ps *pass) queued(r readyTask, e store.Entry, refusal *pools.Refusal) {
 	run, ti := r.run, r.ti
 	if refusal != nil {
 		ps.p.add(EndEntry{e.ID, vocab.EntryRejected, vocab.ReasonRejected, refusal.Msg})
-		if run.DAG.IsJob && (run.RunType.LeaderOwned()) {
+		if run.DAG.IsJob && run.RunType.Fired() {
 			ps.p.warn(fmt.Sprintf("Job %s could not enter pool %s: %s", run.DAGID, refusal.Pool, refusal.Msg))
 		} else {
 			ps.p.warn("entry rejected", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, keyPool, refusal.Pool,

@@ -50,8 +50,11 @@ type Decider struct {
 	// Reboot: @reboot runs still to create (or to drop with the §4.9 warning).
 	Reboot  bool
 	dropped map[string]time.Time // cron fires dropped while the store was unavailable (§4.9)
-	scheds  map[*dag.DAG]*schedule
-	dags    *DAGs
+	// nodeFires are the every_node DAGs' checkpoints on this daemon: a daemon fires them from
+	// its start, and no other daemon's fire stands for its own.
+	nodeFires map[string]time.Time
+	scheds    map[*dag.DAG]*schedule
+	dags      *DAGs
 
 	ruleCache map[ruleKey]assignment
 	// RuleMisses counts assignments evaluated during a decision rather than ahead of it.
@@ -71,7 +74,7 @@ var timeZero time.Time
 // New makes the decider of a daemon with memory st and the configuration it starts with.
 func New(cfg Config, st *state.State, settings *config.Config, rs *rules.Set, gen uint64) *Decider {
 	d := &Decider{cfg: cfg, St: st, Settings: settings, Rules: rs, CfgGen: gen, Reboot: cfg.Test == nil,
-		dropped: map[string]time.Time{}, scheds: map[*dag.DAG]*schedule{}, dags: &DAGs{}}
+		dropped: map[string]time.Time{}, nodeFires: map[string]time.Time{}, scheds: map[*dag.DAG]*schedule{}, dags: &DAGs{}}
 	st.MaxRunning = settings.MaxRunning
 	return d
 }
@@ -152,6 +155,8 @@ type Plan struct {
 	Ended    []*state.Run
 	Deleted  []store.Run
 	Rebooted bool
+	// NodeFires are the every_node DAGs' checkpoints this pass advanced (Decider.nodeFires).
+	NodeFires map[string]time.Time
 	// Again: pass again at once, with these events still to do (a takeover was planned; the
 	// next pass loads memory after it). Wake: pass again at once (memory must read what this
 	// pass wrote, or a queued run may start now).

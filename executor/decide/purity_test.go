@@ -17,7 +17,7 @@ import (
 // argument neither package can make.
 var pureImports = map[string]bool{
 	"encoding/json": true, "errors": true, "fmt": true, "log/slog": true, "slices": true, "sort": true,
-	"strings": true, "time": true, "maps": true, "iter": true, "math": true,
+	"strings": true, "time": true, "maps": true, "iter": true, "math": true, "hash/fnv": true,
 	"github.com/robfig/cron/v3": true,
 }
 

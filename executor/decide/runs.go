@@ -16,7 +16,8 @@ import (
 // startQueuedRuns starts queued runs while their DAG's max_active_runs allows (a test run
 // always starts), applying the concurrency policy of scheduled runs (§3.5): forbid keeps the new
 // run queued while a previous run is active; replace cancels the previous run's unfinished tasks.
-// Active runs are counted across every owner (§9).
+// Active runs are counted across every owner (§9), but for an every_node DAG's runs, which are
+// each daemon's own instance of the job: only the daemon's.
 func (ps *pass) startQueuedRuns() {
 	active := map[string][]*state.Run{}
 	var queued []*state.Run
@@ -40,11 +41,14 @@ func (ps *pass) startQueuedRuns() {
 			continue
 		}
 		if run.RunType != vocab.RunTest {
-			scheduled := run.RunType.LeaderOwned()
+			scheduled := run.RunType.Fired()
 			if ps.st.DAGStates[run.DAGID].Paused && scheduled {
 				continue
 			}
 			prev := active[run.DAGID]
+			if run.DAG.EveryNode {
+				prev = sameOwner(prev, run.Owner)
+			}
 			if scheduled && len(prev) > 0 {
 				switch run.DAG.ConcurrencyPolicy {
 				case dag.PolicyForbid:
@@ -66,6 +70,17 @@ func (ps *pass) startQueuedRuns() {
 		active[run.DAGID] = append(active[run.DAGID], run)
 		ps.st.TouchRun(run)
 	}
+}
+
+// sameOwner keeps the runs of one owner.
+func sameOwner(runs []*state.Run, owner string) []*state.Run {
+	var out []*state.Run
+	for _, r := range runs {
+		if r.Owner == owner {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // replacePrevious stops the previous runs of a run whose DAG's policy is replace. Runs this

@@ -59,7 +59,7 @@ func (ps *pass) createRuns() {
 		}
 		if sched.reboot {
 			if ps.Reboot {
-				ps.fire(g, vocab.RunSchedule, ps.now)
+				ps.fire(g, firedType(g, vocab.RunSchedule), ps.now)
 			}
 			continue
 		}
@@ -73,15 +73,16 @@ func (ps *pass) createRuns() {
 // cronFires turns a DAG's due fires into runs. With catchup, missed fires since the checkpoint
 // (or start_date) become runs one at a time, in order: the next is created only when the
 // previous scheduled run has ended (§3.5). Without it, only the newest due fire runs. A DAG seen
-// for the first time without catchup starts from now.
+// for the first time without catchup starts from now; so does an every_node DAG on each
+// daemon's start (its checkpoint is the daemon's own, in memory).
 func (ps *pass) cronFires(g *dag.DAG, cs cron.Schedule) {
-	cp := ps.st.DAGStates[g.ID].Checkpoint
+	cp := ps.checkpoint(g)
 	if cp.IsZero() {
 		cp = ps.now
 		if g.Catchup && !g.StartDate.IsZero() {
 			cp = g.StartDate.Add(-time.Nanosecond)
 		}
-		ps.setCheckpoint(g.ID, cp)
+		ps.setCheckpoint(g, cp)
 	}
 	next := cs.Next(cp)
 	if next.After(ps.now) {
@@ -91,7 +92,7 @@ func (ps *pass) cronFires(g *dag.DAG, cs cron.Schedule) {
 		// Fires up to this one were dropped while the store was unavailable (§4.9).
 		delete(ps.dropped, g.ID)
 		if !dropped.Before(next) {
-			ps.setCheckpoint(g.ID, dropped)
+			ps.setCheckpoint(g, dropped)
 			return
 		}
 	}
@@ -113,7 +114,16 @@ func (ps *pass) cronFires(g *dag.DAG, cs cron.Schedule) {
 		}
 		next = after
 	}
-	ps.fire(g, vocab.RunSchedule, next)
+	ps.fire(g, firedType(g, vocab.RunSchedule), next)
+}
+
+// firedType is the run type of a DAG's fire: an every_node DAG's fires are node runs, bound to
+// the daemon that fired them (§9).
+func firedType(g *dag.DAG, t vocab.RunType) vocab.RunType {
+	if g.EveryNode {
+		return vocab.RunNode
+	}
+	return t
 }
 
 // openScheduledRuns counts the open scheduled and catch-up runs of a DAG, every owner's (§9).
@@ -139,14 +149,42 @@ func (ps *pass) fire(g *dag.DAG, runType vocab.RunType, at time.Time) {
 		run := ps.newRun(g, r)
 		ps.retireJobRetries(g, run, "retry retired by a newer fire")
 	}
-	ps.setCheckpoint(g.ID, at)
+	ps.setCheckpoint(g, at)
 }
 
-func (ps *pass) setCheckpoint(dagID string, at time.Time) {
-	st := ps.st.DAGStates[dagID]
-	st.DAGID, st.Checkpoint = dagID, at
-	ps.st.DAGStates[dagID] = st
-	ps.p.add(SetCheckpoint{dagID, at})
+// checkpoint is the last fire of a DAG this pass knows of: the store's, shared by the daemons,
+// or for an every_node DAG this daemon's own, as of this pass.
+func (ps *pass) checkpoint(g *dag.DAG) time.Time {
+	if g.EveryNode {
+		if at, ok := ps.p.NodeFires[g.ID]; ok {
+			return at
+		}
+	}
+	return ps.Decider.checkpoint(g)
+}
+
+// checkpoint is the last fire of a DAG as of the last committed pass.
+func (d *Decider) checkpoint(g *dag.DAG) time.Time {
+	if g.EveryNode {
+		return d.nodeFires[g.ID]
+	}
+	return d.St.DAGStates[g.ID].Checkpoint
+}
+
+// setCheckpoint advances a DAG's checkpoint: in the store, or for an every_node DAG in this
+// daemon's memory once the pass commits (Committed), so that a failed pass fires again.
+func (ps *pass) setCheckpoint(g *dag.DAG, at time.Time) {
+	if g.EveryNode {
+		if ps.p.NodeFires == nil {
+			ps.p.NodeFires = map[string]time.Time{}
+		}
+		ps.p.NodeFires[g.ID] = at
+		return
+	}
+	st := ps.st.DAGStates[g.ID]
+	st.DAGID, st.Checkpoint = g.ID, at
+	ps.st.DAGStates[g.ID] = st
+	ps.p.add(SetCheckpoint{g.ID, at})
 }
 
 // nextFire is the earliest cron fire after since, the clock of the last committed pass, that
@@ -167,7 +205,7 @@ func (d *Decider) nextFire(since time.Time) time.Time {
 		if s.cron == nil || d.St.DAGStates[g.ID].Paused {
 			continue
 		}
-		cp := d.St.DAGStates[g.ID].Checkpoint
+		cp := d.checkpoint(g)
 		if cp.IsZero() {
 			continue
 		}

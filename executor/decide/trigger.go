@@ -3,6 +3,8 @@ package decide
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"strings"
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
@@ -95,7 +97,11 @@ func (ps *pass) runRecord(d *dag.DAG, runType vocab.RunType, logical time.Time, 
 	if logical.IsZero() {
 		logical = ps.now
 	}
-	if id == "" {
+	switch {
+	case id != "":
+	case runType == vocab.RunNode:
+		id = nodeRunID(logical, ps.cfg.DaemonID)
+	default:
 		id = runID(runType, logical, ps.cfg.TestSuffix)
 	}
 	confJSON := "{}"
@@ -122,6 +128,25 @@ func runID(runType vocab.RunType, logical time.Time, testSuffix string) string {
 		id += testSuffix
 	}
 	return id
+}
+
+// nodeRunID is the run id of an every_node fire at logical on daemon: every daemon fires the
+// same dates, so the id names the daemon too, by its host and a hash of its id (which holds a
+// path, not for a URL).
+func nodeRunID(logical time.Time, daemon string) string {
+	host, _, _ := strings.Cut(daemon, ":")
+	host = strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return '_'
+	}, host)
+	if len(host) > 40 {
+		host = host[:40]
+	}
+	h := fnv.New32a()
+	h.Write([]byte(daemon))
+	return fmt.Sprintf("%s__%s-%08x", runID(vocab.RunNode, logical, ""), host, h.Sum32())
 }
 
 // settleTriggers refuses the runs started in this pass that asked not to wait and still have a

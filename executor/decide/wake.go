@@ -47,6 +47,9 @@ func (d *Decider) Committed(p *Plan, drained []string) {
 	if p.Rebooted {
 		d.Reboot = false // consumed only with the commit that created the runs
 	}
+	for id, at := range p.NodeFires {
+		d.nodeFires[id] = at
+	}
 	for _, s := range p.Starts {
 		d.St.Running[s.Entry] = true
 	}
@@ -74,11 +77,11 @@ func (d *Decider) Unavailable(now time.Time, events []any) []string {
 	if d.cfg.Test == nil {
 		for _, g := range d.dags.List {
 			sched := d.scheduleOf(g)
-			st := d.St.DAGStates[g.ID]
-			if sched.cron == nil || st.Paused || st.Checkpoint.IsZero() {
+			cp := d.checkpoint(g)
+			if sched.cron == nil || d.St.DAGStates[g.ID].Paused || cp.IsZero() {
 				continue
 			}
-			fire := sched.cron.Next(st.Checkpoint)
+			fire := sched.cron.Next(cp)
 			if fire.After(now) || !d.dropped[g.ID].Before(fire) {
 				continue
 			}

@@ -222,9 +222,9 @@ func (r *Run) Pop() *TI {
 }
 
 // Due is the due time of every entry of the run (§4.4): the logical date of a scheduled or
-// catch-up run, the request time of a manual or test run.
+// catch-up or every_node run, the request time of a manual or test run.
 func (r *Run) Due() time.Time {
-	if r.RunType.LeaderOwned() {
+	if r.RunType.Fired() {
 		return r.LogicalDate
 	}
 	return r.QueuedAt
