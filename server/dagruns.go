@@ -33,6 +33,9 @@ type DAGRunJSON struct {
 	// queue could not start at once).
 	ReasonCode *vocab.ReasonCode `json:"reason_code"`
 	Reason     *string           `json:"reason"`
+	// Daemon is the owner that holds the run: the daemon that took a manual start or fired an
+	// every_node run (bound to it), the one that leads a scheduled run, a dags test process.
+	Daemon *string `json:"daemon"`
 }
 
 // TriggerJSON is the answer to a manual start: the run, and when something must wait for a
@@ -53,7 +56,7 @@ func runView(r store.Run) DAGRunJSON {
 	return DAGRunJSON{DAGRunID: r.RunID, DAGID: r.DAGID, LogicalDate: r.LogicalDate.UTC(), ExecutionDate: r.LogicalDate.UTC(),
 		QueuedAt: ts(r.QueuedAt), StartDate: ts(r.StartDate), EndDate: ts(r.EndDate), RunType: r.RunType.Word(),
 		State: r.State, ExternalTrigger: r.RunType == vocab.RunManual, Conf: rawConf(r.Conf), Note: strOrNil(r.Note),
-		ReasonCode: codeOrNil(r.ReasonCode), Reason: strOrNil(r.ReasonCode.Say(r.Reason))}
+		ReasonCode: codeOrNil(r.ReasonCode), Reason: strOrNil(r.ReasonCode.Say(r.Reason)), Daemon: strOrNil(r.Owner)}
 }
 
 // listRuns is GET /api/v1/dags/{dag_id}/dagRuns, newest first; dag_id "~" lists every DAG's
@@ -123,6 +126,9 @@ func runFilterOf(r *http.Request) (store.RunFilter, error) {
 	}
 	for _, t := range types {
 		f.RunTypes = append(f.RunTypes, vocab.RunType(t))
+	}
+	if f.Owners, err = listQuery(r, "daemon", nil, nil); err != nil {
+		return f, err
 	}
 	// execution_date is Airflow 2's name of the logical date: both narrow the same range.
 	for _, name := range []string{"execution_date", "logical_date"} {

@@ -28,6 +28,7 @@ type DAGJSON struct {
 	ScheduleInterval         *ScheduleJSON  `json:"schedule_interval"`
 	StartDate                *time.Time     `json:"start_date"`
 	Catchup                  bool           `json:"catchup"`
+	EveryNode                bool           `json:"every_node"`
 	MaxActiveRuns            int            `json:"max_active_runs"`
 	MaxActiveTasks           int            `json:"max_active_tasks"`
 	HasTaskConcurrencyLimits bool           `json:"has_task_concurrency_limits"`
@@ -79,7 +80,7 @@ func codeOrNil(c vocab.ReasonCode) *vocab.ReasonCode {
 
 func dagView(d *dag.DAG, row store.DAGRow) DAGJSON {
 	v := DAGJSON{DAGID: d.ID, Description: strOrNil(d.Description), FileLoc: d.File, IsPaused: row.Paused, IsActive: true,
-		Owners: []string{}, Tags: []TagJSON{}, StartDate: ts(d.StartDate), Catchup: d.Catchup, MaxActiveRuns: d.MaxActiveRuns,
+		Owners: []string{}, Tags: []TagJSON{}, StartDate: ts(d.StartDate), Catchup: d.Catchup, EveryNode: d.EveryNode, MaxActiveRuns: d.MaxActiveRuns,
 		MaxActiveTasks: d.MaxActiveTasks, Params: d.Params, ConcurrencyPolicy: d.ConcurrencyPolicy, IsJob: d.IsJob,
 		TaskIDs: []string{}}
 	if d.Owner != "" {

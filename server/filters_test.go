@@ -136,6 +136,8 @@ func TestRunAndTaskFilters(t *testing.T) {
 		{"/api/v1/dags/~/dagRuns?state=success,running&order_by=-run_id", []string{"q2", "q1", "h1"}},
 		{"/api/v1/dags/~/dagRuns?run_type=manual&order_by=run_id", []string{"h1", "q1", "q2"}},
 		{"/api/v1/dags/~/dagRuns?run_type=scheduled", nil},
+		{"/api/v1/dags/~/dagRuns?daemon=test-daemon&order_by=run_id", []string{"h1", "q1", "q2"}},
+		{"/api/v1/dags/~/dagRuns?daemon=elsewhere,nobody", nil},
 		{"/api/v1/dags/~/dagRuns?execution_date_lte=2021-01-01T00:00:00Z", []string{"h1"}},
 		{"/api/v1/dags/~/dagRuns?logical_date_gte=2021-01-01", []string{"q2", "q1"}},
 		{"/api/v1/dags/~/dagRuns?end_date_gte=2000-01-01T00:00:00%2B00:00&order_by=run_id", []string{"q1", "q2"}},

@@ -12,6 +12,7 @@ type RunFilter struct {
 	DAGID    string           // "" = every DAG
 	States   []vocab.RunState // any of
 	RunTypes []vocab.RunType  // any of
+	Owners   []string         // held by any of these owners (an every_node run's is its daemon)
 	// Time ranges, inclusive; zero = open.
 	LogicalFrom, LogicalTo time.Time
 	StartFrom, StartTo     time.Time

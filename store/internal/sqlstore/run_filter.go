@@ -35,6 +35,7 @@ func (s *DB) ListRunsWhere(ctx context.Context, f store.RunFilter) ([]store.Run,
 	}
 	in("state", vocab.Strings(f.States))
 	in("run_type", vocab.Strings(f.RunTypes))
+	in("owner", f.Owners)
 	between("logical_date", f.LogicalFrom, f.LogicalTo)
 	between("start_date", f.StartFrom, f.StartTo)
 	between("end_date", f.EndFrom, f.EndTo)
