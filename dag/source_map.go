@@ -86,7 +86,7 @@ func (ts *taskSource) field(path string) *srcField {
 		return f
 	}
 	if ts.fields == nil {
-		ts.fields = make([]srcField, 0, 4) // a task's id, its command and itself, mostly
+		ts.fields = make([]srcField, 0, 8) // a task, its id and command (keys and values), mostly
 	}
 	ts.fields = append(ts.fields, srcField{path: path})
 	switch n := len(ts.fields); {
