@@ -11,9 +11,10 @@
 // the file:line:column of the offending token, the DAG id, the task id, the field and the
 // value; a file reports at most 20, then "... and N more". Anchors, aliases and merge keys
 // (<<) are resolved. A DAG with any error is not returned. A file is refused when it is over
-// 8 MiB or about 1.5 million tokens, nests deeper than 100 levels, has a block mapping of
-// over 5,000 keys, a duplicate key, or aliases that add over 100,000 nodes or sit inside
-// their own anchor.
+// 8 MiB (it is read with that bound) or about 1.5 million tokens, nests deeper than 100
+// levels, has a mapping of over 50,000 keys (a block mapping of over 5,000), a key over 1,024
+// bytes, a duplicate key, or aliases that add over 100,000 nodes or sit inside their own
+// anchor. A folder, FIFO or device named like a DAG file is an import error.
 //
 // # Adding a task field
 //

@@ -78,6 +78,14 @@ func TestParseLimits(t *testing.T) {
 			"f.yaml:5002:3: dag f: block mapping with over 5000 keys; write a large mapping in flow style {key: value, ...}", 150},
 		{"many block mappings", manyMaps(),
 			"f.yaml:20009:5: dag f: block mappings too large together (their key counts squared add up to over 50000000); write large mappings in flow style {key: value, ...}", 150},
+		// Issue 25: a key of 7 MB, and params as one flow map of 350,000 keys (668 MiB to
+		// validate before).
+		{"7 MB key", strings.Repeat("k", 7<<20) + ": 1\ntasks: [{id: a, bash: x}]\n",
+			"f.yaml:1:1: dag f: mapping key too long: 7340032 bytes, at most 1024", 40},
+		{"7 MB explicit key", "? " + strings.Repeat("k", 7<<20) + "\n: 1\ntasks: [{id: a, bash: x}]\n",
+			"f.yaml:1:3: dag f: mapping key too long: 7340032 bytes, at most 1024", 60},
+		{"params of 350k keys in flow style", flowParams(350_000),
+			"f.yaml:1:727790: dag f: mapping with over 50000 keys", 200},
 		{"too many tokens", "params: {a: [" + strings.Repeat("1,", 1_600_000) + "1]}\n",
 			"f.yaml: dag f: file too large: about 3200009 tokens, at most 1500000", 1},
 		{"file too large", "# " + strings.Repeat("x", 9<<20) + "\n",
@@ -97,6 +105,17 @@ func TestParseLimits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// flowParams is a params map of keys keys in flow style.
+func flowParams(keys int) string {
+	var b strings.Builder
+	b.WriteString("params: {")
+	for i := range keys {
+		fmt.Fprintf(&b, "k%d: %d, ", i, i)
+	}
+	b.WriteString("}\ntasks:\n  - id: a\n    bash: x\n")
+	return b.String()
 }
 
 // manyMaps is eight block mappings of 2,500 keys: each fine alone, too costly together.

@@ -2,7 +2,6 @@ package dag
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -48,10 +47,9 @@ func Parse(path string, data []byte, opts LoadOptions) (*DAG, []*ImportError) {
 	return validated(d, errs, opts)
 }
 
-// decode builds the DAG from the file. It returns the DAG, with defaults applied, even when
-// some fields failed, so that the model checks can still report the other problems.
-func decode(path string, data []byte) (*DAG, []*ImportError) {
-	id := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+// decodeFile is decode (read_file.go) without the turn taking of big files.
+func decodeFile(path string, data []byte) (*DAG, []*ImportError) {
+	id := fileID(path)
 	f, err := yamlfile.Parse(data)
 	if err != nil {
 		e := err.(*yamlfile.Error)

@@ -57,6 +57,7 @@ func BenchmarkYAMLLibrary(b *testing.B) {
 		for _, rd := range readers {
 			b.Run(fmt.Sprintf("%s/%dk", rd.name, n/1000), func(b *testing.B) {
 				var peak, live uint64
+				b.ReportAllocs()
 				for b.Loop() {
 					p, l := heapPeak(rd.read)
 					peak, live = max(peak, p), max(live, l)

@@ -32,6 +32,9 @@ func explain(data []byte, err error) (patched []byte, unknown map[Pos]string, fe
 		e.Msg = fmt.Sprintf("nested too deeply: over %d levels", maxDepth)
 		return nil, nil, e
 	}
+	if e := longKey(data); e != nil {
+		return nil, nil, e // v3 refuses an implicit key over 1024 characters; goccy does not
+	}
 	if len(data) > maxExplainBytes {
 		return nil, nil, v3Error(err)
 	}
@@ -108,6 +111,33 @@ func patchUnknownAliases(data []byte, tokens token.Tokens) ([]byte, map[Pos]stri
 		}
 	}
 	return out, unknown
+}
+
+// longKey finds a line whose key, before its ": ", is over maxKeyBytes: the likely reason
+// why v3 refused a file (an implicit key cannot be longer, while an explicit "? key" can and
+// is checked on the tree).
+func longKey(data []byte) *Error {
+	for line, off := 1, 0; off < len(data); line++ {
+		end := len(data)
+		if i := bytes.IndexByte(data[off:], '\n'); i >= 0 {
+			end = off + i
+		}
+		text := data[off:end]
+		off = end + 1
+		if len(text) <= maxKeyBytes {
+			continue
+		}
+		start := len(text) - len(bytes.TrimLeft(text, " -?{[,"))
+		colon := bytes.Index(text[start:], []byte(": "))
+		if colon < 0 && bytes.HasSuffix(text, []byte(":")) {
+			colon = len(text) - 1 - start
+		}
+		if colon > maxKeyBytes {
+			return &Error{Line: line, Column: utf8.RuneCount(text[:start]) + 1,
+				Msg: fmt.Sprintf("mapping key too long: %d bytes, at most %d", colon, maxKeyBytes)}
+		}
+	}
+	return nil
 }
 
 var v3Line = regexp.MustCompile(`^yaml: (?:line (\d+): )?`)

@@ -24,6 +24,11 @@ const (
 	// squares of the key counts of all block mappings of a file.
 	maxBlockKeys = 5_000
 	maxBlockCost = 2 * maxBlockKeys * maxBlockKeys
+	// maxMapKeys bounds the keys of any one mapping, flow style too: a 5 MB params map of
+	// 350,000 keys passed every other limit and cost 668 MiB to read.
+	maxMapKeys = 50_000
+	// maxKeyBytes bounds a mapping key, as YAML bounds an implicit key (1024 characters).
+	maxKeyBytes = 1024
 )
 
 // checkSize refuses a file that is too large, or has too many tokens, to parse. The token
@@ -111,6 +116,12 @@ func (c *treeCheck) walk(n *yaml.Node, depth int) *Error {
 		block := n.Style&yaml.FlowStyle == 0
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, keys := n.Content[i], i/2+1
+			switch {
+			case keys > maxMapKeys:
+				return errAt(k, "mapping with over %d keys", maxMapKeys)
+			case k.Kind == yaml.ScalarNode && len(k.Value) > maxKeyBytes:
+				return errAt(k, "mapping key too long: %d bytes, at most %d", len(k.Value), maxKeyBytes)
+			}
 			if block {
 				c.cost += 2*keys - 1 // keys² so far
 				switch {

@@ -13,6 +13,7 @@ import (
 // parser, each at its position.
 func TestParseRefuses(t *testing.T) {
 	t.Parallel()
+	longKey := strings.Repeat("k", 2000)
 	flowKeys := func(n int) string {
 		var b strings.Builder
 		b.WriteString("params: {")
@@ -30,6 +31,10 @@ func TestParseRefuses(t *testing.T) {
 		{"duplicate key", "a: 1\nb: 2\na: 3\n", `3:1: mapping key "a" already defined at [1:1]`},
 		{"duplicate key in a small flow mapping", "x: {k1: 1, k2: 2, k1: 3}\n", `1:19: mapping key "k1" already defined at [1:5]`},
 		{"duplicate key in a large mapping", big + "k5: 9}\n", fmt.Sprintf(`1:%d: mapping key "k5" already defined at [1:45]`, len(big)+1)},
+		{"long implicit key", longKey + ": 1\n", "1:1: mapping key too long: 2000 bytes, at most 1024"},
+		{"long explicit key", "? " + longKey + "\n: 1\n", "1:3: mapping key too long: 2000 bytes, at most 1024"},
+		{"long flow key", "{" + longKey + ": 1}\n", "1:2: mapping key too long: 2000 bytes, at most 1024"},
+		{"flow mapping of too many keys", flowKeys(50_001), "1:727790: mapping with over 50000 keys"},
 		{"syntax", "a: [1, 2\n", "1:4: sequence end token ']' not found"},
 		{"deep", strings.Repeat("[", 101) + strings.Repeat("]", 101), "1:101: nested too deeply: over 100 levels"},
 	}
