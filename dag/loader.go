@@ -154,9 +154,6 @@ func (l *Loader) decoded(path string, now time.Time) (*DAG, []*ImportError) {
 		return c.dag, c.errs
 	}
 	d, derrs := decode(path, data)
-	if d != nil && len(derrs) == 0 {
-		d.shed(data)
-	}
 	l.files[path] = &cachedFile{size: info.Size(), mtime: info.ModTime(), sum: sum, dag: d, errs: derrs}
 	return d, derrs
 }

@@ -1,6 +1,7 @@
 package dag
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"time"
@@ -44,11 +45,32 @@ var dagFields = []subField[DAG]{
 // when there is any.
 func Parse(path string, data []byte, opts LoadOptions) (*DAG, []*ImportError) {
 	d, errs := decode(path, data)
+	if d != nil && d.src.data != nil {
+		// A clean DAG keeps the bytes to decode again for positions; the caller's may change.
+		d.src.data = bytes.Clone(data)
+	}
 	return validated(d, errs, opts)
 }
 
-// decodeFile is decode (read_file.go) without the turn taking of big files.
-func decodeFile(path string, data []byte) (*DAG, []*ImportError) {
+// decodeFile is decode (read_file.go) without the turn taking of big files. A file that
+// decodes without an error keeps its bytes (data must not change afterwards) rather than a
+// source map, which is built only by a second decode, mapped, the first time a check has an
+// error to place (lazySource): most files have none, and the map costs more than the model
+// (85 MB at 100,000 tasks). A file with errors is decoded again at once with its map, which
+// places them and marks the fields the checks must skip.
+func decodeFile(path string, data []byte, mapped bool) (*DAG, []*ImportError) {
+	d, errs := decodeOnce(path, data, mapped)
+	switch {
+	case mapped || d == nil && len(errs) == 1 && errs[0].Field == "":
+		return d, errs // mapped, or the file itself is refused (no field involved)
+	case len(errs) > 0:
+		return decodeOnce(path, data, true)
+	}
+	d.src = &lazySource{file: path, clean: true, data: data}
+	return d, nil
+}
+
+func decodeOnce(path string, data []byte, mapped bool) (*DAG, []*ImportError) {
 	id := fileID(path)
 	f, err := yamlfile.Parse(data)
 	if err != nil {
@@ -65,7 +87,10 @@ func decodeFile(path string, data []byte) (*DAG, []*ImportError) {
 			Msg: fmt.Sprintf("one DAG per file, found %d documents", len(f.Docs))}}
 	}
 	body := f.Docs[0]
-	src := newSourceMap(path)
+	var src *sourceMap // nil: no positions recorded
+	if mapped {
+		src = newSourceMap(path)
+	}
 	r := &reader{file: path, dagID: id, src: src, unknown: f.Unknown, reported: map[errKey]bool{}}
 	top := at{task: srcDAG}
 	src.put(srcDAG, "", nodePos(body))
@@ -98,7 +123,7 @@ func decodeFile(path string, data []byte) (*DAG, []*ImportError) {
 		tf := taskFieldByName[e.key]
 		switch {
 		case i < len(dagFields) && !(d.IsJob && e.key == "default_args"):
-			r.record(a.key(), e.keyN)
+			r.recordKey(a, e.keyN)
 			r.record(a, e.value)
 			if dagFields[i].read != nil && r.peek(e.value) != nil {
 				dagFields[i].read(r, e.value, a, d)

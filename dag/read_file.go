@@ -81,13 +81,16 @@ var bigDecode sync.Mutex
 
 // decode builds the DAG from the file. It returns the DAG, with defaults applied, even when
 // some fields failed, so that the model checks can still report the other problems.
-func decode(path string, data []byte) (*DAG, []*ImportError) {
+func decode(path string, data []byte) (*DAG, []*ImportError) { return decodeBig(path, data, false) }
+
+// decodeBig is decode with the source map built or not (decodeFile), big files in turn.
+func decodeBig(path string, data []byte, mapped bool) (*DAG, []*ImportError) {
 	if len(data) < bigFile {
-		return decodeFile(path, data)
+		return decodeFile(path, data, mapped)
 	}
 	bigDecode.Lock()
 	defer bigDecode.Unlock()
-	d, errs := decodeFile(path, data)
+	d, errs := decodeFile(path, data, mapped)
 	// The tree is garbage now; without a collection here the work that follows (the next
 	// file, a run) grows the heap on top of it.
 	debug.FreeOSMemory()

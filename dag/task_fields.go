@@ -144,7 +144,7 @@ func (r *reader) readTask(es []entry, base at, use fieldUse) *taskSpec {
 			r.fail(e.keyN, a, e.key, "unknown field")
 			continue
 		}
-		r.record(a.key(), e.keyN)
+		r.recordKey(a, e.keyN)
 		r.record(a, e.value)
 		if f.use&nullSets == 0 && r.peek(e.value) == nil {
 			continue
@@ -284,7 +284,7 @@ func readFields[T any](r *reader, n *yaml.Node, base at, fields []subField[T], d
 			r.fail(e.keyN, a, e.key, "unknown field")
 			continue
 		}
-		r.record(a.key(), e.keyN)
+		r.recordKey(a, e.keyN)
 		r.record(a, e.value)
 		if r.peek(e.value) != nil {
 			fields[i].read(r, e.value, a, dst)

@@ -98,8 +98,18 @@ func (r *reader) failOnce(task int, a at, value, format string, args ...any) {
 	r.failAt(p, a, value, format, args...)
 }
 
-// record remembers where the value of a field was written.
-func (r *reader) record(a at, n *yaml.Node) { r.src.put(a.task, a.path, nodePos(n)) }
+// record remembers where the value of a field was written, recordKey where its key was.
+func (r *reader) record(a at, n *yaml.Node) {
+	if r.src != nil {
+		r.src.put(a.task, a.path, nodePos(n))
+	}
+}
+
+func (r *reader) recordKey(a at, n *yaml.Node) {
+	if r.src != nil {
+		r.src.put(a.task, a.path+keySuffix, nodePos(n))
+	}
+}
 
 // resolve looks through an alias to the node holding the value. It returns nil for a null,
 // and ok=false after reporting an unknown alias.

@@ -224,7 +224,7 @@ func readMap[V any](r *reader, n *yaml.Node, a at, want string, read func(*yaml.
 	out := make(map[string]V, len(es))
 	for _, e := range es {
 		ea := a.child(e.key)
-		r.record(ea.key(), e.keyN)
+		r.recordKey(ea, e.keyN)
 		r.record(ea, e.value)
 		if r.peek(e.value) == nil {
 			r.fail(e.value, ea, "", "expected %s, got null", want)
