@@ -90,6 +90,11 @@ func decodeBig(path string, data []byte, mapped bool) (*DAG, []*ImportError) {
 	}
 	bigDecode.Lock()
 	defer bigDecode.Unlock()
+	// The loaded DAGs and the tree are most of the heap here, and the tree becomes garbage a
+	// task at a time: collect at a quarter of the live heap rather than the whole, so that
+	// the garbage does not double the peak.
+	old := debug.SetGCPercent(25)
+	defer debug.SetGCPercent(old)
 	d, errs := decodeFile(path, data, mapped)
 	// The tree is garbage now; without a collection here the work that follows (the next
 	// file, a run) grows the heap on top of it.
