@@ -43,8 +43,9 @@ type Pos struct{ Line, Column int }
 // At is where n was written.
 func At(n *yaml.Node) Pos { return Pos{n.Line, n.Column} }
 
-// maxUnknownAliases bounds the reparses that unknown aliases cost: one per name.
-const maxUnknownAliases = 20
+// maxReparses bounds the parses again after unknown aliases were replaced: goccy's tokens
+// find them all at once, so one is the rule.
+const maxReparses = 3
 
 // Parse reads data. A file over the size or token limit is refused before it is parsed, one
 // whose tree breaks a limit before it is returned; the error is an *Error.
@@ -53,8 +54,10 @@ func Parse(data []byte) (*File, error) {
 		return nil, err
 	}
 	f := &File{}
-	for range maxUnknownAliases + 1 {
-		docs, err := parse(data)
+	var err error
+	for range maxReparses + 1 {
+		var docs []*yaml.Node
+		docs, err = parse(data)
 		if err == nil {
 			if err := checkTree(docs); err != nil {
 				return nil, err
@@ -74,7 +77,7 @@ func Parse(data []byte) (*File, error) {
 		}
 		data = patched
 	}
-	return nil, &Error{Msg: fmt.Sprintf("more than %d unknown aliases", maxUnknownAliases)}
+	return nil, v3Error(err)
 }
 
 // parse reads every document of data; a document holding only null is left out.
