@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // fingerprintVersion changes whenever the encoding below does, so that an upgrade is seen as
@@ -48,15 +49,24 @@ func (t *Task) Fingerprint() string {
 			continue
 		}
 		v := f.value(s)
-		if omitEmpty && reflect.ValueOf(v).IsZero() {
+		if omitEmpty && reflect.ValueOf(v).Elem().IsZero() {
 			continue
 		}
 		b = append(b, ',', '"')
 		b = append(b, key...)
 		b = append(b, '"', ':')
-		// Marshalling plain values and maps (whose keys encoding/json sorts) cannot fail.
-		enc, _ := json.Marshal(v)
-		b = append(b, enc...)
+		switch x := v.(type) {
+		case *int:
+			b = strconv.AppendInt(b, int64(*x), 10)
+		case *time.Duration:
+			b = strconv.AppendInt(b, int64(*x), 10)
+		case *bool:
+			b = strconv.AppendBool(b, *x)
+		default:
+			// Marshalling plain values and maps (whose keys encoding/json sorts) cannot fail.
+			enc, _ := json.Marshal(v)
+			b = append(b, enc...)
+		}
 	}
 	b = append(b, '}')
 	sum := sha256.Sum256(b)

@@ -71,7 +71,7 @@ type taskField struct {
 	bit      uint64 // 1 << its index in taskFields
 	decode   func(r *reader, n *yaml.Node, a at, s *taskSpec)
 	copy     func(dst, src *taskSpec)
-	value    func(s *taskSpec) any
+	value    func(s *taskSpec) any // a pointer to where the value is kept
 }
 
 // field makes a row whose value of type V is read by read and kept where ptr says.
@@ -80,12 +80,12 @@ func field[V any](name string, use fieldUse, fp string, read func(*reader, *yaml
 		name: name, use: use, fp: fp,
 		decode: func(r *reader, n *yaml.Node, a at, s *taskSpec) { *ptr(s), _ = read(r, n, a) },
 		copy:   func(dst, src *taskSpec) { *ptr(dst) = clone(*ptr(src)) },
-		value:  func(s *taskSpec) any { return *ptr(s) },
+		value:  func(s *taskSpec) any { return ptr(s) },
 	}
 }
 
 func modelOnly[V any](fp string, ptr func(*taskSpec) *V) taskField {
-	return taskField{fp: fp, value: func(s *taskSpec) any { return *ptr(s) }}
+	return taskField{fp: fp, value: func(s *taskSpec) any { return ptr(s) }}
 }
 
 // explicitly marks a field whose zero value, when written, is kept rather than defaulted.

@@ -16,21 +16,21 @@ func sampleYAML(f *taskField) string {
 		return ""
 	}
 	switch f.value(&taskSpec{}).(type) {
-	case int:
+	case *int:
 		return "3"
-	case string:
+	case *string:
 		return "x"
-	case TriggerRule:
+	case *TriggerRule:
 		return string(AllDone)
-	case bool:
+	case *bool:
 		return "true"
-	case time.Duration:
+	case *time.Duration:
 		return "90s"
-	case []string:
+	case *[]string:
 		return "[a, b]"
-	case map[string]string:
+	case *map[string]string:
 		return "{A: b}"
-	case map[string]int:
+	case *map[string]int:
 		return "{db: 1}"
 	}
 	return ""
