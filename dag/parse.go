@@ -59,18 +59,31 @@ func Parse(path string, data []byte, opts LoadOptions) (*DAG, []*ImportError) {
 // (85 MB at 100,000 tasks). A file with errors is decoded again at once with its map, which
 // places them and marks the fields the checks must skip.
 func decodeFile(path string, data []byte, mapped bool) (*DAG, []*ImportError) {
-	d, errs := decodeOnce(path, data, mapped)
+	return decodeWith(path, data, mapped, defaultChunking)
+}
+
+// decodeWith is decodeFile with a big file's task list cut as ch says.
+func decodeWith(path string, data []byte, mapped bool, ch chunking) (*DAG, []*ImportError) {
+	d, errs := decodeOnce(path, data, mapped, ch)
 	switch {
 	case mapped || d == nil && len(errs) == 1 && errs[0].Field == "":
 		return d, errs // mapped, or the file itself is refused (no field involved)
 	case len(errs) > 0:
-		return decodeOnce(path, data, true)
+		return decodeOnce(path, data, true, ch)
 	}
 	d.src = &lazySource{file: path, clean: true, data: data}
 	return d, nil
 }
 
-func decodeOnce(path string, data []byte, mapped bool) (*DAG, []*ImportError) {
+// decodeOnce decodes data, its task list in pieces (pieces.go) when its plan holds.
+func decodeOnce(path string, data []byte, mapped bool, ch chunking) (*DAG, []*ImportError) {
+	if p, ok := planPieces(data, ch); ok {
+		if body, ok := p.header(); ok {
+			if d, errs, ok := decodeBody(path, body, nil, mapped, p); ok {
+				return d, errs
+			}
+		}
+	}
 	id := fileID(path)
 	f, err := yamlfile.Parse(data)
 	if err != nil {
@@ -86,17 +99,25 @@ func decodeOnce(path string, data []byte, mapped bool) (*DAG, []*ImportError) {
 		return nil, []*ImportError{{File: path, Line: p.Line, Column: p.Column, DAGID: id,
 			Msg: fmt.Sprintf("one DAG per file, found %d documents", len(f.Docs))}}
 	}
-	body := f.Docs[0]
+	d, errs, _ := decodeBody(path, f.Docs[0], f.Unknown, mapped, nil)
+	return d, errs
+}
+
+// decodeBody reads the body of a file; with pieces, its task list is read from them, and ok
+// is false when one of them does not hold (the file must then be parsed whole).
+func decodeBody(path string, body *yaml.Node, unknown map[yamlfile.Pos]string, mapped bool, pieces *taskPieces) (
+	_ *DAG, _ []*ImportError, ok bool) {
+	id := fileID(path)
 	var src *sourceMap // nil: no positions recorded
 	if mapped {
 		src = newSourceMap(path)
 	}
-	r := &reader{file: path, dagID: id, src: src, unknown: f.Unknown, reported: map[errKey]bool{}}
+	r := &reader{file: path, dagID: id, src: src, unknown: unknown, pieces: pieces, reported: map[errKey]bool{}}
 	top := at{task: srcDAG}
 	src.put(srcDAG, "", nodePos(body))
 	es, ok := r.mapping(body, top)
 	if !ok {
-		return nil, r.errs
+		return nil, r.errs, true
 	}
 
 	keys := make(map[string]entry, len(es))
@@ -145,15 +166,16 @@ func decodeOnce(path string, data []byte, mapped bool) (*DAG, []*ImportError) {
 		ts.t.ID = d.ID
 		src.put(0, "", src.at(srcDAG, ""))
 		d.Tasks = []*Task{r.finish(ts, ja)}
-	} else {
-		r.readTasks(d, keys)
+	} else if !r.readTasks(d, keys) {
+		return nil, nil, false
 	}
 	ApplyDefaults(d)
-	return d, r.errs
+	return d, r.errs, true
 }
 
-// readTasks decodes default_args and the task list of a (non-job) DAG.
-func (r *reader) readTasks(d *DAG, keys map[string]entry) {
+// readTasks decodes default_args and the task list of a (non-job) DAG; false when a piece of
+// the list does not hold.
+func (r *reader) readTasks(d *DAG, keys map[string]entry) bool {
 	var def *taskSpec
 	if e, ok := keys["default_args"]; ok {
 		da := at{task: srcDefaultArgs, show: "default_args"}
@@ -162,7 +184,23 @@ func (r *reader) readTasks(d *DAG, keys map[string]entry) {
 	}
 	e, ok := keys["tasks"]
 	if !ok {
-		return
+		return true
+	}
+	if p := r.pieces; p != nil {
+		// The list starts at its first '-', as the whole parse places it.
+		r.src.put(srcDAG, "tasks", srcPos{p.lines[0], p.col})
+		d.Tasks = make([]*Task, 0, len(p.starts))
+		for k := range p.count() {
+			items, ok := p.piece(k)
+			if !ok {
+				return false
+			}
+			for i, item := range items {
+				r.readItem(d, len(d.Tasks), item, def)
+				items[i] = nil
+			}
+		}
+		return true
 	}
 	items, _ := r.sequence(e.value, at{task: srcDAG, path: "tasks"})
 	d.Tasks = make([]*Task, 0, len(items))
@@ -172,6 +210,7 @@ func (r *reader) readTasks(d *DAG, keys map[string]entry) {
 		// the tree shrinks as the model grows: the peak is not the two together.
 		items[i] = nil
 	}
+	return true
 }
 
 // readItem decodes item i of the task list.

@@ -18,6 +18,7 @@ type reader struct {
 	errs    []*ImportError
 	src     *sourceMap
 	unknown map[yamlfile.Pos]string // aliases naming no anchor (yamlfile.File.Unknown)
+	pieces  *taskPieces             // the task list, when it is parsed in pieces
 	// reported dedupes the errors of inherited fields, reported once under default_args.
 	reported map[errKey]bool
 }

@@ -31,10 +31,10 @@ const (
 	maxKeyBytes = 1024
 )
 
-// checkSize refuses a file that is too large, or has too many tokens, to parse. The token
+// CheckSize refuses a file that is too large, or has too many tokens, to parse. The token
 // estimate counts the starts of words and the indicator bytes that make tokens of their own; a
 // quoted string containing them counts more than it holds, so the bound errs on the safe side.
-func checkSize(data []byte) *Error {
+func CheckSize(data []byte) *Error {
 	if len(data) > MaxFileBytes {
 		return TooLarge(int64(len(data)))
 	}
@@ -72,30 +72,39 @@ func errAt(n *yaml.Node, format string, args ...any) *Error {
 
 // treeCheck walks the documents in file order, as the tokens were written.
 type treeCheck struct {
-	cost int
-	dup  *Error // the first duplicate key, reported if no limit is broken
+	cost    int
+	dup     *Error // the first duplicate key, reported if no limit is broken
+	anchors bool   // an anchor or an alias was seen
 }
 
-// checkTree checks the limits on the documents, then the first duplicate key, then aliases.
-func checkTree(docs []*yaml.Node) *Error {
-	c := &treeCheck{}
+// checkTree checks the limits on the documents, then the first duplicate key, then aliases,
+// and tells whether the documents hold anchors or aliases. The cost goes on from part's.
+func checkTree(docs []*yaml.Node, part *Check) (anchors bool, err *Error) {
+	c := &treeCheck{cost: part.cost}
 	for _, d := range docs {
-		if err := c.walk(d, 1); err != nil {
-			return err
+		if err := c.walk(d, 1+part.Depth); err != nil {
+			return false, err
 		}
 	}
+	part.cost = c.cost
 	if c.dup != nil {
-		return c.dup
+		return false, c.dup
+	}
+	if !c.anchors {
+		return false, nil
 	}
 	for _, d := range docs {
 		if err := checkAliases(d); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return nil
+	return true, nil
 }
 
 func (c *treeCheck) walk(n *yaml.Node, depth int) *Error {
+	if n.Anchor != "" || n.Kind == yaml.AliasNode {
+		c.anchors = true
+	}
 	switch n.Kind {
 	case yaml.SequenceNode:
 		if depth > maxDepth {

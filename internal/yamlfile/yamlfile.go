@@ -35,6 +35,14 @@ type File struct {
 	// name they gave. Each was read as a plain scalar (its '*' taken for another character) so
 	// that the rest of the file could be read; the reader reports them where it meets them.
 	Unknown map[Pos]string
+	// Anchors tells whether the file defines an anchor or uses an alias.
+	Anchors bool
+}
+
+// Check carries the limits over the parts of one file parsed apart (ParsePart).
+type Check struct {
+	Depth int // levels above each part's root in the file
+	cost  int // the block mappings' cost so far
 }
 
 // Pos is a 1-based line and column.
@@ -49,8 +57,14 @@ const maxReparses = 3
 
 // Parse reads data. A file over the size or token limit is refused before it is parsed, one
 // whose tree breaks a limit before it is returned; the error is an *Error.
-func Parse(data []byte) (*File, error) {
-	if err := checkSize(data); err != nil {
+func Parse(data []byte) (*File, error) { return ParsePart(data, &Check{}) }
+
+// ParsePart is Parse of a part of a file (a piece of dag's task list), whose limits add up
+// with the other parts' in c: the nesting depth counts from c.Depth, the block mappings' cost
+// goes on from the parts before. A part counts its own root sequence into the cost, so parts
+// cost a little more than their file, never less.
+func ParsePart(data []byte, c *Check) (*File, error) {
+	if err := CheckSize(data); err != nil {
 		return nil, err
 	}
 	f := &File{}
@@ -59,10 +73,11 @@ func Parse(data []byte) (*File, error) {
 		var docs []*yaml.Node
 		docs, err = parse(data)
 		if err == nil {
-			if err := checkTree(docs); err != nil {
+			anchors, err := checkTree(docs, c)
+			if err != nil {
 				return nil, err
 			}
-			f.Docs = docs
+			f.Docs, f.Anchors = docs, anchors
 			return f, nil
 		}
 		patched, unknown, ferr := explain(data, err)
