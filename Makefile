@@ -66,7 +66,8 @@ bench-large:
 # the incremental queue against it) at 20,000 runs of 100 steps each instead of 2,000 of 30.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./dag/
-	$(GO) test -run '^$$' -fuzz FuzzChunkedDecode -fuzztime 30s ./dag/
+	$(GO) test -run '^$$' -fuzz FuzzPieces -fuzztime 30s ./dag/
+	$(GO) test -run '^$$' -fuzz FuzzYAMLFile -fuzztime 30s ./internal/yamlfile/
 	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 30s ./config/
 	$(GO) test -run '^$$' -fuzz FuzzRule -fuzztime 30s ./rules/
 	$(GO) test -count=1 -run 'Model|QueueMatches' ./pools/ -rapid.checks=20000 -rapid.steps=100

@@ -86,6 +86,26 @@ func TestDagsValidate(t *testing.T) {
 	}
 }
 
+// TestDagsValidateFileAgreesWithTheDaemon (issue 25): a file whose dag_id an earlier file of
+// the DAGs folder defines passed `dags validate FILE`, while the daemon refuses it.
+func TestDagsValidateFileAgreesWithTheDaemon(t *testing.T) {
+	t.Parallel()
+	p := newProject(t, poolsYAML, map[string]string{
+		"a.yaml": "dag_id: etl\ntasks:\n  - {id: a, bash: echo}\n",
+		"b.yaml": "dag_id: etl\ntasks:\n  - {id: b, bash: echo}\n",
+	})
+	want := filepath.Join(p.dags, "b.yaml") + ":1:9: dag etl: dag_id: dag etl is already defined in " + filepath.Join(p.dags, "a.yaml")
+	for _, args := range [][]string{{"dags", "validate"}, {"dags", "validate", filepath.Join(p.dags, "b.yaml")}} {
+		out, errOut, code := p.run(args...)
+		if code != ExitFailed || !strings.Contains(errOut, want) {
+			t.Errorf("%v: exit %d, want 1 and %s\n%s%s", args, code, want, out, errOut)
+		}
+	}
+	if out, errOut, code := p.run("dags", "validate", filepath.Join(p.dags, "a.yaml")); code != 0 {
+		t.Errorf("validate a.yaml: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
 func TestDagsTestJSON(t *testing.T) {
 	t.Parallel()
 	p := newProject(t, poolsYAML, map[string]string{

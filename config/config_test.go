@@ -279,3 +279,18 @@ func TestParseAllowedHosts(t *testing.T) {
 		})
 	}
 }
+
+// TestParseAliasesNotSupported: an alias is refused where a value is read, whether its anchor
+// exists or not (the parser stops at an unknown one; internal/yamlfile reads past it).
+func TestParseAliasesNotSupported(t *testing.T) {
+	t.Parallel()
+	tests := map[string]string{
+		"state: {path: *x}\n": "c.yaml:1:15: state.path: want a string, got an alias (not supported)",
+		"pools:\n  db: *z\n":  "c.yaml:2:7: pools.db: want a number of slots, -1 for unlimited, or remainder, got an alias (not supported)",
+	}
+	for src, want := range tests {
+		if _, err := Parse("c.yaml", []byte(src)); err == nil || err.Error() != want {
+			t.Errorf("%q: error %v, want %s", src, err, want)
+		}
+	}
+}

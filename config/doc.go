@@ -2,8 +2,9 @@
 // (§6) and the API token. It is its own package because pools, rules and the daemon all
 // consume it, and neither pools nor rules should depend on the other.
 //
-// The file is read through the YAML AST (goccy/go-yaml) rather than decoded into structs, so
-// every error names file:line:column and the dotted field, e.g.
+// The file is parsed by internal/yamlfile, the DAG files' parser and limits, and its nodes
+// walked rather than decoded into structs, so every error names file:line:column and the
+// dotted field, e.g.
 //
 //	poolflow.yaml:4:3: pools.warehouse.ordering: invalid value "x" (want strict or backfill)
 //

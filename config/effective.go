@@ -163,7 +163,7 @@ func (e *Effective) Options() dag.LoadOptions { return dag.LoadOptions{Pools: e.
 // registered from Go.
 type Sources struct {
 	Dir    string
-	Files  []string // when set, these files instead of Dir (and no Go DAGs)
+	Files  []string // when set, only these files, checked as in Dir (no Go DAGs)
 	GoDAGs []*dag.DAG
 	// Loader keeps decoded files between calls (the daemon's); nil decodes every file.
 	Loader *dag.Loader
@@ -187,7 +187,7 @@ func Validate(src Sources, eff *Effective) Validation {
 		loader = &dag.Loader{}
 	}
 	if len(src.Files) > 0 {
-		out.DAGs, out.Errors = loader.LoadFiles(src.Files, opts)
+		out.DAGs, out.Errors = loader.LoadFiles(src.Dir, src.Files, opts)
 		return out
 	}
 	byID := map[string]bool{}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -8,10 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
+	"go.yaml.in/yaml/v3"
 
+	"github.com/poolflow/poolflow/internal/yamlfile"
 	"github.com/poolflow/poolflow/pools"
 )
 
@@ -38,7 +38,7 @@ type Positioned interface {
 
 // ParseWith is Parse with opts.
 func ParseWith(path string, data []byte, opts Options) (*Config, error) {
-	r := &reader{file: path, poolPos: map[string]map[string]pos{}}
+	r := &reader{file: path, data: data, poolPos: map[string]map[string]pos{}}
 	c := &Config{File: path, MaxRunning: DefaultMaxRunning}
 	root, err := r.document(data)
 	if err != nil {
@@ -96,7 +96,10 @@ type pos struct{ line, col int }
 
 type reader struct {
 	file string
-	errs []*Error
+	data []byte
+	// unknown are the aliases that name no anchor (yamlfile.File.Unknown), read as scalars.
+	unknown map[yamlfile.Pos]string
+	errs    []*Error
 	// badMaxRunning is set when max_running did not parse: a remainder computed from it is
 	// meaningless.
 	badMaxRunning bool
@@ -136,75 +139,42 @@ func (r *reader) specErrors(err error) []*Error {
 }
 
 // document parses the YAML and returns its one document's body, nil when there is none.
-func (r *reader) document(data []byte) (node ast.Node, err error) {
-	defer func() {
-		// The YAML library is third-party code fed arbitrary files: a panic there is a parse
-		// error here, not a crash of the daemon.
-		if p := recover(); p != nil {
-			node, err = nil, joinErrors([]*Error{{File: r.file, Msg: fmt.Sprintf("invalid YAML: %v", p)}})
-		}
-	}()
-	f, err := parser.ParseBytes(data, 0)
+func (r *reader) document(data []byte) (*yaml.Node, error) {
+	f, err := yamlfile.Parse(data)
 	if err != nil {
-		e := &Error{File: r.file, Msg: err.Error()}
-		var ye yaml.Error
-		if errors.As(err, &ye) {
-			e.Msg = ye.GetMessage()
-			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-				e.Line, e.Column = tk.Position.Line, tk.Position.Column
-			}
-		}
-		return nil, joinErrors([]*Error{e})
+		e := err.(*yamlfile.Error)
+		return nil, joinErrors([]*Error{{File: r.file, Line: e.Line, Column: e.Column, Msg: e.Msg}})
 	}
-	var body ast.Node
-	for _, d := range f.Docs {
-		b := unwrap(d.Body)
-		if b == nil {
-			continue
-		}
-		if body != nil {
-			r.fail(position(b, pos{}), "", "only one YAML document is allowed")
-			return nil, joinErrors(r.errs)
-		}
-		body = b
+	r.unknown = f.Unknown
+	switch len(f.Docs) {
+	case 0:
+		return nil, nil
+	case 1:
+		return f.Docs[0], nil
 	}
-	return body, nil
+	r.fail(position(f.Docs[1], pos{}), "", "only one YAML document is allowed")
+	return nil, joinErrors(r.errs)
 }
 
-// unwrap looks through tags, anchors and comments to the value node; nil for no value.
-func unwrap(n ast.Node) ast.Node {
-	for {
-		switch v := n.(type) {
-		case nil:
-			return nil
-		case *ast.TagNode:
-			n = v.Value
-		case *ast.AnchorNode:
-			n = v.Value
-		case *ast.CommentGroupNode:
-			return nil
-		default:
-			return n
+// unwrap returns n, nil for no value, and an alias node for an alias that names no anchor
+// (aliases are not supported here, known or not).
+func (r *reader) unwrap(n *yaml.Node) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	if n.Kind == yaml.ScalarNode && r.unknown != nil {
+		if name, ok := r.unknown[yamlfile.At(n)]; ok {
+			return &yaml.Node{Kind: yaml.AliasNode, Value: name, Line: n.Line, Column: n.Column}
 		}
 	}
+	return n
 }
 
-func position(n ast.Node, fallback pos) pos {
-	switch v := n.(type) {
-	case nil:
+func position(n *yaml.Node, fallback pos) pos {
+	if n == nil || n.Line <= 0 {
 		return fallback
-	case *ast.MappingNode:
-		// A block mapping's own token is not where it starts: its first key is.
-		if len(v.Values) > 0 && !v.IsFlowStyle {
-			return position(v.Values[0].Key, fallback)
-		}
-	case *ast.MappingValueNode:
-		return position(v.Key, fallback)
 	}
-	if tk := n.GetToken(); tk != nil && tk.Position != nil && tk.Position.Line > 0 {
-		return pos{tk.Position.Line, tk.Position.Column}
-	}
-	return fallback
+	return pos{n.Line, n.Column}
 }
 
 // field is one key: value of a mapping being read.
@@ -212,34 +182,31 @@ type field struct {
 	key   string
 	path  string // dotted path for messages
 	at    pos    // the key
-	value ast.Node
+	value *yaml.Node
 }
 
 func (f field) valuePos() pos { return position(f.value, f.at) }
 
 // fields lists a mapping's entries; a missing or null value is an empty mapping. Unknown
 // keys are reported against allowed and left out.
-func (r *reader) fields(n ast.Node, path string, fallback pos, allowed ...string) []field {
-	var mvs []*ast.MappingValueNode
-	switch v := unwrap(n).(type) {
-	case nil, *ast.NullNode:
+func (r *reader) fields(n *yaml.Node, path string, fallback pos, allowed ...string) []field {
+	n = r.unwrap(n)
+	switch {
+	case yamlfile.IsNull(n):
 		return nil
-	case *ast.MappingNode:
-		mvs = v.Values
-	case *ast.MappingValueNode:
-		mvs = []*ast.MappingValueNode{v}
-	default:
-		r.bad(field{path: path, at: position(v, fallback), value: v}, "a mapping")
+	case n.Kind != yaml.MappingNode:
+		r.bad(field{path: path, at: position(n, fallback), value: n}, "a mapping")
 		return nil
 	}
-	out := make([]field, 0, len(mvs))
-	for _, mv := range mvs {
-		f := field{key: keyText(mv.Key), at: position(mv.Key, fallback), value: unwrap(mv.Value)}
+	out := make([]field, 0, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := r.unwrap(n.Content[i])
+		f := field{key: k.Value, at: position(k, fallback), value: r.unwrap(n.Content[i+1])}
 		f.path = f.key
 		if path != "" {
 			f.path = path + "." + f.key
 		}
-		if allowed != nil && !contains(allowed, f.key) {
+		if allowed != nil && !slices.Contains(allowed, f.key) {
 			r.fail(f.at, f.path, "unknown field (want one of %s)", strings.Join(allowed, ", "))
 			continue
 		}
@@ -248,60 +215,39 @@ func (r *reader) fields(n ast.Node, path string, fallback pos, allowed ...string
 	return out
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func keyText(k ast.MapKeyNode) string {
-	switch v := unwrap(k).(type) {
-	case nil:
+// tag is the type of a scalar (!!str, !!int, ...); "" for anything else.
+func tag(n *yaml.Node) string {
+	if n == nil || n.Kind != yaml.ScalarNode {
 		return ""
-	case *ast.StringNode:
-		return v.Value
-	default:
-		if tk := v.GetToken(); tk != nil {
-			return tk.Value
-		}
-		return v.String()
 	}
+	return yamlfile.Tag(n)
 }
 
 // describe names a node's kind for "want X, got Y" messages.
-func describe(n ast.Node) string {
-	switch v := n.(type) {
-	case nil:
+func describe(n *yaml.Node) string {
+	switch {
+	case yamlfile.IsNull(n):
 		return "nothing"
-	case *ast.MappingNode, *ast.MappingValueNode:
+	case n.Kind == yaml.MappingNode:
 		return "a mapping"
-	case *ast.SequenceNode:
+	case n.Kind == yaml.SequenceNode:
 		return "a list"
-	case *ast.NullNode:
-		return "nothing"
-	case *ast.AliasNode:
+	case n.Kind == yaml.AliasNode:
 		return "an alias (not supported)"
-	case *ast.StringNode:
-		return strconv.Quote(v.Value)
-	case *ast.LiteralNode:
-		return strconv.Quote(v.Value.Value)
-	default:
-		if tk := n.GetToken(); tk != nil {
-			return tk.Value
-		}
-		return n.Type().String()
 	}
+	switch tag(n) {
+	case "!!str", "!!timestamp", "!!binary":
+		return strconv.Quote(n.Value)
+	}
+	return n.Value
 }
 
 // bad reports a value of the wrong kind.
 func (r *reader) bad(f field, want string) {
-	switch f.value.(type) {
-	case nil, *ast.NullNode:
+	switch {
+	case yamlfile.IsNull(f.value):
 		r.fail(f.valuePos(), f.path, "missing value (want %s)", want)
-	case *ast.MappingNode, *ast.MappingValueNode, *ast.SequenceNode, *ast.AliasNode:
+	case f.value.Kind != yaml.ScalarNode:
 		r.fail(f.valuePos(), f.path, "want %s, got %s", want, describe(f.value))
 	default:
 		r.fail(f.valuePos(), f.path, "invalid value %s (want %s)", describe(f.value), want)
@@ -309,17 +255,9 @@ func (r *reader) bad(f field, want string) {
 }
 
 func (r *reader) int(f field, want string) (int, bool) {
-	if v, ok := f.value.(*ast.IntegerNode); ok {
-		switch n := v.Value.(type) {
-		case int64:
-			if int64(int(n)) == n {
-				return int(n), true
-			}
-		case uint64:
-			if n <= uint64(^uint(0)>>1) {
-				return int(n), true
-			}
-		}
+	var v int
+	if tag(f.value) == "!!int" && f.value.Decode(&v) == nil {
+		return v, true
 	}
 	r.bad(f, want)
 	return 0, false
@@ -328,23 +266,20 @@ func (r *reader) int(f field, want string) (int, bool) {
 // str reads a scalar as text: a number or boolean where text is wanted (an API token, a pool
 // named 2024) is taken as written; a null is "".
 func (r *reader) str(f field) (string, bool) {
-	switch v := f.value.(type) {
-	case nil, *ast.NullNode:
+	switch {
+	case yamlfile.IsNull(f.value):
 		return "", true
-	case *ast.StringNode:
-		return v.Value, true
-	case *ast.LiteralNode:
-		return v.Value.Value, true
-	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode:
-		return v.GetToken().Value, true
+	case f.value.Kind == yaml.ScalarNode:
+		return f.value.Value, true
 	}
 	r.bad(f, "a string")
 	return "", false
 }
 
 func (r *reader) bool(f field) (bool, bool) {
-	if v, ok := f.value.(*ast.BoolNode); ok {
-		return v.Value, true
+	var b bool
+	if tag(f.value) == "!!bool" && f.value.Decode(&b) == nil {
+		return b, true
 	}
 	r.bad(f, "true or false")
 	return false, false
@@ -354,8 +289,8 @@ func (r *reader) bool(f field) (bool, bool) {
 func (r *reader) duration(f field) (time.Duration, bool) {
 	const want = "a duration such as 30s or 10m, or integer seconds"
 	var d time.Duration
-	switch v := f.value.(type) {
-	case *ast.IntegerNode:
+	switch tag(f.value) {
+	case "!!int":
 		secs, ok := r.int(f, want)
 		if !ok {
 			return 0, false
@@ -365,10 +300,10 @@ func (r *reader) duration(f field) (time.Duration, bool) {
 			return 0, false
 		}
 		d = time.Duration(secs) * time.Second
-	case *ast.StringNode:
+	case "!!str", "!!timestamp":
 		var err error
-		if d, err = time.ParseDuration(v.Value); err != nil {
-			r.fail(f.valuePos(), f.path, "invalid value %q (want %s)", v.Value, want)
+		if d, err = time.ParseDuration(f.value.Value); err != nil {
+			r.fail(f.valuePos(), f.path, "invalid value %q (want %s)", f.value.Value, want)
 			return 0, false
 		}
 	default:
@@ -380,4 +315,21 @@ func (r *reader) duration(f field) (time.Duration, bool) {
 		return 0, false
 	}
 	return d, true
+}
+
+// blockStart is where the text of a literal or folded scalar (`|`, `>`) begins: the first
+// line after its indicator that holds something, at its indentation.
+func (r *reader) blockStart(n *yaml.Node) pos {
+	line, off := 1, 0
+	for off < len(r.data) {
+		end := len(r.data)
+		if i := bytes.IndexByte(r.data[off:], '\n'); i >= 0 {
+			end = off + i
+		}
+		if text := r.data[off:end]; line > n.Line && len(bytes.TrimSpace(text)) > 0 {
+			return pos{line, len(text) - len(bytes.TrimLeft(text, " ")) + 1}
+		}
+		off, line = end+1, line+1
+	}
+	return pos{n.Line, n.Column}
 }

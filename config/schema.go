@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/goccy/go-yaml/ast"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/poolflow/poolflow/internal/yamlfile"
 
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/vocab"
@@ -12,7 +14,7 @@ import (
 
 // The shape of poolflow.yaml (§4.1, §6).
 
-func (r *reader) root(n ast.Node, c *Config) []pools.Spec {
+func (r *reader) root(n *yaml.Node, c *Config) []pools.Spec {
 	var specs []pools.Spec
 	for _, f := range r.fields(n, "", pos{1, 1}, "state", "store", "max_running", "pools", "rules", "api", "server") {
 		switch f.key {
@@ -67,9 +69,7 @@ func (r *reader) pool(f field) (pools.Spec, bool) {
 	s := pools.Spec{Name: f.key, Source: "file", Line: f.at.line, Column: f.at.col}
 	at := map[string]pos{"name": f.at}
 	r.poolPos[f.key] = at
-	switch f.value.(type) {
-	case *ast.MappingNode, *ast.MappingValueNode:
-	default:
+	if f.value == nil || f.value.Kind != yaml.MappingNode {
 		at["slots"] = f.valuePos()
 		return s, r.slots(f, &s)
 	}
@@ -114,7 +114,7 @@ func (r *reader) pool(f field) (pools.Spec, bool) {
 }
 
 func (r *reader) slots(f field, s *pools.Spec) bool {
-	if v, ok := f.value.(*ast.StringNode); ok && v.Value == "remainder" {
+	if tag(f.value) == "!!str" && f.value.Value == "remainder" {
 		s.Remainder = true
 		return true
 	}
@@ -124,12 +124,12 @@ func (r *reader) slots(f field, s *pools.Spec) bool {
 }
 
 func (r *reader) rules(f field) []RuleSpec {
-	var items []ast.Node
-	switch v := f.value.(type) {
-	case nil, *ast.NullNode:
+	var items []*yaml.Node
+	switch {
+	case yamlfile.IsNull(f.value):
 		return nil
-	case *ast.SequenceNode:
-		items = v.Values
+	case f.value.Kind == yaml.SequenceNode:
+		items = f.value.Content
 	default:
 		r.bad(f, "a list of rules")
 		return nil
@@ -137,11 +137,9 @@ func (r *reader) rules(f field) []RuleSpec {
 	var out []RuleSpec
 	for i, item := range items {
 		path := fmt.Sprintf("%s[%d]", f.path, i)
-		node := unwrap(item)
+		node := r.unwrap(item)
 		at := position(node, f.at)
-		switch node.(type) {
-		case *ast.MappingNode, *ast.MappingValueNode:
-		default:
+		if node.Kind != yaml.MappingNode {
 			r.bad(field{path: path, at: at, value: node}, "a rule mapping")
 			continue
 		}
@@ -157,8 +155,8 @@ func (r *reader) rules(f field) []RuleSpec {
 			case "when":
 				rule.When, _ = r.str(g)
 				wp := g.valuePos()
-				if lit, ok := g.value.(*ast.LiteralNode); ok {
-					wp = position(lit.Value, wp) // the expression, not the | or > indicator
+				if g.value != nil && g.value.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+					wp = r.blockStart(g.value) // the expression, not the | or > indicator
 				}
 				rule.WhenLine, rule.WhenColumn = wp.line, wp.col
 			case "pool":
@@ -184,17 +182,16 @@ func (r *reader) rules(f field) []RuleSpec {
 
 // hosts reads server.allowed_hosts: a list of host names, each optionally with a port.
 func (r *reader) hosts(f field) []string {
-	seq, ok := f.value.(*ast.SequenceNode)
-	if !ok {
-		if _, null := f.value.(*ast.NullNode); f.value == nil || null {
-			return nil
-		}
+	switch {
+	case yamlfile.IsNull(f.value):
+		return nil
+	case f.value.Kind != yaml.SequenceNode:
 		r.bad(f, "a list of host names")
 		return nil
 	}
 	var out []string
-	for i, item := range seq.Values {
-		g := field{path: fmt.Sprintf("%s[%d]", f.path, i), at: position(item, f.at), value: unwrap(item)}
+	for i, item := range f.value.Content {
+		g := field{path: fmt.Sprintf("%s[%d]", f.path, i), at: position(item, f.at), value: r.unwrap(item)}
 		h, ok := r.str(g)
 		switch {
 		case !ok:

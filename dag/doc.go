@@ -5,14 +5,37 @@
 // # Loading
 //
 // [Parse] reads one YAML file and [LoadDir] every *.yaml / *.yml file of a folder; a [Loader]
-// does the same repeatedly, decoding only the files that changed. The YAML is walked as an AST
-// (goccy/go-yaml) rather than decoded into structs, so that every problem of a file is reported
-// at once, each as an [ImportError] carrying the file:line:column of the offending token, the
-// DAG id, the task id, the field and the value; a file reports at most 20, then "... and N
-// more". Anchors, aliases and merge keys (<<) are resolved. A DAG with any error is not
-// returned. A file is refused before it is parsed when it is over 8 MiB or about 1.5 million
-// tokens, nests deeper than 100 levels, has a block mapping of over 5,000 keys, or aliases
-// that add over 100,000 nodes or sit inside their own anchor (see limits.go).
+// does the same repeatedly, decoding only the files that changed. The file is parsed by
+// go.yaml.in/yaml/v3 (internal/yamlfile, which also checks the limits) and its nodes walked
+// once, so that every problem of a file is reported at once, each as an [ImportError] carrying
+// the file:line:column of the offending token, the DAG id, the task id, the field and the
+// value; a file reports at most 20, then "... and N more". Anchors, aliases and merge keys
+// (<<) are resolved. A DAG with any error is not returned. A file is refused when it is over
+// 8 MiB (it is read with that bound) or about 1.5 million tokens, nests deeper than 100
+// levels, has a mapping of over 50,000 keys (a block mapping of over 5,000), a key over 1,024
+// bytes, a duplicate key, or aliases that add over 100,000 nodes or sit inside their own
+// anchor. A folder, FIFO or device named like a DAG file is an import error.
+//
+// # Adding a task field
+//
+// The task fields are one table, taskFields (task_fields.go). A new field costs these edits
+// in dag/, and nothing else there:
+//
+//  1. model.go: the field of [Task], e.g. `Team string`.
+//  2. task_fields.go: its row, e.g.
+//     `field("team", all, "Team,omitempty", (*reader).str, func(s *taskSpec) *string { return &s.t.Team })`:
+//     the YAML key; where it may be written (all = tasks, default_args and jobs; add
+//     notApproval when an approval gate must not take it from default_args); its key in the
+//     fingerprint, with ",omitempty" so that the tasks that do not set it keep theirs ("" when
+//     it does not change how a task runs); how its value is read (str, integer, boolean,
+//     duration, strList, strMap, intMap, or a method of its own); where it is kept.
+//  3. validate.go, only when its values need a check beyond their type (a name that must
+//     exist, a number that must be positive).
+//
+// The unknown-field check, default_args inheritance, the job form, the approval skips and the
+// fingerprint follow from the row (TestEveryTaskFieldIsDrivenByTheTable); outside dag/, the
+// list of docs/design.md is regenerated with `go test ./dag/ -run TestDesignDocListsTaskFields
+// -update`, and SPEC §2.1 names the field.
 //
 // Choices made where SPEC §2 is silent:
 //   - Top-level keys starting with "x-" are ignored, as Compose's extension fields: a place to

@@ -4,7 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -19,49 +22,53 @@ const fingerprintVersion = 1
 // across reloads to find changed tasks (§3.5). A Go function is represented only by the kind:
 // functions cannot be compared. Call it on a task with defaults applied.
 func (t *Task) Fingerprint() string {
-	// Empty and absent mean the same; so must their encodings.
-	var deps []string
-	if len(t.DependsOn) > 0 {
-		deps = slices.Sorted(slices.Values(t.DependsOn))
+	// The JSON object of the fields of taskFields that have a key, in table order, as
+	// encoding/json writes a struct of them; a key marked ",omitempty" (every field added
+	// since) is left out when zero, so that adding a field does not change the fingerprint of
+	// the tasks that do not set it. Empty and absent mean the same; so must their encodings,
+	// and the order of depends_on does not matter.
+	s := &taskSpec{t: *t}
+	if len(s.t.DependsOn) > 0 {
+		s.t.DependsOn = slices.Sorted(slices.Values(s.t.DependsOn))
+	} else {
+		s.t.DependsOn = nil
 	}
-	env, reqs := t.Env, t.PoolRequirements
-	if len(env) == 0 {
-		env = nil
+	if len(s.t.Env) == 0 {
+		s.t.Env = nil
 	}
-	if len(reqs) == 0 {
-		reqs = nil
+	if len(s.t.PoolRequirements) == 0 {
+		s.t.PoolRequirements = nil
 	}
-	def := struct {
-		V                       int
-		ID                      string
-		Kind                    Kind
-		DependsOn               []string
-		Command                 []string
-		Bash                    string
-		Sensor                  *Sensor
-		Approval                *Approval
-		Env                     map[string]string
-		Workdir                 string
-		TriggerRule             TriggerRule
-		Retries                 int
-		RetryDelay              time.Duration
-		RetryExponentialBackoff bool
-		MaxRetryDelay           time.Duration
-		ExecutionTimeout        time.Duration
-		QueueTimeout            time.Duration
-		PoolRequirements        map[string]int
-		PriorityWeight          int
-		WeightRule              string
-		MaxActiveTIsPerDAG      int
-		MaxActiveTIsPerDAGRun   int
-	}{
-		fingerprintVersion, t.ID, t.Kind, deps, t.Command, t.Bash, t.Sensor, t.Approval, env,
-		t.Workdir, t.TriggerRule, t.Retries, t.RetryDelay, t.RetryExponentialBackoff,
-		t.MaxRetryDelay, t.ExecutionTimeout, t.QueueTimeout, reqs,
-		t.PriorityWeight, t.WeightRule, t.MaxActiveTIsPerDAG, t.MaxActiveTIsPerDAGRun,
+	b := make([]byte, 0, 512)
+	b = append(b, `{"V":`...)
+	b = strconv.AppendInt(b, fingerprintVersion, 10)
+	for i := range taskFields {
+		f := &taskFields[i]
+		key, omitEmpty := strings.CutSuffix(f.fp, ",omitempty")
+		if key == "" {
+			continue
+		}
+		v := f.value(s)
+		if omitEmpty && reflect.ValueOf(v).Elem().IsZero() {
+			continue
+		}
+		b = append(b, ',', '"')
+		b = append(b, key...)
+		b = append(b, '"', ':')
+		switch x := v.(type) {
+		case *int:
+			b = strconv.AppendInt(b, int64(*x), 10)
+		case *time.Duration:
+			b = strconv.AppendInt(b, int64(*x), 10)
+		case *bool:
+			b = strconv.AppendBool(b, *x)
+		default:
+			// Marshalling plain values and maps (whose keys encoding/json sorts) cannot fail.
+			enc, _ := json.Marshal(v)
+			b = append(b, enc...)
+		}
 	}
-	// Marshalling plain values and maps (whose keys encoding/json sorts) cannot fail.
-	b, _ := json.Marshal(def)
+	b = append(b, '}')
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
 }

@@ -2,6 +2,12 @@ package dag
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -85,5 +91,84 @@ func TestFingerprintSameForYAMLAndGo(t *testing.T) {
 	g.Command("a", []string{"run", "x"}, Pools(map[string]int{"db": 1}), Retries(2))
 	if y.Tasks[0].Fingerprint() != g.Tasks[0].Fingerprint() {
 		t.Errorf("YAML %+v\nGo %+v", plain(y.Tasks[0]), plain(g.Tasks[0]))
+	}
+}
+
+// fingerprintV1 is Fingerprint as it was written before taskFields drove it: a struct of the
+// fields, marshalled whole. Fingerprints are stored with queue entries and compared across
+// reloads and upgrades, so the table must encode the same bytes.
+func fingerprintV1(t *Task) string {
+	var deps []string
+	if len(t.DependsOn) > 0 {
+		deps = slices.Sorted(slices.Values(t.DependsOn))
+	}
+	env, reqs := t.Env, t.PoolRequirements
+	if len(env) == 0 {
+		env = nil
+	}
+	if len(reqs) == 0 {
+		reqs = nil
+	}
+	def := struct {
+		V                       int
+		ID                      string
+		Kind                    Kind
+		DependsOn               []string
+		Command                 []string
+		Bash                    string
+		Sensor                  *Sensor
+		Approval                *Approval
+		Env                     map[string]string
+		Workdir                 string
+		TriggerRule             TriggerRule
+		Retries                 int
+		RetryDelay              time.Duration
+		RetryExponentialBackoff bool
+		MaxRetryDelay           time.Duration
+		ExecutionTimeout        time.Duration
+		QueueTimeout            time.Duration
+		PoolRequirements        map[string]int
+		PriorityWeight          int
+		WeightRule              string
+		MaxActiveTIsPerDAG      int
+		MaxActiveTIsPerDAGRun   int
+	}{
+		1, t.ID, t.Kind, deps, t.Command, t.Bash, t.Sensor, t.Approval, env,
+		t.Workdir, t.TriggerRule, t.Retries, t.RetryDelay, t.RetryExponentialBackoff,
+		t.MaxRetryDelay, t.ExecutionTimeout, t.QueueTimeout, reqs,
+		t.PriorityWeight, t.WeightRule, t.MaxActiveTIsPerDAG, t.MaxActiveTIsPerDAGRun,
+	}
+	b, _ := json.Marshal(def)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// TestFingerprintEncodingUnchanged holds the table-driven fingerprint to the bytes of the
+// struct it replaced, for the tasks of every example DAG and fixture and a few by hand.
+func TestFingerprintEncodingUnchanged(t *testing.T) {
+	t.Parallel()
+	tasks := []*Task{baseTask(), {ID: "empty"}, {ID: "<&>", Bash: "echo <b>", Env: map[string]string{}, DependsOn: []string{}},
+		{ID: "s", Sensor: &Sensor{HTTP: &HTTPCheck{URL: "http://x", Status: 200}, Mode: ModeReschedule}},
+		{ID: "a", Approval: &Approval{Timeout: time.Hour}, PoolRequirements: map[string]int{}}}
+	files, _ := filepath.Glob("testdata/valid/*.yaml")
+	more, _ := filepath.Glob("../dags/*.yaml")
+	for _, file := range append(files, more...) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, errs := decode(file, data)
+		if d == nil {
+			t.Fatalf("%s: %v", file, errs)
+		}
+		tasks = append(tasks, d.Tasks...)
+	}
+	if len(tasks) < 20 {
+		t.Fatalf("only %d tasks", len(tasks))
+	}
+	for _, task := range tasks {
+		if got, want := task.Fingerprint(), fingerprintV1(task); got != want {
+			t.Errorf("task %s: fingerprint %s, was %s", task.ID, got, want)
+		}
 	}
 }

@@ -43,14 +43,21 @@ func TestShedSourceMapGivesTheSamePositions(t *testing.T) {
 }
 
 // A file with a field that failed to decode keeps its map: the checks skip the bad fields.
+// One without errors keeps its bytes, and no map was built for it.
 func TestBadFieldKeepsSourceMap(t *testing.T) {
 	t.Parallel()
 	d, errs := decode("a.yaml", []byte("tasks:\n  - id: x\n    bash: echo x\n    retries: lots\n"))
 	if d == nil || len(errs) == 0 {
 		t.Fatalf("decode: %v, %v", d, errs)
 	}
-	d.shed([]byte("ignored"))
 	if d.src.m == nil || d.src.clean || !d.src.isBad(0, "retries") {
-		t.Errorf("the map of a DAG with a bad field was shed: %+v", d.src)
+		t.Errorf("the map of a DAG with a bad field was not kept: %+v", d.src)
+	}
+	if want := "a.yaml:4:14: dag a, task x: retries: expected an integer, got \"lots\""; errs[0].Error() != want {
+		t.Errorf("error %s, want %s", errs[0], want)
+	}
+	d, errs = decode("a.yaml", []byte("tasks:\n  - id: x\n    bash: echo x\n"))
+	if len(errs) > 0 || d.src.m != nil || !d.src.clean || d.src.data == nil {
+		t.Errorf("a clean DAG: errors %v, source %+v", errs, d.src)
 	}
 }

@@ -62,11 +62,13 @@ func TestParseLimits(t *testing.T) {
 		{"self alias in mapping", "tasks:\n  - &t\n    id: a\n    bash: x\n    env: *t\n",
 			"f.yaml:5:10: dag f: alias *t is inside its own anchor", 1},
 		{"deep block", strings.Repeat("- ", 30_000) + "x\n",
-			"f.yaml:1:201: dag f: nested too deeply: over 100 levels", 20},
+			"f.yaml:1:1: dag f: nested too deeply: over 100 levels", 20},
 		{"deep flow", "tasks: " + strings.Repeat("[", 30_000) + strings.Repeat("]", 30_000) + "\n",
+			"f.yaml:1:1: dag f: nested too deeply: over 100 levels", 30},
+		{"deep flow under the parser's own bound", "tasks: " + strings.Repeat("[", 5_000) + strings.Repeat("]", 5_000) + "\n",
 			"f.yaml:1:107: dag f: nested too deeply: over 100 levels", 30},
 		{"deep flow mapping", "params: " + strings.Repeat("{a: ", 30_000) + strings.Repeat("}", 30_000) + "\n",
-			"f.yaml:1:405: dag f: nested too deeply: over 100 levels", 60},
+			"f.yaml:1:1: dag f: nested too deeply: over 100 levels", 60},
 		{"deep through aliases", "x-a: &a " + strings.Repeat("[", 60) + strings.Repeat("]", 60) + "\nx-b: &b " +
 			strings.Repeat("[", 50) + "*a" + strings.Repeat("]", 50) + "\ntasks: [{id: a, bash: x, env: *b}]\n",
 			"f.yaml:2:18: dag f: nested too deeply after alias expansion: over 100 levels", 2},
@@ -76,6 +78,14 @@ func TestParseLimits(t *testing.T) {
 			"f.yaml:5002:3: dag f: block mapping with over 5000 keys; write a large mapping in flow style {key: value, ...}", 150},
 		{"many block mappings", manyMaps(),
 			"f.yaml:20009:5: dag f: block mappings too large together (their key counts squared add up to over 50000000); write large mappings in flow style {key: value, ...}", 150},
+		// Issue 25: a key of 7 MB, and params as one flow map of 350,000 keys (668 MiB to
+		// validate before).
+		{"7 MB key", strings.Repeat("k", 7<<20) + ": 1\ntasks: [{id: a, bash: x}]\n",
+			"f.yaml:1:1: dag f: mapping key too long: 7340032 bytes, at most 1024", 60},
+		{"7 MB explicit key", "? " + strings.Repeat("k", 7<<20) + "\n: 1\ntasks: [{id: a, bash: x}]\n",
+			"f.yaml:1:3: dag f: mapping key too long: 7340032 bytes, at most 1024", 60},
+		{"params of 350k keys in flow style", flowParams(350_000),
+			"f.yaml:1:727790: dag f: mapping with over 50000 keys", 200},
 		{"too many tokens", "params: {a: [" + strings.Repeat("1,", 1_600_000) + "1]}\n",
 			"f.yaml: dag f: file too large: about 3200009 tokens, at most 1500000", 1},
 		{"file too large", "# " + strings.Repeat("x", 9<<20) + "\n",
@@ -95,6 +105,17 @@ func TestParseLimits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// flowParams is a params map of keys keys in flow style.
+func flowParams(keys int) string {
+	var b strings.Builder
+	b.WriteString("params: {")
+	for i := range keys {
+		fmt.Fprintf(&b, "k%d: %d, ", i, i)
+	}
+	b.WriteString("}\ntasks:\n  - id: a\n    bash: x\n")
+	return b.String()
 }
 
 // manyMaps is eight block mappings of 2,500 keys: each fine alone, too costly together.

@@ -10,17 +10,14 @@ import (
 )
 
 // LoadDir loads every *.yaml and *.yml file of dir (not its subfolders, not dot files), in file
-// name order. A broken file does not stop the others; a dag_id already defined by an earlier
+// name order; a folder, FIFO or device named like a DAG file is an import error. A broken file does not stop the others; a dag_id already defined by an earlier
 // file is an error of the later one, which is not loaded. The DAGs come back sorted by id. To
 // load the same folder repeatedly, a [Loader] decodes only the files that changed.
 func LoadDir(dir string, opts LoadOptions) ([]*DAG, []*ImportError) {
 	return loadDir(dir, func(path string) (*DAG, []*ImportError) {
-		if info, err := os.Stat(path); err == nil && !info.Mode().IsRegular() {
-			return nil, []*ImportError{{File: path, Msg: fmt.Sprintf("read file: not a regular file (%s)", info.Mode().Type())}}
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, []*ImportError{{File: path, Msg: fmt.Sprintf("read file: %v", err)}}
+		data, _, ierr := readFile(path)
+		if ierr != nil {
+			return nil, []*ImportError{ierr}
 		}
 		return Parse(path, data, opts)
 	})
@@ -28,20 +25,29 @@ func LoadDir(dir string, opts LoadOptions) ([]*DAG, []*ImportError) {
 
 // loadDir lists the DAG files of dir and loads each with load.
 func loadDir(dir string, load func(path string) (*DAG, []*ImportError)) ([]*DAG, []*ImportError) {
+	paths, err := dagFiles(dir)
+	if err != nil {
+		return nil, []*ImportError{err}
+	}
+	return loadPaths(paths, load)
+}
+
+// dagFiles lists the *.yaml and *.yml entries of dir in name order, whatever they are, but dot
+// files (editors' backups and lock files).
+func dagFiles(dir string) ([]string, *ImportError) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, []*ImportError{{File: dir, Msg: fmt.Sprintf("read dags folder: %v", err)}}
+		return nil, &ImportError{File: dir, Msg: fmt.Sprintf("read dags folder: %v", err)}
 	}
 	var paths []string
 	for _, e := range entries {
 		ext := strings.ToLower(filepath.Ext(e.Name()))
-		// Dot files are editors' backups and lock files, not DAGs.
-		if e.IsDir() || strings.HasPrefix(e.Name(), ".") || (ext != ".yaml" && ext != ".yml") {
+		if strings.HasPrefix(e.Name(), ".") || (ext != ".yaml" && ext != ".yml") {
 			continue
 		}
 		paths = append(paths, filepath.Join(dir, e.Name()))
 	}
-	return loadPaths(paths, load)
+	return paths, nil
 }
 
 // loadPaths loads each file with load, in the given order; a dag_id already defined by an

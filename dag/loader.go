@@ -5,7 +5,8 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
-	"runtime/debug"
+	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 )
@@ -37,12 +38,6 @@ type cachedFile struct {
 // granularity of the previous one may keep both.
 const racyWindow = 2 * time.Second
 
-// bigFile is the size past which a decode is followed by a collection that returns the memory:
-// the parser's tokens and tree take about a hundred times the file's size, all garbage once
-// the DAG is built, and without it the run that follows grows the heap on top of them (a
-// 3.7 MB file of 100,000 tasks leaves about 400 MB).
-const bigFile = 1 << 20
-
 // ready makes the cache usable and returns the clock; l.mu is held.
 func (l *Loader) ready() func() time.Time {
 	if l.files == nil {
@@ -73,16 +68,64 @@ func (l *Loader) LoadDir(dir string, opts LoadOptions) ([]*DAG, []*ImportError) 
 	return dags, errs
 }
 
-// LoadFiles is LoadDir over the listed files, in the order given (`poolflow dags validate
-// FILE...`): the same decoding, validation and duplicate-id check as a folder gets.
-func (l *Loader) LoadFiles(paths []string, opts LoadOptions) ([]*DAG, []*ImportError) {
+// LoadFiles validates the listed files (`poolflow dags validate FILE...`) as LoadDir validates
+// them in dir, the DAGs folder: dir's other files are loaded too, in the folder's order, so
+// that a dag_id an earlier file defines is an error of the listed file, as in the folder. A
+// listed file outside dir comes after the folder's. Only the listed files' DAGs and errors
+// are returned. With dir "", the files are loaded on their own, in the order given.
+func (l *Loader) LoadFiles(dir string, paths []string, opts LoadOptions) ([]*DAG, []*ImportError) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.ready()
-	return loadPaths(paths, func(path string) (*DAG, []*ImportError) {
+	all, listed := paths, map[string]bool{}
+	for _, p := range paths {
+		listed[p] = true
+	}
+	if dir != "" {
+		folder, err := dagFiles(dir)
+		if err != nil {
+			return nil, []*ImportError{err}
+		}
+		all = withListed(folder, paths)
+	}
+	dags, errs := loadPaths(all, func(path string) (*DAG, []*ImportError) {
 		d, derrs := l.decoded(path, now())
 		return validated(d, derrs, opts)
 	})
+	dags = slices.DeleteFunc(dags, func(d *DAG) bool { return !listed[d.File] })
+	errs = slices.DeleteFunc(errs, func(e *ImportError) bool { return !listed[e.File] })
+	return dags, errs
+}
+
+// withListed is the folder's files with each listed file in its place, under the name it was
+// given, and the listed files outside the folder after them.
+func withListed(folder, paths []string) []string {
+	abs := func(p string) string {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return p
+		}
+		return a
+	}
+	given := map[string]string{}
+	for _, p := range paths {
+		given[abs(p)] = p
+	}
+	out := make([]string, 0, len(folder)+len(paths))
+	for _, p := range folder {
+		if g, ok := given[abs(p)]; ok {
+			p = g
+			delete(given, abs(p))
+		}
+		out = append(out, p)
+	}
+	for _, p := range paths {
+		if _, outside := given[abs(p)]; outside {
+			delete(given, abs(p))
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // decoded returns the decode result of path, from the cache when the file is unchanged.
@@ -93,19 +136,17 @@ func (l *Loader) decoded(path string, now time.Time) (*DAG, []*ImportError) {
 		return nil, []*ImportError{{File: path, Msg: fmt.Sprintf("read file: %v", err)}}
 	}
 	if !info.Mode().IsRegular() {
-		// A FIFO or a device named *.yaml would block the read forever (and the daemon's
-		// watcher with it).
 		delete(l.files, path)
-		return nil, []*ImportError{{File: path, Msg: fmt.Sprintf("read file: not a regular file (%s)", info.Mode().Type())}}
+		return nil, []*ImportError{notRegular(path, info.Mode())}
 	}
 	c := l.files[path]
 	if c != nil && c.size == info.Size() && c.mtime.Equal(info.ModTime()) && now.Sub(info.ModTime()) > racyWindow {
 		return c.dag, c.errs
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
+	data, info, ierr := readFile(path)
+	if ierr != nil {
 		delete(l.files, path)
-		return nil, []*ImportError{{File: path, Msg: fmt.Sprintf("read file: %v", err)}}
+		return nil, []*ImportError{ierr}
 	}
 	sum := sha256.Sum256(data)
 	if c != nil && bytes.Equal(c.sum[:], sum[:]) {
@@ -113,12 +154,6 @@ func (l *Loader) decoded(path string, now time.Time) (*DAG, []*ImportError) {
 		return c.dag, c.errs
 	}
 	d, derrs := decode(path, data)
-	if d != nil && len(derrs) == 0 {
-		d.shed(data)
-	}
-	if len(data) >= bigFile {
-		debug.FreeOSMemory()
-	}
 	l.files[path] = &cachedFile{size: info.Size(), mtime: info.ModTime(), sum: sum, dag: d, errs: derrs}
 	return d, derrs
 }

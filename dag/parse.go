@@ -1,14 +1,14 @@
 package dag
 
 import (
+	"bytes"
 	"fmt"
-	"path/filepath"
 	"strings"
+	"time"
 
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/lexer"
-	"github.com/goccy/go-yaml/parser"
-	"github.com/goccy/go-yaml/token"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/poolflow/poolflow/internal/yamlfile"
 )
 
 // PoolLookup tells whether a pool exists (configured or stored) and its capacity in slots;
@@ -21,76 +21,107 @@ type LoadOptions struct {
 	Pools PoolLookup
 }
 
-// dagFields are the top-level fields of a DAG file; a job also takes jobFields.
-var dagFields = fieldSet(
-	"dag_id", "description", "schedule", "start_date", "catchup", "every_node", "max_active_runs",
-	"max_active_tasks", "concurrency_policy", "tags", "owner", "params", "default_args", "tasks",
-)
+// dagFields are the fields of the top level of a DAG file other than default_args and tasks;
+// a job also takes the task fields marked inJob.
+var dagFields = []subField[DAG]{
+	// dag_id is read first, to name the DAG in every error.
+	{name: "dag_id"},
+	sub("description", (*reader).str, func(d *DAG) *string { return &d.Description }),
+	sub("schedule", (*reader).str, func(d *DAG) *string { return &d.Schedule }),
+	sub("start_date", (*reader).timestamp, func(d *DAG) *time.Time { return &d.StartDate }),
+	sub("catchup", (*reader).boolean, func(d *DAG) *bool { return &d.Catchup }),
+	sub("every_node", (*reader).boolean, func(d *DAG) *bool { return &d.EveryNode }),
+	sub("max_active_runs", (*reader).atLeastOne, func(d *DAG) *int { return &d.MaxActiveRuns }),
+	sub("max_active_tasks", (*reader).atLeastOne, func(d *DAG) *int { return &d.MaxActiveTasks }),
+	sub("concurrency_policy", (*reader).str, func(d *DAG) *string { return &d.ConcurrencyPolicy }),
+	sub("tags", (*reader).strList, func(d *DAG) *[]string { return &d.Tags }),
+	sub("owner", (*reader).str, func(d *DAG) *string { return &d.Owner }),
+	sub("params", (*reader).params, func(d *DAG) *map[string]any { return &d.Params }),
+	{name: "default_args"},
+	{name: "tasks"},
+}
 
 // Parse reads one YAML DAG file (SPEC §2.1) and validates it. The DAG id defaults to the file
 // name without extension. Every problem of the file is returned, in file order; the DAG is nil
 // when there is any.
 func Parse(path string, data []byte, opts LoadOptions) (*DAG, []*ImportError) {
 	d, errs := decode(path, data)
+	if d != nil && d.src.data != nil {
+		// A clean DAG keeps the bytes to decode again for positions; the caller's may change.
+		d.src.data = bytes.Clone(data)
+	}
 	return validated(d, errs, opts)
 }
 
-// decode builds the DAG from the file. It returns the DAG, with defaults applied, even when
-// some fields failed, so that the model checks can still report the other problems.
-func decode(path string, data []byte) (*DAG, []*ImportError) {
-	return decodeWith(path, data, defaultChunking)
+// decodeFile is decode (read_file.go) without the turn taking of big files. A file that
+// decodes without an error keeps its bytes (data must not change afterwards) rather than a
+// source map, which is built only by a second decode, mapped, the first time a check has an
+// error to place (lazySource): most files have none, and the map costs more than the model
+// (85 MB at 100,000 tasks). A file with errors is decoded again at once with its map, which
+// places them and marks the fields the checks must skip.
+func decodeFile(path string, data []byte, mapped bool) (*DAG, []*ImportError) {
+	return decodeWith(path, data, mapped, defaultChunking)
 }
 
-// decodeWith is decode with a large file's task list parsed in pieces as ch says (chunked.go).
-func decodeWith(path string, data []byte, ch chunking) (*DAG, []*ImportError) {
-	if ch.minBytes >= 0 && len(data) >= ch.minBytes && checkSize(data) == nil {
-		if plan, ok := planTasks(data); ok {
-			tp := &taskPieces{plan: plan, data: data, items: max(ch.items, 1)}
-			d, errs := decodeFrom(path, plan.header(data, tp.items), tp)
-			if tp.done && !tp.failed {
+// decodeWith is decodeFile with a big file's task list cut as ch says.
+func decodeWith(path string, data []byte, mapped bool, ch chunking) (*DAG, []*ImportError) {
+	d, errs := decodeOnce(path, data, mapped, ch)
+	switch {
+	case mapped || d == nil && len(errs) == 1 && errs[0].Field == "":
+		return d, errs // mapped, or the file itself is refused (no field involved)
+	case len(errs) > 0:
+		return decodeOnce(path, data, true, ch)
+	}
+	d.src = &lazySource{file: path, clean: true, data: data}
+	return d, nil
+}
+
+// decodeOnce decodes data, its task list in pieces (pieces.go) when its plan holds.
+func decodeOnce(path string, data []byte, mapped bool, ch chunking) (*DAG, []*ImportError) {
+	if p, ok := planPieces(data, ch); ok {
+		if body, ok := p.header(); ok {
+			if d, errs, ok := decodeBody(path, body, nil, mapped, p); ok {
 				return d, errs
 			}
 		}
 	}
-	return decodeFrom(path, data, nil)
+	id := fileID(path)
+	f, err := yamlfile.Parse(data)
+	if err != nil {
+		e := err.(*yamlfile.Error)
+		return nil, []*ImportError{{File: path, Line: e.Line, Column: e.Column, DAGID: id, Value: e.Value, Msg: e.Msg}}
+	}
+	switch len(f.Docs) {
+	case 0:
+		return nil, []*ImportError{{File: path, Line: 1, Column: 1, DAGID: id, Msg: "empty file"}}
+	case 1:
+	default:
+		p := f.Docs[1]
+		return nil, []*ImportError{{File: path, Line: p.Line, Column: p.Column, DAGID: id,
+			Msg: fmt.Sprintf("one DAG per file, found %d documents", len(f.Docs))}}
+	}
+	d, errs, _ := decodeBody(path, f.Docs[0], f.Unknown, mapped, nil)
+	return d, errs
 }
 
-// decodeFrom decodes data; with pieces, data is the file without most of its task list,
-// which pieces hands over.
-func decodeFrom(path string, data []byte, pieces *taskPieces) (*DAG, []*ImportError) {
-	id := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	src := newSourceMap(path)
-	r := newReader(path, src)
-	r.dagID = id
-	r.pieces = pieces
-	chk := &tokenCheck{}
-	if pieces != nil {
-		chk = &pieces.check
+// decodeBody reads the body of a file; with pieces, its task list is read from them, and ok
+// is false when one of them does not hold (the file must then be parsed whole).
+func decodeBody(path string, body *yaml.Node, unknown map[yamlfile.Pos]string, mapped bool, pieces *taskPieces) (
+	_ *DAG, _ []*ImportError, ok bool) {
+	id := fileID(path)
+	var src *sourceMap // nil: no positions recorded
+	if mapped {
+		src = newSourceMap(path)
 	}
-	body, anchors, err := parseYAMLWith(data, chk)
-	if pieces != nil {
-		// The pieces go on one level down; an anchor or an alias may refer across them.
-		pieces.check.base = 1
-		if err != nil || len(anchors) > 0 || len(ast.Filter(ast.AliasType, body)) > 0 {
-			pieces.failed = true
-			return nil, nil
-		}
-	}
-	if err != nil {
-		return nil, []*ImportError{syntaxError(path, id, err)}
-	}
-	if body == nil {
-		return nil, []*ImportError{{File: path, Line: 1, Column: 1, DAGID: id, Msg: "empty file"}}
-	}
-	r.anchors = anchors
+	r := &reader{file: path, dagID: id, src: src, unknown: unknown, pieces: pieces, reported: map[errKey]bool{}}
 	top := at{task: srcDAG}
 	src.put(srcDAG, "", nodePos(body))
 	es, ok := r.mapping(body, top)
 	if !ok {
-		return nil, r.errs
+		return nil, r.errs, true
 	}
 
-	keys := map[string]entry{}
+	keys := make(map[string]entry, len(es))
 	for _, e := range es {
 		keys[e.key] = e
 	}
@@ -107,199 +138,95 @@ func decodeFrom(path string, data []byte, pieces *taskPieces) (*DAG, []*ImportEr
 	var jobEntries []entry
 	for _, e := range es {
 		a := top.child(e.key)
+		i := 0
+		for i < len(dagFields) && dagFields[i].name != e.key {
+			i++
+		}
+		tf := taskFieldByName[e.key]
 		switch {
-		case dagFields[e.key] && !(d.IsJob && e.key == "default_args"):
-			r.record(a.key(), e.keyN)
+		case i < len(dagFields) && !(d.IsJob && e.key == "default_args"):
+			r.recordKey(a, e.keyN)
 			r.record(a, e.value)
+			if dagFields[i].read != nil && r.peek(e.value) != nil {
+				dagFields[i].read(r, e.value, a, d)
+			}
 		case strings.HasPrefix(e.key, "x-"):
 			// Extension fields, as in Compose files: a place for anchors, ignored otherwise.
-			continue
-		case d.IsJob && jobFields[e.key]:
+		case d.IsJob && tf != nil && tf.use&inJob != 0:
 			jobEntries = append(jobEntries, e)
-			continue
-		case jobFields[e.key] && (e.key == "command" || e.key == "bash"):
+		case e.key == "command" || e.key == "bash":
 			r.fail(e.keyN, a, e.key, "a top-level %s makes the file a job, which has no tasks", e.key)
-			continue
 		default:
 			r.fail(e.keyN, a, e.key, "unknown field")
-			continue
 		}
-		r.dagField(d, e, a)
 	}
 
 	if d.IsJob {
 		ja := at{task: 0}
-		ts := r.readTask(jobEntries, ja, jobFields)
+		ts := r.readTask(jobEntries, ja, inJob)
 		ts.t.ID = d.ID
 		src.put(0, "", src.at(srcDAG, ""))
 		d.Tasks = []*Task{r.finish(ts, ja)}
-	} else {
-		r.readTasks(d, keys)
+	} else if !r.readTasks(d, keys) {
+		return nil, nil, false
 	}
 	ApplyDefaults(d)
-	return d, r.errs
+	return d, r.errs, true
 }
 
-// parseYAML parses data into the body of its single document; nil for an empty file. The
-// limits of limits.go are checked at each stage before the next one is built.
-func parseYAML(data []byte) (body ast.Node, anchors map[string]ast.Node, err error) {
-	return parseYAMLWith(data, &tokenCheck{})
-}
-
-// parseYAMLWith is parseYAML with the token limits counted on from chk (chunked.go).
-func parseYAMLWith(data []byte, chk *tokenCheck) (body ast.Node, anchors map[string]ast.Node, err error) {
-	defer func() {
-		// The parser has panicked on malformed input before; a broken file must not stop the
-		// daemon from loading the others.
-		if p := recover(); p != nil {
-			body, anchors, err = nil, nil, fmt.Errorf("yaml parser failed: %v", p)
-		}
-	}()
-	if err := checkSize(data); err != nil {
-		return nil, nil, err
-	}
-	tokens := lexer.Tokenize(string(data))
-	if tk := tokens.InvalidToken(); tk == nil {
-		// A file with an invalid token gets the parser's message for it instead.
-		if err := chk.all(tokens); err != nil {
-			return nil, nil, err
-		}
-	}
-	f, err := parser.Parse(tokens, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	var bodies []ast.Node
-	for _, doc := range f.Docs {
-		if doc != nil && doc.Body != nil {
-			bodies = append(bodies, doc.Body)
-		}
-	}
-	switch len(bodies) {
-	case 0:
-		return nil, nil, nil
-	case 1:
-	default:
-		return nil, nil, &docError{nodePos(bodies[1]), fmt.Sprintf("one DAG per file, found %d documents", len(bodies))}
-	}
-	anchors = collectAnchors(bodies[0])
-	if err := checkAliases(bodies[0], anchors); err != nil {
-		return nil, nil, err
-	}
-	return bodies[0], anchors, nil
-}
-
-// docError is a file that parses but is not one document.
-type docError struct {
-	pos srcPos
-	msg string
-}
-
-func (e *docError) Error() string { return e.msg }
-
-// syntaxError converts a parser error, which carries the offending token.
-func syntaxError(path, id string, err error) *ImportError {
-	ie := &ImportError{File: path, DAGID: id, Msg: err.Error()}
-	switch e := err.(type) {
-	case *docError:
-		ie.Line, ie.Column = e.pos.line, e.pos.col
-	case *limitError:
-		ie.Line, ie.Column = e.pos.line, e.pos.col
-	}
-	if pe, ok := err.(interface {
-		GetMessage() string
-		GetToken() *token.Token
-	}); ok {
-		ie.Msg = pe.GetMessage()
-		if tk := pe.GetToken(); tk != nil && tk.Position != nil {
-			ie.Line, ie.Column = tk.Position.Line, tk.Position.Column
-			ie.Value = tk.Value
-		}
-	}
-	return ie
-}
-
-func (r *reader) dagField(d *DAG, e entry, a at) {
-	switch e.key {
-	case "dag_id":
-		// read first, to name the DAG in every error
-	case "description":
-		d.Description, _ = r.str(e.value, a)
-	case "schedule":
-		d.Schedule, _ = r.str(e.value, a)
-	case "start_date":
-		d.StartDate, _ = r.timestamp(e.value, a)
-	case "catchup":
-		d.Catchup, _ = r.boolean(e.value, a)
-	case "every_node":
-		d.EveryNode, _ = r.boolean(e.value, a)
-	case "max_active_runs":
-		d.MaxActiveRuns = r.atLeastOne(e.value, a)
-	case "max_active_tasks":
-		d.MaxActiveTasks = r.atLeastOne(e.value, a)
-	case "concurrency_policy":
-		d.ConcurrencyPolicy, _ = r.str(e.value, a)
-	case "tags":
-		d.Tags, _ = r.strList(e.value, a)
-	case "owner":
-		d.Owner, _ = r.str(e.value, a)
-	case "params":
-		if v, ok := r.value(e.value, a); ok && v != nil {
-			if m, isMap := v.(map[string]any); isMap {
-				d.Params = m
-			} else {
-				r.fail(e.value, a, "", "expected a mapping, got %s", describe(e.value))
-			}
-		}
-	}
-}
-
-// atLeastOne reads a limit whose zero would silently mean the default.
-func (r *reader) atLeastOne(n ast.Node, a at) int {
-	v, ok := r.integer(n, a)
-	if ok && v < 1 {
-		r.fail(n, a, scalarText(n), "must be at least 1, got %d", v)
-	}
-	return v
-}
-
-// readTasks decodes default_args and the task list of a (non-job) DAG.
-func (r *reader) readTasks(d *DAG, keys map[string]entry) {
+// readTasks decodes default_args and the task list of a (non-job) DAG; false when a piece of
+// the list does not hold.
+func (r *reader) readTasks(d *DAG, keys map[string]entry) bool {
 	var def *taskSpec
 	if e, ok := keys["default_args"]; ok {
 		da := at{task: srcDefaultArgs, show: "default_args"}
 		es, _ := r.mapping(e.value, da)
-		def = r.readTask(es, da, defaultArgFields)
+		def = r.readTask(es, da, inDefaults)
 	}
 	e, ok := keys["tasks"]
 	if !ok {
-		return
+		return true
+	}
+	if p := r.pieces; p != nil {
+		// The list starts at its first '-', as the whole parse places it.
+		r.src.put(srcDAG, "tasks", srcPos{p.lines[0], p.col})
+		d.Tasks = make([]*Task, 0, len(p.starts))
+		for k := range p.count() {
+			items, ok := p.piece(k)
+			if !ok {
+				return false
+			}
+			for i, item := range items {
+				r.readItem(d, len(d.Tasks), item, def)
+				items[i] = nil
+			}
+		}
+		return true
 	}
 	items, _ := r.sequence(e.value, at{task: srcDAG, path: "tasks"})
-	if tp := r.pieces; tp != nil {
-		// The list starts where the plan found it, before the items left in the header.
-		r.src.put(srcDAG, "tasks", tp.plan.first)
-		tp.each(items, func(i int, item ast.Node) { r.readItem(d, i, item, def) })
-		return
-	}
+	d.Tasks = make([]*Task, 0, len(items))
 	for i, item := range items {
 		r.readItem(d, i, item, def)
+		// The item's nodes are garbage once read (an alias elsewhere keeps what it names), so
+		// the tree shrinks as the model grows: the peak is not the two together.
+		items[i] = nil
 	}
+	return true
 }
 
 // readItem decodes item i of the task list.
-func (r *reader) readItem(d *DAG, i int, item ast.Node, def *taskSpec) {
-	pos := nodePos(item)
-	r.src.put(i, "", pos)
+func (r *reader) readItem(d *DAG, i int, item *yaml.Node, def *taskSpec) {
+	r.src.put(i, "", nodePos(item))
 	base := at{task: i, show: fmt.Sprintf("tasks[%d]", i)}
 	es, _ := r.mapping(item, base)
 	for _, te := range es {
 		// Only a plain scalar names the task here; readTask reports any other id value.
-		if id, ok := scalarString(te.value); ok && te.key == "id" && id != "" {
-			base = at{task: i, taskID: id}
+		if v := r.peek(te.value); te.key == "id" && v != nil && v.Kind == yaml.ScalarNode && v.Value != "" &&
+			r.unknown[yamlfile.At(v)] == "" {
+			base = at{task: i, taskID: v.Value}
 		}
 	}
-	ts := r.readTask(es, base, taskFields)
+	ts := r.readTask(es, base, inTask)
 	if def != nil {
 		r.inherit(ts, def)
 	}

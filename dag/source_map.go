@@ -8,7 +8,7 @@ const (
 	srcDefaultArgs = -2 // default_args, copied to the tasks that inherit them
 )
 
-// sourceMap remembers where each field of a YAML DAG was written, so that the checks that run
+// sourceMap remembers where each field of a YAML DAG was written (nil: nothing is recorded), so that the checks that run
 // on the model (Validate) can still name the line and column of the offending token. Tasks are
 // keyed by their index in DAG.Tasks because ids may be missing or duplicated; each task has its
 // own table so that copying default_args into a task costs the size of default_args, not of
@@ -86,7 +86,7 @@ func (ts *taskSource) field(path string) *srcField {
 		return f
 	}
 	if ts.fields == nil {
-		ts.fields = make([]srcField, 0, 4) // a task's id, its command and itself, mostly
+		ts.fields = make([]srcField, 0, 8) // a task, its id and command (keys and values), mostly
 	}
 	ts.fields = append(ts.fields, srcField{path: path})
 	switch n := len(ts.fields); {
@@ -118,17 +118,23 @@ func (ts *taskSource) find(path string) *srcField {
 }
 
 func (s *sourceMap) put(task int, path string, p srcPos) {
-	if p.line > 0 {
+	if s != nil && p.line > 0 {
 		s.task(task).field(path).pos = p
 	}
 }
 
 func (s *sourceMap) markBad(task int, path string) {
+	if s == nil {
+		return
+	}
 	s.anyBad = true
 	s.task(task).field(path).bad = true
 }
 
 func (s *sourceMap) setName(task int, path, name string) {
+	if s == nil {
+		return
+	}
 	ts := s.task(task)
 	for i := range ts.names {
 		if ts.names[i].path == path {
@@ -140,6 +146,9 @@ func (s *sourceMap) setName(task int, path, name string) {
 }
 
 func (s *sourceMap) setInherited(task int, field string) {
+	if s == nil {
+		return
+	}
 	ts := s.task(task)
 	for _, f := range ts.inherited {
 		if f == field {
@@ -207,6 +216,9 @@ func (s *sourceMap) display(task int, path string) string {
 // copyField copies what is known about field (and everything under it) from one task index to
 // another; used when a task inherits a field from default_args.
 func (s *sourceMap) copyField(from, to int, field string) {
+	if s == nil {
+		return
+	}
 	under := func(p string) bool {
 		return p == field || strings.HasPrefix(p, field+".") || strings.HasPrefix(p, field+"[") ||
 			strings.HasPrefix(p, field+keySuffix)

@@ -4,19 +4,21 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/token"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/poolflow/poolflow/internal/yamlfile"
 )
 
-// reader turns YAML AST nodes into Go values, recording every problem as an ImportError with
-// the node's position and the positions of the fields it reads in a sourceMap.
+// reader turns the nodes of a parsed file into the model, recording every problem as an
+// ImportError at the node's position and the position of every field it reads in a sourceMap.
+// It only walks mapping keys and lists; scalars are typed by the YAML library's resolution.
 type reader struct {
 	file    string
 	dagID   string
 	errs    []*ImportError
 	src     *sourceMap
-	pieces  *taskPieces // the task list, when it is parsed in pieces
-	anchors map[string]ast.Node
+	unknown map[yamlfile.Pos]string // aliases naming no anchor (yamlfile.File.Unknown)
+	pieces  *taskPieces             // the task list, when it is parsed in pieces
 	// reported dedupes the errors of inherited fields, reported once under default_args.
 	reported map[errKey]bool
 }
@@ -61,39 +63,15 @@ func joinPath(base, name string) string {
 	return base + "." + name
 }
 
-func newReader(file string, src *sourceMap) *reader {
-	return &reader{file: file, src: src, anchors: map[string]ast.Node{}, reported: map[errKey]bool{}}
-}
-
-func position(n ast.Node) srcPos {
+func nodePos(n *yaml.Node) srcPos {
 	if n == nil {
 		return srcPos{}
 	}
-	tk := n.GetToken()
-	if tk == nil || tk.Position == nil {
-		return srcPos{}
-	}
-	if tk.Type == token.ImplicitNullType && tk.Next == nil && tk.Prev != nil && tk.Prev.Position != nil {
-		// A missing value at the end of the tokens: the parser places it by what came before
-		// the ':' or '-' (a column further, or a line down, than anywhere else), and a task
-		// list parsed in pieces has such an end after every piece. Just after its indicator,
-		// as everywhere else.
-		return srcPos{tk.Prev.Position.Line, tk.Prev.Position.Column + 1}
-	}
-	return srcPos{tk.Position.Line, tk.Position.Column}
-}
-
-// nodePos is where an error about n points: the first key of a block mapping rather than its
-// first ':' token.
-func nodePos(n ast.Node) srcPos {
-	if m, ok := n.(*ast.MappingNode); ok && !m.IsFlowStyle && len(m.Values) > 0 {
-		return position(m.Values[0].Key)
-	}
-	return position(n)
+	return srcPos{n.Line, n.Column}
 }
 
 // fail records an error at n, marking the field as bad so that later checks skip it.
-func (r *reader) fail(n ast.Node, a at, value, format string, args ...any) {
+func (r *reader) fail(n *yaml.Node, a at, value, format string, args ...any) {
 	r.failAt(nodePos(n), a, value, format, args...)
 }
 
@@ -121,82 +99,40 @@ func (r *reader) failOnce(task int, a at, value, format string, args ...any) {
 	r.failAt(p, a, value, format, args...)
 }
 
-// record remembers where the value of a field was written.
-func (r *reader) record(a at, n ast.Node) { r.src.put(a.task, a.path, nodePos(n)) }
-
-// collectAnchors indexes every anchor of the document so aliases can be resolved. YAML lets a
-// later anchor reuse a name; the last definition wins here, which only matters for files that
-// redefine an anchor after using it.
-func collectAnchors(n ast.Node) map[string]ast.Node {
-	anchors := map[string]ast.Node{}
-	ast.Walk(visitFunc(func(n ast.Node) {
-		if a, ok := n.(*ast.AnchorNode); ok && a.Name != nil && a.Value != nil {
-			anchors[a.Name.GetToken().Value] = a.Value
-		}
-	}), n)
-	return anchors
+// record remembers where the value of a field was written, recordKey where its key was.
+func (r *reader) record(a at, n *yaml.Node) {
+	if r.src != nil {
+		r.src.put(a.task, a.path, nodePos(n))
+	}
 }
 
-type visitFunc func(ast.Node)
-
-func (f visitFunc) Visit(n ast.Node) ast.Visitor {
-	f(n)
-	return f
+func (r *reader) recordKey(a at, n *yaml.Node) {
+	if r.src != nil {
+		r.src.put(a.task, a.path+keySuffix, nodePos(n))
+	}
 }
 
-// resolve looks through anchors, aliases and tags to the node holding the value. It returns
-// nil for an explicit or implicit null, and ok=false after reporting an unknown alias.
-func (r *reader) resolve(n ast.Node, a at) (ast.Node, bool) {
-	for range 64 {
-		switch v := n.(type) {
-		case nil, *ast.NullNode:
-			return nil, true
-		case *ast.AnchorNode:
-			n = v.Value
-		case *ast.TagNode:
-			n = v.Value
-		case *ast.AliasNode:
-			name := ""
-			if v.Value != nil {
-				name = v.Value.GetToken().Value
-			}
-			target, ok := r.anchors[name]
-			if !ok {
-				r.fail(v, a, name, "unknown alias *%s", name)
-				return nil, false
-			}
-			n = target
-		default:
-			return n, true
+// resolve looks through an alias to the node holding the value. It returns nil for a null,
+// and ok=false after reporting an unknown alias.
+func (r *reader) resolve(n *yaml.Node, a at) (*yaml.Node, bool) {
+	n = r.peek(n)
+	if n != nil && n.Kind == yaml.ScalarNode && r.unknown != nil {
+		if name, ok := r.unknown[yamlfile.At(n)]; ok {
+			r.fail(n, a, name, "unknown alias *%s", name)
+			return nil, false
 		}
 	}
-	r.fail(n, a, "", "aliases nested too deeply")
-	return nil, false
+	return n, true
 }
 
-// peek resolves like resolve but reports nothing: for looking at a value
-// that is then read (and its problems reported) by another method.
-func (r *reader) peek(n ast.Node) ast.Node {
-	for range 64 {
-		switch v := n.(type) {
-		case nil, *ast.NullNode:
-			return nil
-		case *ast.AnchorNode:
-			n = v.Value
-		case *ast.TagNode:
-			n = v.Value
-		case *ast.AliasNode:
-			if v.Value == nil {
-				return v
-			}
-			target, ok := r.anchors[v.Value.GetToken().Value]
-			if !ok {
-				return v
-			}
-			n = target
-		default:
-			return n
-		}
+// peek resolves like resolve but reports nothing: for looking at a value that is then read
+// (and its problems reported) by another method.
+func (r *reader) peek(n *yaml.Node) *yaml.Node {
+	if n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if yamlfile.IsNull(n) {
+		return nil
 	}
 	return n
 }
@@ -204,17 +140,17 @@ func (r *reader) peek(n ast.Node) ast.Node {
 // entry is one key: value pair of a mapping, after merge keys are expanded.
 type entry struct {
 	key   string
-	keyN  ast.Node
-	value ast.Node
+	keyN  *yaml.Node
+	value *yaml.Node
 }
 
 // mapping returns the entries of a mapping node in order. Keys merged with `<<` come first
 // unless the mapping sets them itself, as YAML's merge key says.
-func (r *reader) mapping(n ast.Node, a at) ([]entry, bool) {
+func (r *reader) mapping(n *yaml.Node, a at) ([]entry, bool) {
 	return r.mappingDepth(n, a, 0)
 }
 
-func (r *reader) mappingDepth(n ast.Node, a at, depth int) ([]entry, bool) {
+func (r *reader) mappingDepth(n *yaml.Node, a at, depth int) ([]entry, bool) {
 	orig := n
 	n, ok := r.resolve(n, a)
 	if !ok {
@@ -223,8 +159,7 @@ func (r *reader) mappingDepth(n ast.Node, a at, depth int) ([]entry, bool) {
 	if n == nil {
 		return nil, true
 	}
-	m, isMap := n.(*ast.MappingNode)
-	if !isMap {
+	if n.Kind != yaml.MappingNode {
 		r.fail(orig, a, scalarText(n), "expected a mapping, got %s", describe(n))
 		return nil, false
 	}
@@ -234,25 +169,28 @@ func (r *reader) mappingDepth(n ast.Node, a at, depth int) ([]entry, bool) {
 	}
 	var own, merged []entry
 	ok = true
-	for _, mv := range m.Values {
-		if mk, isMerge := mv.Key.(*ast.MergeKeyNode); isMerge && mk != nil {
-			es, mok := r.mergeSources(mv.Value, a, depth)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind == yaml.ScalarNode && yamlfile.Tag(k) == "!!merge" {
+			es, mok := r.mergeSources(v, a, depth)
 			ok = ok && mok
 			merged = append(merged, es...)
 			continue
 		}
-		kn, kok := r.resolve(mv.Key, a)
+		kn, kok := r.resolve(k, a)
 		if !kok {
 			ok = false
 			continue
 		}
-		key, isScalar := scalarString(kn)
-		if !isScalar {
-			r.fail(mv.Key, a, "", "mapping keys must be scalars")
+		if kn == nil || kn.Kind != yaml.ScalarNode {
+			r.fail(k, a, "", "mapping keys must be scalars")
 			ok = false
 			continue
 		}
-		own = append(own, entry{key: key, keyN: mv.Key, value: mv.Value})
+		own = append(own, entry{key: scalarText(kn), keyN: k, value: v})
+	}
+	if len(merged) == 0 {
+		return own, ok
 	}
 	seen := make(map[string]bool, len(own))
 	for _, e := range own {
@@ -270,16 +208,14 @@ func (r *reader) mappingDepth(n ast.Node, a at, depth int) ([]entry, bool) {
 
 // mergeSources reads the value of a `<<` key: a mapping or a list of mappings, earlier ones
 // taking precedence.
-func (r *reader) mergeSources(n ast.Node, a at, depth int) ([]entry, bool) {
+func (r *reader) mergeSources(n *yaml.Node, a at, depth int) ([]entry, bool) {
 	v, ok := r.resolve(n, a)
 	if !ok || v == nil {
 		return nil, ok
 	}
-	var sources []ast.Node
-	if seq, isSeq := v.(*ast.SequenceNode); isSeq {
-		sources = seq.Values
-	} else {
-		sources = []ast.Node{n}
+	sources := []*yaml.Node{n}
+	if v.Kind == yaml.SequenceNode {
+		sources = v.Content
 	}
 	var out []entry
 	seen := map[string]bool{}
@@ -298,16 +234,15 @@ func (r *reader) mergeSources(n ast.Node, a at, depth int) ([]entry, bool) {
 }
 
 // sequence returns the items of a list.
-func (r *reader) sequence(n ast.Node, a at) ([]ast.Node, bool) {
+func (r *reader) sequence(n *yaml.Node, a at) ([]*yaml.Node, bool) {
 	orig := n
 	n, ok := r.resolve(n, a)
 	if !ok || n == nil {
 		return nil, ok
 	}
-	s, isSeq := n.(*ast.SequenceNode)
-	if !isSeq {
+	if n.Kind != yaml.SequenceNode {
 		r.fail(orig, a, scalarText(n), "expected a list, got %s", describe(n))
 		return nil, false
 	}
-	return s.Values, true
+	return n.Content, true
 }

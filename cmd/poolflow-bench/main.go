@@ -10,7 +10,9 @@
 // fork+exec+wait of /bin/true from Go — and prints each chain's overhead per step beyond them,
 // the peak RSS of every poolflow run, a scheduled fan-out run by one and by three `poolflow
 // serve` daemons on one store — SQLite, and PostgreSQL on a throw-away server when its binaries
-// are installed (cluster.go) — and the admission-pass benchmarks of package pools.
+// are installed (cluster.go), the memory per byte of YAML of `dags validate` and of a daemon
+// loading four 5.4 MB DAG files (yaml_memory.go) — and the admission-pass benchmarks of
+// package pools.
 // -large adds the 100,000-task fan-out (`make bench-large`).
 package main
 
@@ -67,6 +69,13 @@ func run(large bool, rounds, parallel int, only string, admission, cluster bool)
 		rows = append(rows, r)
 	}
 	printTable(os.Stdout, rows, floor, rounds, parallel)
+	if selected(only, "yaml-memory") {
+		ms, err := b.measureYAMLMemory()
+		if err != nil {
+			return fmt.Errorf("yaml-memory: %w", err)
+		}
+		printYAMLMemory(os.Stdout, ms)
+	}
 	if cluster {
 		if err := b.runCluster(os.Stdout, only); err != nil {
 			return err
