@@ -167,8 +167,9 @@ func twice(ivs []interval) []overlap {
 
 // runsAtOnce finds instants at which attempts of two runs of a max_active_runs: 1 DAG run at
 // once; dags test runs ignore max_active_runs (§3.5) and are left out. This is also the
-// "catch-up one at a time" check for a DAG with catchup.
-func runsAtOnce(ivs []interval, dagID string, isTest func(dag, run string) bool) []overlap {
+// "catch-up one at a time" check for a DAG with catchup. An every_node DAG's runs count per
+// daemon (perDaemon): two daemons' runs may run at once, not two of one daemon.
+func runsAtOnce(ivs []interval, dagID string, isTest func(dag, run string) bool, perDaemon bool) []overlap {
 	var in []interval
 	for _, iv := range ivs {
 		if iv.a.key.dag == dagID && !isTest(iv.a.key.dag, iv.a.key.run) {
@@ -177,13 +178,27 @@ func runsAtOnce(ivs []interval, dagID string, isTest func(dag, run string) bool)
 	}
 	var found []overlap
 	sweep(in, func(iv interval, alive map[*attempt]interval) {
-		other := others(alive, iv.a, func(o interval) bool { return o.a.key.run != iv.a.key.run })
+		other := others(alive, iv.a, func(o interval) bool {
+			return o.a.key.run != iv.a.key.run && (!perDaemon || o.a.daemon == iv.a.daemon)
+		})
 		if len(other) > 0 {
 			found = append(found, overlap{at: iv.start, first: iv, with: other,
 				what: fmt.Sprintf("dag %s (max_active_runs 1) ran %d runs at once", dagID, 1+len(distinctRuns(other)))})
 		}
 	})
 	return found
+}
+
+// unbound finds the attempts of every_node runs (boundTo: run key to its daemon) that another
+// owner ran: such a run is bound to the daemon that fired it and is never taken over (§9).
+func unbound(attempts []attempt, boundTo map[string]string) []attempt {
+	var out []attempt
+	for _, a := range attempts {
+		if d, ok := boundTo[a.key.dag+"/"+a.key.run]; ok && a.daemon != d {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func distinctRuns(ivs []interval) map[string]bool {

@@ -83,14 +83,34 @@ func TestTwiceAndRunsAtOnce(t *testing.T) {
 			if got := len(twice(sure)); got != c.twice {
 				t.Errorf("twice = %d, want %d", got, c.twice)
 			}
-			if got := len(runsAtOnce(sure, "d", noTest)); got != c.atOnce {
+			if got := len(runsAtOnce(sure, "d", noTest, false)); got != c.atOnce {
 				t.Errorf("runs at once = %d, want %d", got, c.atOnce)
 			}
 		})
 	}
 	isTest := func(_, run string) bool { return run == "r2" }
-	if n := len(runsAtOnce(spans([]attempt{at("r1", "a", 0, 25, 26, nil), at("r2", "a", 20, 30, 31, nil)}, true), "d", isTest)); n != 0 {
+	if n := len(runsAtOnce(spans([]attempt{at("r1", "a", 0, 25, 26, nil), at("r2", "a", 20, 30, 31, nil)}, true), "d", isTest, false)); n != 0 {
 		t.Errorf("a dags test run counted against max_active_runs: %d", n)
+	}
+}
+
+// TestEveryNodeChecks: an every_node DAG's max_active_runs counts per daemon, and its runs'
+// attempts must run on the daemon each is bound to.
+func TestEveryNodeChecks(t *testing.T) {
+	noTest := func(string, string) bool { return false }
+	on := func(a attempt, daemon string) attempt { a.daemon = daemon; return a }
+	twoDaemons := spans([]attempt{on(at("r1", "a", 0, 25, 26, nil), "d1"), on(at("r2", "a", 20, 30, 31, nil), "d2")}, true)
+	if n := len(runsAtOnce(twoDaemons, "d", noTest, true)); n != 0 {
+		t.Errorf("two daemons' every_node runs at once counted: %d", n)
+	}
+	oneDaemon := spans([]attempt{on(at("r1", "a", 0, 25, 26, nil), "d1"), on(at("r2", "a", 20, 30, 31, nil), "d1")}, true)
+	if n := len(runsAtOnce(oneDaemon, "d", noTest, true)); n != 1 {
+		t.Errorf("one daemon's two every_node runs at once: %d, want 1", n)
+	}
+	atts := []attempt{on(at("r1", "a", 0, 1, 2, nil), "d1"), on(at("r2", "a", 0, 1, 2, nil), "d1"), on(at("r3", "a", 0, 1, 2, nil), "d3")}
+	got := unbound(atts, map[string]string{"d/r1": "d1", "d/r2": "d2"})
+	if len(got) != 1 || got[0].key.run != "r2" {
+		t.Errorf("unbound = %+v, want r2's attempt (bound to d2, run by d1)", got)
 	}
 }
 

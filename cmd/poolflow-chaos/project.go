@@ -35,7 +35,8 @@ type dagDef struct {
 	id            string
 	schedule      string // "" = manual only
 	catchup       bool
-	maxActiveRuns int // 0 = poolflow's default
+	everyNode     bool // fires on every daemon, each fire bound to it (max_active_runs per daemon)
+	maxActiveRuns int  // 0 = poolflow's default
 	job           bool
 	tasks         []taskDef
 }
@@ -60,8 +61,10 @@ func req(kv ...any) map[string]int {
 }
 
 // workload is the DAG set. mix is manual (HTTP, CLI, dags test); tick and catch are scheduled,
-// leader-owned work with max_active_runs 1 (catch with catch-up); solo is a job a forced shrink
-// of d makes invalid; slow holds e longer than a lease (left out when longTask is 0).
+// leader-owned work with max_active_runs 1 (catch with catch-up); node is an every_node job,
+// each daemon's fires bound to it and one at a time per daemon, in c, which others use too;
+// solo is a job a forced shrink of d makes invalid; slow holds e longer than a lease (left out
+// when longTask is 0).
 func workload(longTask time.Duration) []dagDef {
 	dags := []dagDef{
 		{id: "mix", tasks: []taskDef{
@@ -78,6 +81,9 @@ func workload(longTask time.Duration) []dagDef {
 		{id: "catch", schedule: "@every 11s", catchup: true, maxActiveRuns: 1, tasks: []taskDef{
 			{id: "tbd", needs: req("b", 1, "d", 1), secs: 1.0, mode: "group"},
 			{id: "td", needs: req("d", 2), secs: 1.0, mode: "setsid", deps: []string{"tbd"}},
+		}},
+		{id: "node", schedule: "@every 9s", everyNode: true, maxActiveRuns: 1, job: true, tasks: []taskDef{
+			{id: "node", needs: req("c", 1), secs: 0.3, mode: "group"},
 		}},
 		{id: "solo", job: true, tasks: []taskDef{{id: "solo", needs: req("d", 3), secs: 0.5, mode: "group"}}},
 	}
@@ -157,6 +163,9 @@ func (p *project) yaml(d *dagDef, schedules bool) string {
 		fmt.Fprintf(&b, "schedule: %q\n", d.schedule)
 		if d.catchup {
 			fmt.Fprintf(&b, "catchup: true\nstart_date: %s\n", p.start.UTC().Format(time.RFC3339))
+		}
+		if d.everyNode {
+			b.WriteString("every_node: true\n") // not without a schedule: it needs one
 		}
 	}
 	if d.maxActiveRuns > 0 {

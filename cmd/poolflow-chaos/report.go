@@ -136,6 +136,8 @@ func (h *harness) report(res *result) {
 		n := len(res.atOnce[d])
 		pf("  runs of %s (max_active_runs 1) at once: %d  %s  (not ruled out: %d)\n", d, n, verdict(n), len(res.atOnceMaybe[d]))
 	}
+	pf("  attempts of every_node runs run by another daemon than theirs: %d  %s  (every_node runs by daemon: %s)\n",
+		len(res.unbound), verdict(len(res.unbound)), countsOf(res.nodeRuns))
 	pf("\n-- checks (from the store, after the quiet period) --\n")
 	if res.obs.err != nil {
 		pf("  store unreadable through the API: %v  VIOLATION\n", res.obs.err)
@@ -216,6 +218,13 @@ func details(b *strings.Builder, res *result, t0 int64) {
 		}
 		pf("  created in the quiet period: %s/%s (%s) %s, queued at %.3fs\n", r.DAGID, r.RunID, r.RunType, r.State,
 			float64(r.QueuedAt.UnixNano()-t0)/1e9)
+	}
+	for i, a := range res.unbound {
+		if i == 3 {
+			pf("    ... %d more attempts of every_node runs on another daemon\n", len(res.unbound)-3)
+			break
+		}
+		pf("  every_node run %s/%s ran try %s on %s\n", a.key.dag, a.key.run, fmt.Sprint(a.key.try), a.daemon)
 	}
 	for _, a := range res.lost {
 		pf("  lost: %s/%s acknowledged by %s\n", a.dag, a.run, a.via)

@@ -27,6 +27,8 @@ type result struct {
 	twiceMaybe  []overlap
 	atOnce      map[string][]overlap
 	atOnceMaybe map[string][]overlap
+	unbound     []attempt      // attempts of an every_node run that another daemon ran
+	nodeRuns    map[string]int // every_node runs per daemon
 	notFinal    []runJSON
 	late        []runJSON
 	tis         map[string][]tiJSON
@@ -37,7 +39,8 @@ type result struct {
 }
 
 func (r *result) violations() int {
-	n := len(r.twice) + len(r.notFinal) + len(r.late) + len(r.lost) + r.obs.claims + len(r.zombies) + len(r.orphans)
+	n := len(r.twice) + len(r.notFinal) + len(r.late) + len(r.lost) + r.obs.claims + len(r.zombies) + len(r.orphans) +
+		len(r.unbound)
 	for _, o := range r.over {
 		n += len(o)
 	}
@@ -63,6 +66,8 @@ func (h *harness) check() *result {
 
 	runType := map[string]vocab.RunType{}
 	final := map[string]bool{}
+	boundTo := map[string]string{} // every_node runs: the daemon each is bound to
+	res.nodeRuns = map[string]int{}
 	// The quiet period removed every schedule; a daemon re-reads the DAG folder about every
 	// second, so a scheduled run queued lateGrace after that is a change the daemon did not see
 	// (the grace is wide because a loaded machine delays a daemon's passes by seconds).
@@ -70,8 +75,12 @@ func (h *harness) check() *result {
 	for _, r := range res.obs.runs {
 		runType[r.DAGID+"/"+r.RunID], _ = vocab.ParseRunType(r.RunType)
 		final[r.DAGID+"/"+r.RunID] = r.State.Terminal()
+		if r.node() && r.Daemon != nil {
+			boundTo[r.DAGID+"/"+r.RunID] = *r.Daemon
+			res.nodeRuns[*r.Daemon]++
+		}
 		switch {
-		case r.leaderOwned() && r.QueuedAt != nil && r.QueuedAt.After(cutoff):
+		case r.fired() && r.QueuedAt != nil && r.QueuedAt.After(cutoff):
 			res.late = append(res.late, r)
 		case !r.State.Terminal():
 			res.notFinal = append(res.notFinal, r)
@@ -128,10 +137,11 @@ func (h *harness) check() *result {
 	res.atOnce, res.atOnceMaybe = map[string][]overlap{}, map[string][]overlap{}
 	for _, d := range h.p.defs {
 		if d.maxActiveRuns == 1 {
-			res.atOnce[d.id] = runsAtOnce(sure, d.id, isTest)
-			res.atOnceMaybe[d.id] = subtract(runsAtOnce(maybe, d.id, isTest), res.atOnce[d.id])
+			res.atOnce[d.id] = runsAtOnce(sure, d.id, isTest, d.everyNode)
+			res.atOnceMaybe[d.id] = subtract(runsAtOnce(maybe, d.id, isTest, d.everyNode), res.atOnce[d.id])
 		}
 	}
+	res.unbound = unbound(res.attempts, boundTo)
 	if res.obs.err == nil {
 		for _, a := range acks {
 			if _, ok := runType[a.dag+"/"+a.run]; !ok {

@@ -26,6 +26,7 @@ type runJSON struct {
 	State    vocab.RunState `json:"state"`
 	Reason   *string        `json:"reason"`
 	QueuedAt *time.Time     `json:"queued_at"`
+	Daemon   *string        `json:"daemon"`
 }
 
 // leaderOwned reports whether a run of this type (in the API's words) belongs to whichever
@@ -33,6 +34,19 @@ type runJSON struct {
 func (r runJSON) leaderOwned() bool {
 	t, _ := vocab.ParseRunType(r.RunType)
 	return t.LeaderOwned()
+}
+
+// fired reports whether a run of this type (in the API's words) is a schedule's fire
+// (scheduled, catch-up, every_node).
+func (r runJSON) fired() bool {
+	t, _ := vocab.ParseRunType(r.RunType)
+	return t.Fired()
+}
+
+// node reports whether the run is an every_node fire, bound to the daemon that fired it.
+func (r runJSON) node() bool {
+	t, _ := vocab.ParseRunType(r.RunType)
+	return t == vocab.RunNode
 }
 
 type tiJSON struct {
