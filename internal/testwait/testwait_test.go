@@ -1,0 +1,83 @@
+package testwait
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPipe: a script's line arrives through the pipe; Closed returns once the script and the
+// child that inherited the pipe have ended, and not before.
+func TestPipe(t *testing.T) {
+	t.Parallel()
+	p, err := NewPipe(filepath.Join(t.TempDir(), "pipe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Line(50 * time.Millisecond); err == nil || !strings.Contains(err.Error(), "no line") {
+		t.Fatalf("a line before anyone wrote: %v", err)
+	}
+	cmd := exec.Command("bash", "-c", `exec 3>"$0"; echo started >&3; sleep 60 & echo $! >&3; wait`, p.Path)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	if line, err := p.Line(10 * time.Second); err != nil || line != "started" {
+		t.Fatalf("line %q %v", line, err)
+	}
+	child, err := p.Line(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The child holds the pipe: the end of the shell alone is not the end.
+	cmd.Process.Kill()
+	cmd.Wait()
+	if err := p.Closed(100 * time.Millisecond); err == nil {
+		t.Fatalf("closed while the child %s holds it", child)
+	}
+	if err := exec.Command("kill", child).Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Closed(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestExit: Exit returns once a process ends, and fails for one that runs past the limit.
+func TestExit(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Exit(cmd.Process.Pid, 50*time.Millisecond); err == nil {
+		t.Fatal("a running process has ended")
+	}
+	cmd.Process.Kill()
+	if err := Exit(cmd.Process.Pid, 10*time.Second); err != nil { // a zombie has ended
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if err := Exit(cmd.Process.Pid, time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLog: Wait returns once the text is written, woken by the write.
+func TestLog(t *testing.T) {
+	t.Parallel()
+	var l Log
+	if l.Wait("hello", 20*time.Millisecond) {
+		t.Fatal("found before it was written")
+	}
+	go func() {
+		l.Write([]byte("a\n"))
+		l.Write([]byte("hello\n"))
+	}()
+	if !l.Wait("hello", 10*time.Second) {
+		t.Fatalf("not found in %q", l.String())
+	}
+}
