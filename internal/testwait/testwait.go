@@ -1,7 +1,7 @@
 // Package testwait holds what tests wait on instead of sleeping or polling: a named pipe a
-// task's script writes to, the exit of a process, the growth of a log. Each wait blocks on the
-// event itself (a read, a pidfd, a channel) until it comes or a limit passes. Only tests
-// import it.
+// task's script writes to, the exit of a process, the growth of a log, the change of a file.
+// Each wait blocks on the event itself (a read, a pidfd, a channel, inotify) until it comes or
+// a limit passes. Only tests import it.
 package testwait
 
 import (
@@ -11,11 +11,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"golang.org/x/sys/unix"
 )
 
@@ -145,6 +147,61 @@ func Exit(pid int, limit time.Duration) error {
 			return nil
 		}
 	}
+}
+
+// Until waits up to limit until cond holds, checking it at once and again each time the file
+// at path changes (inotify): for what a process writes to a file that nothing else tells of.
+// While the file does not exist yet, the nearest of its folders that does is watched instead,
+// and the watch moves down as they appear.
+func Until(path string, limit time.Duration, cond func() bool) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	watched := ""
+	// follow watches the deepest existing one of path and its folders. It looks again after
+	// each Add, so what was created before the watch began is not missed.
+	follow := func() error {
+		for {
+			p := path
+			for {
+				if _, err := os.Stat(p); err == nil {
+					break
+				}
+				if p = filepath.Dir(p); p == filepath.Dir(p) {
+					break
+				}
+			}
+			if p == watched {
+				return nil
+			}
+			if err := w.Add(p); err != nil {
+				return err
+			}
+			if watched != "" {
+				_ = w.Remove(watched)
+			}
+			watched = p
+		}
+	}
+	if err := follow(); err != nil {
+		return err
+	}
+	timeout := time.After(limit)
+	for !cond() {
+		select {
+		case <-w.Events:
+			if err := follow(); err != nil {
+				return err
+			}
+		case err := <-w.Errors:
+			return err
+		case <-timeout:
+			return fmt.Errorf("%s did not change as awaited within %v", path, limit)
+		}
+	}
+	return nil
 }
 
 // Log is an io.Writer for a logger that a test reads while another goroutine writes it, and

@@ -1,6 +1,7 @@
 package testwait
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -79,5 +80,26 @@ func TestLog(t *testing.T) {
 	}()
 	if !l.Wait("hello", 10*time.Second) {
 		t.Fatalf("not found in %q", l.String())
+	}
+}
+
+// TestUntil: Until returns once a write makes cond hold, also to a file whose folders do not
+// exist yet, and fails when none comes.
+func TestUntil(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "a", "b", "f")
+	has := func() bool { b, _ := os.ReadFile(path); return strings.Contains(string(b), "done") }
+	if err := Until(path, 50*time.Millisecond, has); err == nil {
+		t.Fatal("held before the write")
+	}
+	go func() {
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		f, _ := os.Create(path)
+		f.WriteString("not yet\n")
+		f.WriteString("done\n")
+		f.Close()
+	}()
+	if err := Until(path, 10*time.Second, has); err != nil {
+		t.Fatal(err)
 	}
 }
