@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/server"
@@ -35,7 +36,9 @@ func observe(m *server.Metrics, log *slog.Logger) func(executor.Notice) {
 			args = append(args, "reason", n.Reason)
 		}
 		if !n.At.IsZero() {
-			args = append(args, "at", n.At) // a pass: it began after its clock read this
+			// A pass began after its clock read this: to the nanosecond, which slog's own
+			// formatting of a time would cut to the millisecond.
+			args = append(args, "at", n.At.Format(time.RFC3339Nano))
 		}
 		log.Debug("notice", args...)
 	}
