@@ -23,6 +23,7 @@ import (
 
 // Pipe is a named pipe (a FIFO) that a task's script writes lines to — `echo started >
 // "$PIPE"` — and that the test reads them from: Line blocks until the task has written one.
+// The other way, Send writes a line that a script waiting with `read _ < "$PIPE"` takes.
 // A script that keeps it open (`exec 3>"$PIPE"; echo started >&3; ...`) lets Closed wait for
 // every process of the attempt that inherited it to end.
 type Pipe struct {
@@ -66,6 +67,18 @@ func (p *Pipe) Line(limit time.Duration) (string, error) {
 		return "", err
 	}
 	return strings.TrimSuffix(line, "\n"), nil
+}
+
+// Send writes a line into the pipe for a task's script to read (`read _ < "$PIPE"` waits for
+// it): a gate the test opens. It never blocks on a line no one reads yet (the pipe holds 64 KiB).
+func (p *Pipe) Send(line string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rw == nil {
+		return errors.New("testwait: pipe closed")
+	}
+	_, err := p.rw.WriteString(line + "\n")
+	return err
 }
 
 // Closed waits up to limit until no process holds the pipe open for writing any more: the

@@ -47,6 +47,31 @@ func TestPipe(t *testing.T) {
 	}
 }
 
+// TestSend: a script reading the pipe waits for the test's line.
+func TestSend(t *testing.T) {
+	t.Parallel()
+	gate, err := NewPipe(filepath.Join(t.TempDir(), "gate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gate.Close()
+	cmd := exec.Command("bash", "-c", `read line < "$0"; echo "got $line"`, gate.Path)
+	out := new(strings.Builder)
+	cmd.Stdout = out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Exit(cmd.Process.Pid, 50*time.Millisecond); err == nil {
+		t.Fatal("the script did not wait for the line")
+	}
+	if err := gate.Send("go"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil || out.String() != "got go\n" {
+		t.Fatalf("%v %q", err, out)
+	}
+}
+
 // TestExit: Exit returns once a process ends, and fails for one that runs past the limit.
 func TestExit(t *testing.T) {
 	t.Parallel()
