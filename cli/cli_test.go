@@ -383,22 +383,31 @@ func TestGateAndPauseCommands(t *testing.T) {
 		"gate.yaml": "tasks:\n  - {id: ok, approval: {}}\n  - {id: after, depends_on: [ok], bash: echo after}\n",
 		"busy.yaml": "tasks:\n  - {id: a, bash: sleep 30, pool_requirements: {db: 1}}\n",
 	})
-	_, st := p.daemon(t, "cli-gate", nil)
+	notices := make(chan executor.Notice, 1000)
+	_, st := p.daemon(t, "cli-gate", func(n executor.Notice) {
+		select {
+		case notices <- n:
+		default:
+		}
+	})
 
 	if out, errOut, code := p.run("dags", "trigger", "gate", "--run-id", "g1"); code != 0 || !strings.Contains(out, "created run g1") {
 		t.Fatalf("trigger: %d %s%s", code, out, errOut)
 	}
-	waitFor(t, "the gate to wait for approval", func() bool {
+	// The daemon finds the CLI's run when it passes after the CLI's commit: look after each pass.
+	afterPasses(t, notices, "the gate to wait for approval", func() bool {
 		out, _, _ := p.run("tasks", "explain", "gate", "g1", "ok")
 		return strings.Contains(out, "awaiting_approval")
 	})
 	if out, errOut, code := p.run("tasks", "approve", "gate", "g1", "ok", "--note", "ship it"); code != 0 || !strings.Contains(out, "applied") {
 		t.Fatalf("approve: %d %s%s", code, out, errOut)
 	}
-	waitFor(t, "the run to succeed", func() bool {
-		r, err := st.GetRun(context.Background(), "gate", "g1")
-		return err == nil && r.State == "success"
+	waitNotice(t, notices, "the run to end", func(n executor.Notice) bool {
+		return n.Kind == executor.NoticeRunEnded && n.DAGID == "gate" && n.RunID == "g1"
 	})
+	if r, err := st.GetRun(context.Background(), "gate", "g1"); err != nil || r.State != "success" {
+		t.Fatalf("run g1 %s %v, want success", r.State, err)
+	}
 	if out, _, _ := p.run("tasks", "explain", "gate", "g1", "ok"); !strings.Contains(out, ": ship it") || !strings.Contains(out, "approved by") {
 		t.Errorf("explain after approval:\n%s", out)
 	}
@@ -407,10 +416,12 @@ func TestGateAndPauseCommands(t *testing.T) {
 	if _, errOut, code := p.run("dags", "trigger", "busy", "--run-id", "b1"); code != 0 {
 		t.Fatal(errOut)
 	}
-	waitFor(t, "busy to hold db", func() bool {
-		out, _, _ := p.run("tasks", "explain", "busy", "b1", "a")
-		return strings.Contains(out, "running")
+	waitNotice(t, notices, "busy to hold db", func(n executor.Notice) bool {
+		return n.Kind == executor.NoticeAdmitted && n.DAGID == "busy" && n.RunID == "b1"
 	})
+	if out, _, _ := p.run("tasks", "explain", "busy", "b1", "a"); !strings.Contains(out, "running") {
+		t.Fatalf("explain busy once admitted:\n%s", out)
+	}
 	if _, errOut, code := p.run("dags", "trigger", "busy", "--run-id", "b2", "--no-queue"); code != 1 || !strings.Contains(errOut, "asked not to queue") {
 		t.Fatalf("--no-queue: exit %d %q", code, errOut)
 	}
@@ -423,15 +434,33 @@ func TestGateAndPauseCommands(t *testing.T) {
 	}
 }
 
-// waitFor polls a condition another process (or goroutine) makes true.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitNotice waits for the first of the daemon's notices that matches ok.
+func waitNotice(t *testing.T, notices <-chan executor.Notice, what string, ok func(executor.Notice) bool) executor.Notice {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case n := <-notices:
+			if ok(n) {
+				return n
+			}
+		case <-timeout:
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// afterPasses checks cond, and again after each pass the daemon commits, until it holds: for
+// what the daemon does when it finds another process's write.
+func afterPasses(t *testing.T, notices <-chan executor.Notice, what string, cond func() bool) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for !cond() {
+		select {
+		case <-notices:
+		case <-timeout:
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
 }
 

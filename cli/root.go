@@ -259,6 +259,12 @@ func (e *env) storeTarget(cfg *config.Config) (store.Target, store.Options, erro
 	return t, opts, nil
 }
 
+// logger writes text lines to stderr at $POOLFLOW_LOG_LEVEL (debug, info, warn or error;
+// default info). At debug, serve also logs every notice of its daemon (notices.go).
 func (e *env) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	level := slog.LevelInfo
+	if v := os.Getenv("POOLFLOW_LOG_LEVEL"); v != "" {
+		_ = level.UnmarshalText([]byte(v)) // an unknown word leaves info
+	}
+	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 }

@@ -39,7 +39,10 @@ func TestSmallAnswers(t *testing.T) {
 			os.WriteFile(m, nil, 0o644)
 		}
 	}()
-	eventually(t, 10*time.Second, "the DAGs", func() bool { return len(d.dagIDs(t)) == 5 })
+	// serve says it serves once its daemon loaded the DAGs.
+	if ids := d.dagIDs(t); len(ids) != 5 {
+		t.Fatalf("DAGs loaded: %v", ids)
+	}
 	ti := func(dag, run, task string) map[string]any {
 		var v map[string]any
 		d.get(t, "/api/v1/dags/"+dag+"/dagRuns/"+run+"/taskInstances/"+task, &v)
@@ -66,15 +69,18 @@ func TestSmallAnswers(t *testing.T) {
 
 	// A queued retry: explain and the API both give the try it will run as.
 	p.run(t, "dags", "trigger", "flaky", "--run-id", "f")
-	eventually(t, 30*time.Second, "flaky to run", func() bool { return ti("flaky", "f", "t")["state"] == "running" })
+	waitNotice(t, 30*time.Second, "admitted", "flaky", "f", d.logs)
+	if v := ti("flaky", "f", "t"); v["state"] != "running" {
+		t.Fatalf("flaky once admitted: %v", v["state"])
+	}
 	if code, _ := d.post(t, "/api/v1/dags/dbhold/dagRuns", `{"dag_run_id": "dh"}`); code != http.StatusAccepted {
 		t.Fatalf("dbhold: %d", code)
 	}
 	os.WriteFile(failNow, nil, 0o644)
-	eventually(t, 30*time.Second, "the retry to wait behind dbhold", func() bool {
+	until(t, 30*time.Second, "the retry to wait behind dbhold", func() bool {
 		v := ti("flaky", "f", "t")
 		return v["state"] == "scheduled" && ti("dbhold", "dh", "t")["state"] == "running"
-	})
+	}, d.logs)
 	if v := ti("flaky", "f", "t"); v["try_number"] != float64(2) {
 		t.Errorf("API try of the queued retry: %v, want 2", v["try_number"])
 	}
@@ -133,15 +139,16 @@ func TestSmallAnswers(t *testing.T) {
 
 	// The metrics name the pool multi waited on once it is admitted.
 	os.WriteFile(zRelease, nil, 0o644)
-	eventually(t, 30*time.Second, "multi to be admitted on z", func() bool {
-		resp, err := http.Get(d.url + "/metrics")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return strings.Contains(string(b), `poolflow_admission_wait_seconds_count{pool="z"} 2`)
-	})
+	// The metrics observe a notice before serve logs it.
+	waitNotice(t, 30*time.Second, "admitted", "multi", "m1", d.logs)
+	resp, err := http.Get(d.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); !strings.Contains(string(b), `poolflow_admission_wait_seconds_count{pool="z"} 2`) {
+		t.Errorf("metrics once multi was admitted on z:\n%s", b)
+	}
 }
 
 // TestConfigErrorsAtOnce: poolflow.yaml's problems — fields, pool resolution and rules — are

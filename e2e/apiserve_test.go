@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,8 +20,7 @@ import (
 type apiDaemon struct {
 	cmd  *exec.Cmd
 	url  string
-	mu   sync.Mutex
-	logs bytes.Buffer
+	logs *logBuf
 }
 
 var apiListenRE = regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
@@ -32,6 +30,7 @@ var apiListenRE = regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
 func (p *project) serveAPI(t *testing.T, extra ...string) *apiDaemon {
 	t.Helper()
 	c := p.cmd(append([]string{"serve", "--listen", "127.0.0.1:0"}, extra...)...)
+	c.Env = append(os.Environ(), "POOLFLOW_LOG_LEVEL=debug") // its notices: see logBuf
 	stderr, err := c.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -40,16 +39,14 @@ func (p *project) serveAPI(t *testing.T, extra ...string) *apiDaemon {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := &apiDaemon{cmd: c}
+	d := &apiDaemon{cmd: c, logs: &logBuf{}}
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
-			d.mu.Lock()
-			d.logs.WriteString(line + "\n")
-			d.mu.Unlock()
+			d.logs.add(line)
 			if strings.Contains(line, "poolflow serving") {
 				if u := apiListenRE.FindString(line); u != "" {
 					select {
@@ -75,11 +72,7 @@ func (p *project) serveAPI(t *testing.T, extra ...string) *apiDaemon {
 	return d
 }
 
-func (d *apiDaemon) log() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.logs.String()
-}
+func (d *apiDaemon) log() string { return d.logs.String() }
 
 // get reads an API path and decodes its JSON answer into v (when not nil); it returns the status.
 func (d *apiDaemon) get(t *testing.T, path string, v any) int {

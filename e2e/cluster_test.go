@@ -33,6 +33,15 @@ func TestDaemonsShareScheduledRun(t *testing.T) {
 	}
 }
 
+// logs are the log buffers of the daemons still running: each of their passes logs a line.
+func logs(daemons map[string]*serveProc) []*logBuf {
+	var out []*logBuf
+	for _, d := range daemons {
+		out = append(out, d.logs)
+	}
+	return out
+}
+
 func testShareScheduledRun(t *testing.T, target string) {
 	marks := t.TempDir()
 	gate := filepath.Join(marks, "gate")
@@ -75,13 +84,13 @@ func testShareScheduledRun(t *testing.T, target string) {
 	}
 	ctx := context.Background()
 	var run store.Run
-	eventually(t, 30*time.Second, "the scheduled run", func() bool {
+	until(t, 30*time.Second, "the scheduled run", func() bool {
 		runs, _, _ := st.ListRuns(ctx, "fan", 10, 0)
 		if len(runs) > 0 {
 			run = runs[0]
 		}
 		return len(runs) > 0
-	})
+	}, logs(daemons)...)
 	holders := func() map[string]int {
 		claims, err := st.ListClaims(ctx)
 		if err != nil {
@@ -96,10 +105,10 @@ func testShareScheduledRun(t *testing.T, target string) {
 		}
 		return out
 	}
-	eventually(t, 30*time.Second, "the pool to be held by the three daemons", func() bool {
+	until(t, 30*time.Second, "the pool to be held by the three daemons", func() bool {
 		h := holders()
 		return len(h) == 3 && h["d1"]+h["d2"]+h["d3"] == 5
-	})
+	}, logs(daemons)...)
 	run, _ = st.GetRunByPK(ctx, run.PK)
 	if run.RunType != "schedule" || run.State != "running" {
 		t.Fatalf("run %+v", run)
@@ -120,7 +129,7 @@ func testShareScheduledRun(t *testing.T, target string) {
 	for task := range first {
 		touch(t, gate+"."+task)
 	}
-	eventually(t, 30*time.Second, "the first attempts to end and five more to start", func() bool {
+	until(t, 30*time.Second, "the first attempts to end and five more to start", func() bool {
 		tis, _ := st.ListTaskInstances(ctx, run.PK)
 		done := 0
 		for _, ti := range tis {
@@ -130,7 +139,7 @@ func testShareScheduledRun(t *testing.T, target string) {
 		}
 		h := holders()
 		return done == len(first) && h["d1"]+h["d2"]+h["d3"] == 5
-	})
+	}, logs(daemons)...)
 	// Kill a daemon that runs another owner's entries.
 	victim := ""
 	for id, n := range holders() {
@@ -140,22 +149,22 @@ func testShareScheduledRun(t *testing.T, target string) {
 	}
 	daemons[victim].kill()
 	delete(daemons, victim)
-	eventually(t, 60*time.Second, "the victim's claims to be released", func() bool { return holders()[victim] == 0 })
+	until(t, 60*time.Second, "the victim's claims to be released", func() bool { return holders()[victim] == 0 }, logs(daemons)...)
 	// Then the run's owner: the last daemon adopts the run and runs what is left.
 	owner := run.Owner
-	eventually(t, 60*time.Second, "the owner to hold slots", func() bool { return holders()[owner] > 0 })
+	until(t, 60*time.Second, "the owner to hold slots", func() bool { return holders()[owner] > 0 }, logs(daemons)...)
 	daemons[owner].kill()
 	delete(daemons, owner)
 	killed := map[string]bool{victim: true, owner: true}
-	eventually(t, 60*time.Second, "the run to move to the last daemon", func() bool {
+	until(t, 60*time.Second, "the run to move to the last daemon", func() bool {
 		r, _ := st.GetRunByPK(ctx, run.PK)
 		return r.Owner != owner && holders()[owner] == 0
-	})
+	}, logs(daemons)...)
 	touch(t, gate)
-	eventually(t, 60*time.Second, "the run to succeed", func() bool {
+	until(t, 60*time.Second, "the run to succeed", func() bool {
 		r, _ := st.GetRunByPK(ctx, run.PK)
 		return r.State == "success"
-	})
+	}, logs(daemons)...)
 	tis, err := st.ListTaskInstances(ctx, run.PK)
 	if err != nil {
 		t.Fatal(err)

@@ -56,28 +56,25 @@ func TestDaemonRevalidatesOnStoredPools(t *testing.T) {
 		"x.yaml": "tasks:\n  - {id: a, bash: 'true', pool_requirements: {extra: 1}}\n"})
 	d := p.serveAPI(t)
 	file := filepath.Join(p.dags, "x.yaml")
-	eventually(t, 10*time.Second, "the import error of x.yaml", func() bool {
+	until(t, 30*time.Second, "the import error of x.yaml", func() bool {
 		return strings.Contains(d.importErrors(t)[file], `unknown pool "extra"`)
-	})
+	}, d.logs)
 	p.run(t, "pools", "set", "extra", "--slots", "1")
 	set := time.Now()
 	p.run(t, "dags", "trigger", "x", "--run-id", "r1")
-	eventually(t, 10*time.Second, "the import error to go", func() bool {
+	until(t, 30*time.Second, "the import error to go", func() bool {
 		return len(d.importErrors(t)) == 0 && slices.Contains(d.dagIDs(t), "x")
-	})
+	}, d.logs)
 	t.Logf("re-validated %v after pools set", time.Since(set).Round(time.Millisecond))
 	st := p.open(t)
-	eventually(t, 30*time.Second, "run r1 to end", func() bool {
-		r, err := st.GetRun(context.Background(), "x", "r1")
-		return err == nil && (r.State == "success" || r.State == "failed")
-	})
+	runEnded(t, 30*time.Second, "x", "r1", d.logs)
 	if r, _ := st.GetRun(context.Background(), "x", "r1"); r.State != "success" {
 		t.Fatalf("run r1 %s: %s", r.State, r.Reason)
 	}
 	p.run(t, "pools", "delete", "extra", "--force")
-	eventually(t, 10*time.Second, "the import error to come back", func() bool {
+	until(t, 30*time.Second, "the import error to come back", func() bool {
 		return strings.Contains(d.importErrors(t)[file], `unknown pool "extra"`) && !slices.Contains(d.dagIDs(t), "x")
-	})
+	}, d.logs)
 }
 
 // TestReadsNeverWrite: `pools list` — run elsewhere, without --config — leaves the pool table
@@ -88,7 +85,7 @@ func TestReadsNeverWrite(t *testing.T) {
 	p := newProject(t, "pools:\n  fp: 3\n  default: 5\n", map[string]string{
 		"u.yaml": "tasks:\n  - {id: a, bash: 'true', pool_requirements: {fp: 2}}\n"})
 	d := p.serveAPI(t)
-	eventually(t, 10*time.Second, "dag u", func() bool { return slices.Contains(d.dagIDs(t), "u") })
+	until(t, 30*time.Second, "dag u", func() bool { return slices.Contains(d.dagIDs(t), "u") }, d.logs)
 	st := p.open(t)
 	before, err := st.ListPools(context.Background())
 	if err != nil {
@@ -119,10 +116,9 @@ func TestReadsNeverWrite(t *testing.T) {
 		t.Fatalf("pools set api changed the other pools: %+v", after)
 	}
 	p.run(t, "dags", "trigger", "u", "--run-id", "r1")
-	eventually(t, 30*time.Second, "run r1 to succeed", func() bool {
-		r, err := st.GetRun(context.Background(), "u", "r1")
-		return err == nil && r.State == "success"
-	})
+	if state := runEnded(t, 30*time.Second, "u", "r1", d.logs); state != "success" {
+		t.Fatalf("run r1 %s, want success", state)
+	}
 	if os.Geteuid() == 0 {
 		readOnlyList(t, p)
 	} else {
@@ -208,7 +204,7 @@ func TestRulePoolsCountAsUsed(t *testing.T) {
 		t.Fatalf("pools delete api: exit %d %q", code, errOut)
 	}
 	d := p.serveAPI(t)
-	eventually(t, 10*time.Second, "dag r", func() bool { return slices.Contains(d.dagIDs(t), "r") })
+	until(t, 30*time.Second, "dag r", func() bool { return slices.Contains(d.dagIDs(t), "r") }, d.logs)
 	code, body := d.post(t, "/api/v1/dags/r/dagRuns", `{"dag_run_id": "r1"}`)
 	if code != http.StatusOK && code != http.StatusAccepted {
 		t.Fatalf("trigger: %d %v", code, body)
@@ -231,18 +227,19 @@ func TestConfigReloadsLive(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
 	marker, pidFile := filepath.Join(tmp, "release"), filepath.Join(tmp, "hold.pid")
+	started := pipe(t, tmp, "started")
 	cfg := func(slots, maxRunning int) string {
 		return fmt.Sprintf("max_running: %d\npools:\n  db: {slots: %d, on_resize: drain}\n", maxRunning, slots)
 	}
 	p := newProject(t, cfg(1, 2), map[string]string{
-		"hold.yaml": fmt.Sprintf("tasks:\n  - id: t\n    pool_requirements: {db: 1}\n    bash: 'echo $$ > %s; while [ ! -f %s ]; do sleep 0.05; done'\n",
-			pidFile, marker),
+		"hold.yaml": fmt.Sprintf("tasks:\n  - id: t\n    pool_requirements: {db: 1}\n    bash: 'echo $$ > %s; echo $$ > %s; while [ ! -f %s ]; do sleep 0.05; done'\n",
+			pidFile, started.Path, marker),
 		"wait.yaml": "tasks:\n  - {id: t, bash: 'true', pool_requirements: {db: 1}}\n",
 	})
 	d := p.serveAPI(t)
-	eventually(t, 10*time.Second, "the DAGs", func() bool { return len(d.dagIDs(t)) == 2 })
+	until(t, 30*time.Second, "the DAGs", func() bool { return len(d.dagIDs(t)) == 2 }, d.logs)
 	p.run(t, "dags", "trigger", "hold", "--run-id", "h")
-	eventually(t, 30*time.Second, "hold to run", func() bool { _, err := os.Stat(pidFile); return err == nil })
+	line(t, started, "hold to run")
 	pid, _ := os.ReadFile(pidFile)
 	if code, _ := d.post(t, "/api/v1/dags/wait/dagRuns", `{"dag_run_id": "w"}`); code != http.StatusAccepted {
 		t.Fatalf("wait: %d, want 202 (db is held)", code)
@@ -259,10 +256,10 @@ func TestConfigReloadsLive(t *testing.T) {
 	if err := os.WriteFile(p.config, []byte(cfg(2, 4)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "db to drain toward 2 slots", func() bool {
+	until(t, 30*time.Second, "db to drain toward 2 slots", func() bool {
 		v := pool()
 		return v.Slots == 1 && v.DrainingTo != nil && *v.DrainingTo == 2
-	})
+	}, d.logs)
 	type health struct {
 		Config struct {
 			Status string  `json:"status"`
@@ -273,12 +270,12 @@ func TestConfigReloadsLive(t *testing.T) {
 	if err := os.WriteFile(p.config, []byte("max_running: many\npools:\n  db: {slots: 2, colour: red}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the invalid file to be reported", func() bool {
+	until(t, 30*time.Second, "the invalid file to be reported", func() bool {
 		var h health
 		d.get(t, "/api/v1/health", &h)
 		return h.Config.Status == "unhealthy" && h.Config.Error != nil && strings.Contains(*h.Config.Error, "max_running") &&
 			strings.Contains(*h.Config.Error, "pools.db.colour")
-	})
+	}, d.logs)
 	resp, err := http.Get(d.url + "/ui/")
 	if err != nil {
 		t.Fatal(err)
@@ -295,7 +292,7 @@ func TestConfigReloadsLive(t *testing.T) {
 	if err := os.WriteFile(p.config, []byte(cfg(3, 4)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "slots 3", func() bool { v := pool(); return v.DrainingTo != nil && *v.DrainingTo == 3 })
+	until(t, 30*time.Second, "slots 3", func() bool { v := pool(); return v.DrainingTo != nil && *v.DrainingTo == 3 }, d.logs)
 	info, _ := os.Stat(p.config)
 	if err := os.WriteFile(p.config, []byte(cfg(4, 4)), 0o644); err != nil {
 		t.Fatal(err)
@@ -303,14 +300,18 @@ func TestConfigReloadsLive(t *testing.T) {
 	if err := os.Chtimes(p.config, info.ModTime(), info.ModTime()); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // the watcher looks at least once and sees nothing new
+	// The watcher cannot see this change (the file's size and time are as before): only SIGHUP
+	// brings it in.
+	if v := pool(); v.DrainingTo == nil || *v.DrainingTo != 3 {
+		t.Fatalf("db before SIGHUP: %+v, want still draining toward 3", v)
+	}
 	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "SIGHUP to apply slots 4", func() bool {
+	until(t, 30*time.Second, "SIGHUP to apply slots 4", func() bool {
 		v := pool()
 		return v.DrainingTo != nil && *v.DrainingTo == 4
-	})
+	}, d.logs)
 	var h health
 	d.get(t, "/api/v1/health", &h)
 	if h.Config.Status != "healthy" {
@@ -325,11 +326,11 @@ func TestConfigReloadsLive(t *testing.T) {
 	}
 	os.WriteFile(marker, nil, 0o644)
 	st := p.open(t)
-	eventually(t, 30*time.Second, "w to succeed and the drain to finish", func() bool {
+	until(t, 30*time.Second, "w to succeed and the drain to finish", func() bool {
 		r, err := st.GetRun(context.Background(), "wait", "w")
 		v := pool()
 		return err == nil && r.State == "success" && v.Slots == 4 && v.DrainingTo == nil
-	})
+	}, d.logs)
 }
 
 func atoi(s string) int {

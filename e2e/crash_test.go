@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,66 +18,41 @@ import (
 func TestCrashRecovery(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
-	marker, pidFile := filepath.Join(tmp, "ran-once"), filepath.Join(tmp, "first.pid")
+	marker := filepath.Join(tmp, "ran-once")
+	started := pipe(t, tmp, "started")
 	p := newProject(t, "pools:\n  db: 1\n", map[string]string{"crash.yaml": fmt.Sprintf(`
 dag_id: crash
 tasks:
   - id: hold
     pool_requirements: {db: 1}
-    bash: 'if [ -f %[1]s ]; then echo replayed; exit 0; fi; touch %[1]s; echo $$ > %[2]s.tmp; mv %[2]s.tmp %[2]s; echo first; sleep 60'
+    bash: 'if [ -f %[1]s ]; then echo replayed; exit 0; fi; touch %[1]s; echo $$ > %[2]s; echo first; sleep 60'
   - id: after
     depends_on: [hold]
     bash: echo after
-`, marker, pidFile)})
-	serve := func() *os.Process {
-		c := p.cmd("serve", "--listen", "127.0.0.1:0", "--daemon-id", "crashy")
-		c.Stdout, c.Stderr = os.Stderr, os.Stderr
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return c.Process
-	}
-	first := serve()
+`, marker, started.Path)})
+	first := p.serve(t, "--daemon-id", "crashy")
 	p.run(t, "dags", "trigger", "crash", "--run-id", "r1")
-	eventually(t, 30*time.Second, "the first attempt to start", func() bool {
-		_, err := os.Stat(pidFile)
-		return err == nil
-	})
-	data, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	oldPID, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	oldPID := pidLine(t, started, "the first attempt to start")
 	st := p.open(t)
-	eventually(t, 10*time.Second, "the claim's process group to be recorded", func() bool {
+	// The attempt's start (its process group) is written with the daemon's next pass.
+	until(t, 10*time.Second, "the claim's process group to be recorded", func() bool {
 		claims, err := st.ListClaims(context.Background())
 		return err == nil && len(claims) > 0 && claims[0].PGID == oldPID
-	})
-	if err := first.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	first.Wait()
+	}, first.logs)
+	first.kill()
 	// The attempt's processes die with their daemon (its watchdog kills them), before any other
 	// daemon could hand their slots out again.
-	eventually(t, 10*time.Second, "the attempt to die with its daemon", func() bool { return !alive(oldPID) })
+	exited(t, oldPID, 10*time.Second, "the attempt to die with its daemon")
 
-	second := serve()
-	defer func() {
-		second.Signal(syscall.SIGTERM)
-		second.Wait()
-	}()
-	run, err := st.GetRun(context.Background(), "crash", "r1")
-	if err != nil {
-		t.Fatal(err)
+	second := p.serve(t, "--daemon-id", "crashy")
+	defer second.stop(30 * time.Second)
+	if state := runEnded(t, 30*time.Second, "crash", "r1", second.logs); state != "success" {
+		t.Fatalf("run %s", state)
 	}
-	eventually(t, 30*time.Second, "the run to end", func() bool {
-		r, err := st.GetRun(context.Background(), "crash", "r1")
-		return err == nil && (r.State == "success" || r.State == "failed")
-	})
 	if alive(oldPID) {
 		t.Fatalf("process %d of the previous life survived the restart", oldPID)
 	}
-	run, _ = st.GetRun(context.Background(), "crash", "r1")
+	run, _ := st.GetRun(context.Background(), "crash", "r1")
 	if run.State != "success" {
 		t.Fatalf("run %s", run.State)
 	}

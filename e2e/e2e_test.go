@@ -9,9 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/poolflow/poolflow/internal/testwait"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -108,16 +111,44 @@ func (p *project) open(t *testing.T) store.Store {
 	return st
 }
 
-// eventually polls cond until it holds or the limit passes. The condition lives in another
-// process (a file it writes, a row it commits), so polling is the only way to observe it.
-func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
+// pipe makes a named pipe in dir for a task's script to write to (`echo $$ > PIPE`), so the
+// test waits for the task's process itself rather than polling for a file it writes.
+func pipe(t *testing.T, dir, name string) *testwait.Pipe {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
+	p, err := testwait.NewPipe(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// line waits for the next line a task writes to p.
+func line(t *testing.T, p *testwait.Pipe, what string) string {
+	t.Helper()
+	s, err := p.Line(30 * time.Second)
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+	return s
+}
+
+// pidLine waits for a task to write its pid to p.
+func pidLine(t *testing.T, p *testwait.Pipe, what string) int {
+	t.Helper()
+	s := line(t, p, what)
+	pid, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		t.Fatalf("%s: %q is no pid", what, s)
+	}
+	return pid
+}
+
+// exited waits for process pid to end (watched on a pidfd, not polled).
+func exited(t *testing.T, pid int, limit time.Duration, what string) {
+	t.Helper()
+	if err := testwait.Exit(pid, limit); err != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
 }
 

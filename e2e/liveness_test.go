@@ -26,10 +26,11 @@ func TestRemovedOrInvalidDAGKeepsTracking(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
 	gate := filepath.Join(tmp, "go")
+	running := pipe(t, tmp, "running")
 	dagOf := func(id, pool string, slots int) string {
 		return fmt.Sprintf("dag_id: %s\ntasks:\n"+
-			"  - {id: holder, pool_requirements: {%[2]s: %[3]d}, priority_weight: 9, weight_rule: absolute, bash: 'touch %[4]s.%[1]s; while [ ! -f %[4]s ]; do sleep 0.05; done'}\n"+
-			"  - {id: waiter, pool_requirements: {%[2]s: %[3]d}, bash: 'echo never'}\n", id, pool, slots, gate)
+			"  - {id: holder, pool_requirements: {%[2]s: %[3]d}, priority_weight: 9, weight_rule: absolute, bash: 'echo %[1]s > %[5]s; while [ ! -f %[4]s ]; do sleep 0.05; done'}\n"+
+			"  - {id: waiter, pool_requirements: {%[2]s: %[3]d}, bash: 'echo never'}\n", id, pool, slots, gate, running.Path)
 	}
 	p := newProject(t, "pools:\n  db: 1\n", map[string]string{
 		"gone.yaml":  dagOf("gone", "db", 1),
@@ -43,27 +44,49 @@ func TestRemovedOrInvalidDAGKeepsTracking(t *testing.T) {
 	s.trigger("gone", "r")
 	s.trigger("shrunk", "r")
 	st := p.open(t)
-	eventually(t, 20*time.Second, "both holders to run and both waiters to wait", func() bool {
-		return exists(gate+".gone") && exists(gate+".shrunk") &&
-			entryOf(st, "gone", "r", "waiter").ReasonCode == "pool_full" && entryOf(st, "shrunk", "r", "waiter").ReasonCode == "pool_full"
-	})
+	// Each trigger is answered after the pass that admitted its holder and queued its waiter.
+	holders := map[string]bool{}
+	for range 2 {
+		holders[line(t, running, "both holders to run")] = true
+	}
+	if !holders["gone"] || !holders["shrunk"] {
+		t.Fatalf("holders running: %v", holders)
+	}
+	for _, id := range []string{"gone", "shrunk"} {
+		if e := entryOf(st, id, "r", "waiter"); e.ReasonCode != "pool_full" {
+			t.Fatalf("%s's waiter: %s %q, want pool_full", id, e.ReasonCode, e.Reason)
+		}
+	}
 	if err := os.Remove(filepath.Join(p.dags, "gone.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	p.run(t, "pools", "set", "wide", "--slots", "1", "--force")
 	for _, id := range []string{"gone", "shrunk"} {
-		eventually(t, 20*time.Second, id+"'s waiting entry to be retired", func() bool {
+		until(t, 20*time.Second, id+"'s waiting entry to be retired", func() bool {
 			return entryOf(st, id, "r", "waiter").State == "retired"
-		})
+		}, s.logs)
 	}
 	// A write from another process makes the daemon reload its memory.
 	p.run(t, "dags", "pause", "other")
-	time.Sleep(300 * time.Millisecond) // a few polls of the daemon: the reload must not lose the attempts
+	// The reload must not lose the attempts: the gate opens once a pass read the write. The
+	// CLI read its clock for the row under the writers' lock: a pass whose clock read later
+	// began its transaction after the CLI's commit.
+	var wrote time.Time
+	rows, err := st.ListDAGRows(context.Background())
+	for _, r := range rows {
+		if r.DAGID == "other" {
+			wrote = r.UpdatedAt
+		}
+	}
+	if err != nil || wrote.IsZero() {
+		t.Fatalf("the pause of other: %v %v", rows, err)
+	}
+	s.logs.waitPassSince(t, wrote.Add(time.Microsecond), 20*time.Second) // stored to the µs
 	touch(t, gate)
 	for _, id := range []string{"gone", "shrunk"} {
-		eventually(t, 20*time.Second, id+"'s run to fail once its holder ended", func() bool {
-			return runOf(st, id, "r").State == "failed"
-		})
+		if state := runEnded(t, 20*time.Second, id, "r", s.logs); state != "failed" {
+			t.Fatalf("%s's run %s once its holder ended, want failed", id, state)
+		}
 		r := runOf(st, id, "r")
 		if ti := tiOf(t, st, r, "holder"); ti.State != "success" || ti.EndDate.IsZero() {
 			t.Errorf("%s.holder is %s (end %v): its end was dropped", id, ti.State, ti.EndDate)
@@ -108,7 +131,7 @@ func TestCatchupCountsEveryDaemon(t *testing.T) {
 	d1.waitServing(30 * time.Second)
 	d2.waitServing(30 * time.Second)
 	st := p.open(t)
-	eventually(t, 60*time.Second, "every catch-up run to succeed", func() bool {
+	until(t, 60*time.Second, "every catch-up run to succeed", func() bool {
 		runs, _, err := st.ListRuns(context.Background(), "cu", 100, 0)
 		if err != nil || len(runs) < want {
 			return false
@@ -119,7 +142,7 @@ func TestCatchupCountsEveryDaemon(t *testing.T) {
 			}
 		}
 		return true
-	})
+	}, d1.logs, d2.logs)
 	runs, _, _ := st.ListRuns(context.Background(), "cu", 100, 0)
 	sort.Slice(runs, func(i, j int) bool { return runs[i].LogicalDate.Before(runs[j].LogicalDate) })
 	owners := map[string]bool{}
@@ -171,9 +194,9 @@ func TestBusyStoreAtStartWaits(t *testing.T) {
 	p.initStore(t)
 	release := lockStore(t, p)
 	s := p.startServe(t, "", "--daemon-id", "s")
-	eventually(t, 30*time.Second, "serve to say it waits for the store", func() bool {
+	until(t, 30*time.Second, "serve to say it waits for the store", func() bool {
 		return s.logs.count("waiting to start") > 0 || s.done()
-	})
+	}, s.logs)
 	if s.done() {
 		t.Fatalf("serve exited while the store was busy: %v", s.err)
 	}
@@ -194,10 +217,10 @@ func TestBusyStoreAtStartWaits(t *testing.T) {
 	release()
 	s.waitServing(30 * time.Second)
 	st := p.open(t)
-	eventually(t, 20*time.Second, "the @reboot run to succeed", func() bool {
+	until(t, 20*time.Second, "the @reboot run to succeed", func() bool {
 		runs, _, _ := st.ListRuns(context.Background(), "boot", 10, 0)
 		return len(runs) == 1 && runs[0].State == "success"
-	})
+	}, s.logs)
 	s.stop(30 * time.Second)
 	if runs, _, _ := st.ListRuns(context.Background(), "boot", 10, 0); len(runs) != 1 {
 		t.Fatalf("%d @reboot runs, want 1", len(runs))
@@ -258,7 +281,9 @@ func TestFailedPassBacksOff(t *testing.T) {
 	s := p.startServe(t, "", "--daemon-id", "s")
 	s.waitServing(30 * time.Second)
 	cpu0 := cpuTime(t, s.cmd.Process.Pid)
-	time.Sleep(4 * time.Second) // the loop's behaviour over a few seconds is what is measured
+	// Not a wait for anything: the CPU the loop uses over 4 s of wall time is what is measured
+	// (the bug it guards woke the loop without any pass or line to wait for).
+	time.Sleep(4 * time.Second)
 	busy := cpuTime(t, s.cmd.Process.Pid) - cpu0
 	s.stop(30 * time.Second)
 	t.Logf("CPU in 4 s of back-off: %v", busy)
@@ -267,7 +292,7 @@ func TestFailedPassBacksOff(t *testing.T) {
 	if busy > time.Second {
 		t.Errorf("the daemon used %v of CPU in 4 s of back-off, want well under a second", busy)
 	}
-	if n := s.logs.count("pass failed"); n < 1 || n > 2 {
+	if n := s.logs.count(`level=WARN msg="pass failed`); n < 1 || n > 2 {
 		t.Errorf("%d \"pass failed\" lines in 4 s, want 1 (once per error per minute)", n)
 	}
 	if n := s.logs.count("Job tick could not enter pool"); n < 1 || n > 8 {
@@ -297,15 +322,17 @@ func TestRebootSurvivesAFailedPass(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := p.serve(t, "--daemon-id", "s")
-		eventually(t, 20*time.Second, "the pass to fail", func() bool { return s.logs.count("pass failed") > 0 })
+		if !s.logs.waitLine("pass failed", 20*time.Second) {
+			t.Fatal("no pass failed")
+		}
 		if _, err := db.Exec(`DROP TRIGGER injected_failure`); err != nil {
 			t.Fatal(err)
 		}
 		st := p.open(t)
-		eventually(t, 20*time.Second, "the @reboot run to succeed", func() bool {
+		until(t, 20*time.Second, "the @reboot run to succeed", func() bool {
 			runs, _, _ := st.ListRuns(context.Background(), "boot", 10, 0)
 			return len(runs) == 1 && runs[0].State == "success"
-		})
+		}, s.logs)
 		s.stop(30 * time.Second)
 	})
 	t.Run("pool state unavailable", func(t *testing.T) {
@@ -314,10 +341,14 @@ func TestRebootSurvivesAFailedPass(t *testing.T) {
 		p.initStore(t)
 		damage(t, p)
 		s := p.serve(t, "--daemon-id", "s")
-		eventually(t, 20*time.Second, "the @reboot drop warning", func() bool {
-			return s.logs.count("Job boot could not enter pool default: pool state is unavailable") > 0
-		})
-		time.Sleep(time.Second) // later failed passes must not warn again
+		if !s.logs.waitLine("Job boot could not enter pool default: pool state is unavailable", 20*time.Second) {
+			t.Fatal("no @reboot drop warning")
+		}
+		// Later failed passes must not warn again: two more fail (their warning, kept back by
+		// its once-a-minute bound, is logged at debug).
+		until(t, 20*time.Second, "two more failed passes", func() bool {
+			return s.logs.count(`msg="pass failed; will retry"`) >= 3
+		}, s.logs)
 		s.stop(30 * time.Second)
 		if n := s.logs.count("Job boot could not enter pool"); n != 1 {
 			t.Errorf("%d @reboot drop warnings, want 1", n)
@@ -334,10 +365,10 @@ func TestStopIsBounded(t *testing.T) {
 	s.waitServing(30 * time.Second)
 	s.trigger("stubborn", "r")
 	st := p.open(t)
-	eventually(t, 20*time.Second, "the Go task to run", func() bool {
-		r := runOf(st, "stubborn", "r")
-		return r.PK != 0 && tiOf(t, st, r, "ignore").State == "running"
-	})
+	waitNotice(t, 20*time.Second, "admitted", "stubborn", "r", s.logs)
+	if r := runOf(st, "stubborn", "r"); r.PK == 0 || tiOf(t, st, r, "ignore").State != "running" {
+		t.Fatal("the Go task does not run once admitted")
+	}
 	began := time.Now()
 	s.stop(15 * time.Second)
 	t.Logf("stopped in %v", time.Since(began))
@@ -365,8 +396,9 @@ func TestFullDiskDoesNotBlockTask(t *testing.T) {
 	}
 	s := p.serve(t, "--daemon-id", "s")
 	s.trigger("loud", "r1")
-	st := p.open(t)
-	eventually(t, 30*time.Second, "the loud task to end", func() bool { return runOf(st, "loud", "r1").State == "success" })
+	if state := runEnded(t, 30*time.Second, "loud", "r1", s.logs); state != "success" {
+		t.Fatalf("loud ended %s", state)
+	}
 	if !strings.Contains(s.logs.String(), "attempt log cannot be written") {
 		t.Errorf("the log write error was not reported")
 	}
@@ -379,29 +411,29 @@ func TestFullDiskDoesNotBlockTask(t *testing.T) {
 func TestSetsidGrandchildrenDie(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
-	g1, g2 := filepath.Join(tmp, "g1"), filepath.Join(tmp, "g2")
+	g1 := filepath.Join(tmp, "g1")
+	g2 := pipe(t, tmp, "g2") // c writes its grandchild's pid here
 	p := newProject(t, "", map[string]string{
 		"sid.yaml": fmt.Sprintf("dag_id: sid\ntasks:\n"+
 			"  - {id: a, bash: 'setsid sleep 300 > /dev/null 2>&1 < /dev/null & echo $! > %[1]s.tmp; mv %[1]s.tmp %[1]s'}\n"+
 			"  - id: b\n    depends_on: [a]\n    bash: |\n      %s\n"+
-			"  - {id: c, depends_on: [b], bash: 'setsid sleep 300 > /dev/null 2>&1 < /dev/null & echo $! > %[3]s.tmp; mv %[3]s.tmp %[3]s; sleep 60'}\n",
-			g1, notAliveCheck(g1), g2),
+			"  - {id: c, depends_on: [b], bash: 'setsid sleep 300 > /dev/null 2>&1 < /dev/null & echo $! > %[3]s; sleep 60'}\n",
+			g1, notAliveCheck(g1), g2.Path),
 	})
 	s := p.serve(t, "--daemon-id", "s")
 	s.trigger("sid", "r")
 	st := p.open(t)
-	eventually(t, 30*time.Second, "c to run", func() bool {
-		r := runOf(st, "sid", "r")
-		return r.PK != 0 && tiOf(t, st, r, "c").State == "running" && exists(g2)
-	})
+	pid2 := pidLine(t, g2, "c to run")
+	if ti := tiOf(t, st, runOf(st, "sid", "r"), "c"); ti.State != "running" {
+		t.Fatalf("c is %s while it runs", ti.State)
+	}
 	if ti := tiOf(t, st, runOf(st, "sid", "r"), "b"); ti.State != "success" {
 		log, _ := os.ReadFile(runner.LogPath(p.state, "sid", "r", "b", 1))
 		t.Fatalf("b %s: a's setsid'ed grandchild outlived a: %s", ti.State, log)
 	}
-	pid2 := readPID(t, g2)
 	if !alive(pid2) {
 		t.Fatal("c's grandchild died while c runs")
 	}
 	s.stop(30 * time.Second)
-	eventually(t, 5*time.Second, "c's grandchild to die with the daemon", func() bool { return !alive(pid2) })
+	exited(t, pid2, 5*time.Second, "c's grandchild to die with the daemon")
 }

@@ -35,8 +35,9 @@ func testLogsFromAnyHost(t *testing.T, driver string) {
 	const token = "s3cret"
 	marks := t.TempDir()
 	gate := filepath.Join(marks, "go-on")
+	said := pipe(t, marks, "said")
 	p := newProject(t, "api:\n  token: "+token+"\n", map[string]string{"talk.yaml": "tasks:\n  - id: say\n" +
-		"    bash: \"echo first line; while [ ! -e '" + gate + "' ]; do sleep 0.02; done; echo second line\"\n"})
+		"    bash: \"echo first line; echo said > '" + said.Path + "'; while [ ! -e '" + gate + "' ]; do sleep 0.02; done; echo second line\"\n"})
 	target := filepath.Join(p.dir, "shared.db")
 	if driver == "postgres" {
 		target = storetest.PostgresSchema(t, storetest.PostgresDSN(t))
@@ -70,10 +71,11 @@ func testLogsFromAnyHost(t *testing.T, driver string) {
 	}
 	path := "/api/v1/dags/talk/dagRuns/r1/taskInstances/say/logs/1"
 	first, second := "first line\n", "second line\n"
-	eventually(t, 30*time.Second, "the running attempt's first line through d2", func() bool {
-		code, hdr, body := d2.request(http.MethodGet, path, "", auth)
-		return code == http.StatusOK && body == first && hdr.Get("X-Poolflow-Log-Daemon") == "d1"
-	})
+	line(t, said, "the attempt's first line")
+	if code, hdr, body := d2.request(http.MethodGet, path, "", auth); code != http.StatusOK || body != first ||
+		hdr.Get("X-Poolflow-Log-Daemon") != "d1" {
+		t.Fatalf("the running attempt's log through d2: %d %q from %q", code, body, hdr.Get("X-Poolflow-Log-Daemon"))
+	}
 	if code, _, _ := d2.request(http.MethodGet, path, "", nil); code != http.StatusUnauthorized {
 		t.Fatalf("without the token: %d", code)
 	}
@@ -83,14 +85,12 @@ func testLogsFromAnyHost(t *testing.T, driver string) {
 		t.Fatalf("following at the end of the log: %d %q %s", code, hdr.Get("Content-Range"), body)
 	}
 	touch(t, gate)
-	eventually(t, 30*time.Second, "the second line through d2", func() bool {
-		code, _, body := d2.request(http.MethodGet, path, "", rng)
-		return code == http.StatusPartialContent && body == second
-	})
-	eventually(t, 30*time.Second, "the run to succeed", func() bool {
-		r, err := st.GetRun(context.Background(), "talk", "r1")
-		return err == nil && r.State == vocab.RunSuccess
-	})
+	if st := runEnded(t, 30*time.Second, "talk", "r1", d1.logs); st != string(vocab.RunSuccess) {
+		t.Fatalf("run r1 ended %s", st)
+	}
+	if code, _, body := d2.request(http.MethodGet, path, "", rng); code != http.StatusPartialContent || body != second {
+		t.Fatalf("following the ended attempt's log through d2: %d %q", code, body)
+	}
 	if code, _, body := d2.request(http.MethodGet, path, "", auth); code != http.StatusOK || body != first+second {
 		t.Fatalf("the ended attempt's log through d2: %d %q", code, body)
 	}

@@ -81,10 +81,10 @@ func TestInterruptedDagsTestReleasesItsSlots(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
 			tmp := t.TempDir()
-			pidFile := filepath.Join(tmp, "lt.pid")
+			started := pipe(t, tmp, "lt.pid")
 			p := newProject(t, "pools:\n  db: 1\n", map[string]string{
-				"lt.yaml": fmt.Sprintf("dag_id: lt\ntasks:\n  - {id: t, pool_requirements: {db: 1}, bash: 'echo $$ > %[1]s.tmp; mv %[1]s.tmp %[1]s; sleep 60'}\n"+
-					"  - {id: u, pool_requirements: {db: 1}, bash: 'echo u'}\n", pidFile),
+				"lt.yaml": fmt.Sprintf("dag_id: lt\ntasks:\n  - {id: t, pool_requirements: {db: 1}, bash: 'echo $$ > %[1]s; sleep 60'}\n"+
+					"  - {id: u, pool_requirements: {db: 1}, bash: 'echo u'}\n", started.Path),
 				"mine.yaml": "dag_id: mine\ntasks:\n  - {id: a, pool_requirements: {db: 1}, bash: 'echo mine'}\n",
 			})
 			s := p.serve(t, "--daemon-id", "s")
@@ -95,15 +95,16 @@ func TestInterruptedDagsTestReleasesItsSlots(t *testing.T) {
 			testDone := make(chan error, 1)
 			go func() { testDone <- test.Wait() }()
 			st := p.open(t)
-			eventually(t, 30*time.Second, "the test run's task to hold db", func() bool {
-				claims, err := st.ListClaims(context.Background())
-				return err == nil && len(claims) > 0 && strings.HasPrefix(claims[0].Label, "lt.t") && exists(pidFile)
-			})
-			taskPID := readPID(t, pidFile)
+			// The task runs once its claim is committed.
+			taskPID := pidLine(t, started, "the test run's task to hold db")
+			if claims, err := st.ListClaims(context.Background()); err != nil || len(claims) == 0 || !strings.HasPrefix(claims[0].Label, "lt.t") {
+				t.Fatalf("claims while lt.t runs: %+v %v", claims, err)
+			}
+			// The trigger is answered once its task is queued; why it waits is computed on read.
 			s.trigger("mine", "m1")
-			eventually(t, 10*time.Second, "mine to wait behind the test run", func() bool {
-				return strings.Contains(entryOf(st, "mine", "m1", "a").Reason, "held by lt.t try 1")
-			})
+			if e := entryOf(st, "mine", "m1", "a"); !strings.Contains(e.Reason, "held by lt.t try 1") {
+				t.Fatalf("mine does not wait behind the test run: %s %q", e.State, e.Reason)
+			}
 			if err := test.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
@@ -112,9 +113,9 @@ func TestInterruptedDagsTestReleasesItsSlots(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("dags test did not exit")
 			}
-			eventually(t, 20*time.Second, "mine to run once the test process is gone", func() bool {
-				return runOf(st, "mine", "m1").State == "success"
-			})
+			if state := runEnded(t, 20*time.Second, "mine", "m1", s.logs); state != "success" {
+				t.Fatalf("mine %s once the test process is gone", state)
+			}
 			runs, _, err := st.ListRuns(context.Background(), "lt", 10, 0)
 			if err != nil || len(runs) != 1 {
 				t.Fatalf("lt runs %v %v", runs, err)
@@ -147,27 +148,28 @@ func TestInterruptedDagsTestReleasesItsSlots(t *testing.T) {
 func TestDeadDaemonsWorkIsTakenOver(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
-	apid, marker := filepath.Join(tmp, "a.pid"), filepath.Join(tmp, "lead-ran")
+	marker := filepath.Join(tmp, "lead-ran")
+	apid, led := pipe(t, tmp, "a.pid"), pipe(t, tmp, "lead")
+	apidFile := filepath.Join(tmp, "hold.pid") // mine checks that the process in it is gone
 	start := time.Now().Add(-61 * time.Minute).UTC().Format(time.RFC3339)
 	p := newProject(t, "pools:\n  c: 1\n", map[string]string{
 		"lead.yaml": fmt.Sprintf("dag_id: lead\nschedule: '@hourly'\ncatchup: true\nstart_date: %s\ntasks:\n"+
-			"  - {id: t, bash: 'if [ -f %[2]s ]; then echo replayed; exit 0; fi; touch %[2]s; sleep 60'}\n", start, marker),
-		"bound.yaml": fmt.Sprintf("dag_id: bound\ntasks:\n  - {id: hold, pool_requirements: {c: 1}, bash: 'echo $$ > %[1]s.tmp; mv %[1]s.tmp %[1]s; sleep 60'}\n"+
-			"  - {id: later, pool_requirements: {c: 1}, bash: 'echo later'}\n", apid),
-		"mine.yaml": fmt.Sprintf("dag_id: mine\ntasks:\n  - id: a\n    pool_requirements: {c: 1}\n    bash: |\n      %s\n", notAliveCheck(apid)),
+			"  - {id: t, bash: 'if [ -f %[2]s ]; then echo replayed; exit 0; fi; touch %[2]s; echo ran > %[3]s; sleep 60'}\n", start, marker, led.Path),
+		"bound.yaml": fmt.Sprintf("dag_id: bound\ntasks:\n  - {id: hold, pool_requirements: {c: 1}, bash: 'echo $$ > %[2]s.tmp; mv %[2]s.tmp %[2]s; echo $$ > %[1]s; sleep 60'}\n"+
+			"  - {id: later, pool_requirements: {c: 1}, bash: 'echo later'}\n", apid.Path, apidFile),
+		"mine.yaml": fmt.Sprintf("dag_id: mine\ntasks:\n  - id: a\n    pool_requirements: {c: 1}\n    bash: |\n      %s\n", notAliveCheck(apidFile)),
 	})
 	a := p.serve(t, "--daemon-id", "a")
 	a.trigger("bound", "b1")
 	st := p.open(t)
-	eventually(t, 30*time.Second, "a to run bound.hold and the catch-up run", func() bool {
-		return exists(apid) && exists(marker)
-	})
-	holdPID := readPID(t, apid)
+	holdPID := pidLine(t, apid, "a to run bound.hold")
+	line(t, led, "a to run the catch-up run")
 	b := p.serve(t, "--daemon-id", "b")
+	// The trigger is answered once its task is queued; why it waits is computed on read.
 	b.trigger("mine", "m1")
-	eventually(t, 10*time.Second, "mine to wait for c", func() bool {
-		return strings.Contains(entryOf(st, "mine", "m1", "a").Reason, "held by bound.hold try 1")
-	})
+	if e := entryOf(st, "mine", "m1", "a"); !strings.Contains(e.Reason, "held by bound.hold try 1") {
+		t.Fatalf("mine does not wait for c: %s %q", e.State, e.Reason)
+	}
 	leadRuns, _, _ := st.ListRuns(context.Background(), "lead", 10, 0)
 	if len(leadRuns) != 1 || leadRuns[0].Owner != "a" {
 		t.Fatalf("lead runs before the kill: %+v", leadRuns)
@@ -175,25 +177,25 @@ func TestDeadDaemonsWorkIsTakenOver(t *testing.T) {
 	first := leadRuns[0]
 
 	a.kill()
-	eventually(t, 5*time.Second, "a's task to die with a", func() bool { return !alive(holdPID) })
-	eventually(t, 20*time.Second, "mine to run on b", func() bool { return runOf(st, "mine", "m1").State != "running" })
+	exited(t, holdPID, 5*time.Second, "a's task to die with a")
+	runEnded(t, 20*time.Second, "mine", "m1", b.logs)
 	if r := runOf(st, "mine", "m1"); r.State != "success" {
 		log, _ := os.ReadFile(runner.LogPath(p.state, "mine", "m1", "a", 1))
 		t.Fatalf("mine %s: %s", r.State, log)
 	}
-	eventually(t, 20*time.Second, "b to take the catch-up run over and finish it", func() bool {
-		r := runOf(st, "lead", first.RunID)
-		return r.Owner == "b" && r.State == "success"
-	})
+	runEnded(t, 20*time.Second, "lead", first.RunID, b.logs)
+	if r := runOf(st, "lead", first.RunID); r.Owner != "b" || r.State != "success" {
+		t.Fatalf("the catch-up run %s owned by %s, want success by b", r.State, r.Owner)
+	}
 	log, err := os.ReadFile(runner.LogPath(p.state, "lead", first.RunID, "t", 1))
 	if err != nil || !strings.Contains(string(log), "--- replay ---\nreplayed") {
 		t.Errorf("the taken-over attempt did not replay: %q %v", log, err)
 	}
-	eventually(t, 10*time.Second, "bound's entries to wait node_unavailable", func() bool {
+	until(t, 10*time.Second, "bound's entries to wait node_unavailable", func() bool {
 		h, l := entryOf(st, "bound", "b1", "hold"), entryOf(st, "bound", "b1", "later")
 		return h.State == "waiting" && h.ReasonCode == "node_unavailable" && l.ReasonCode == "node_unavailable" &&
 			strings.Contains(l.Reason, "bound to a")
-	})
+	}, b.logs)
 	if r := runOf(st, "bound", "b1"); r.Owner != "a" || r.State != "running" {
 		t.Errorf("the manual run moved: owner %s state %s", r.Owner, r.State)
 	}
@@ -213,17 +215,17 @@ func TestDeadDaemonsWorkIsTakenOver(t *testing.T) {
 func TestSameDaemonIDRefused(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
-	gate, pidFile := filepath.Join(tmp, "go"), filepath.Join(tmp, "pid")
+	gate := filepath.Join(tmp, "go")
+	started := pipe(t, tmp, "pid")
 	p := newProject(t, "pools:\n  db: 1\n", map[string]string{
-		"w.yaml": fmt.Sprintf("dag_id: w\ntasks:\n  - {id: a, pool_requirements: {db: 1}, bash: 'echo $$ > %[1]s.tmp; mv %[1]s.tmp %[1]s; while [ ! -f %[2]s ]; do sleep 0.05; done'}\n"+
-			"  - {id: b, bash: 'echo b'}\n", pidFile, gate),
+		"w.yaml": fmt.Sprintf("dag_id: w\ntasks:\n  - {id: a, pool_requirements: {db: 1}, bash: 'echo $$ > %[1]s; while [ ! -f %[2]s ]; do sleep 0.05; done'}\n"+
+			"  - {id: b, bash: 'echo b'}\n", started.Path, gate),
 	})
 	first := p.serve(t)
 	first.trigger("w", "r1")
 	st := p.open(t)
-	eventually(t, 20*time.Second, "a to run and b to finish", func() bool {
-		return exists(pidFile) && entryOf(st, "w", "r1", "b").State == "done"
-	})
+	pid := pidLine(t, started, "a to run")
+	until(t, 20*time.Second, "b to finish", func() bool { return entryOf(st, "w", "r1", "b").State == "done" }, first.logs)
 	second := p.startServe(t, "")
 	select {
 	case <-second.exited:
@@ -234,14 +236,16 @@ func TestSameDaemonIDRefused(t *testing.T) {
 	if second.err == nil || !strings.Contains(second.logs.String(), want) {
 		t.Fatalf("second daemon: %v, want an error containing %q:\n%s", second.err, want, second.logs.String())
 	}
-	if !alive(readPID(t, pidFile)) {
+	if !alive(pid) {
 		t.Fatal("the second daemon's start killed the first one's attempt")
 	}
 	if e := entryOf(st, "w", "r1", "b"); e.State != "done" {
 		t.Errorf("b's entry is %s, want done", e.State)
 	}
 	touch(t, gate)
-	eventually(t, 20*time.Second, "the run to succeed", func() bool { return runOf(st, "w", "r1").State == "success" })
+	if state := runEnded(t, 20*time.Second, "w", "r1", first.logs); state != "success" {
+		t.Fatalf("run %s, want success", state)
+	}
 	first.stop(30 * time.Second)
 }
 

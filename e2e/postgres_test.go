@@ -80,19 +80,21 @@ func (s *serveProc) get(path string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// waitStatus polls GET path until it answers status, or fails after limit.
-func (s *serveProc) waitStatus(path string, status int, limit time.Duration) string {
+// status GETs path and fails the test unless it answers want; it returns the body.
+func (s *serveProc) status(path string, want int) string {
 	s.t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		got, body := s.get(path)
-		if got == status {
-			return body
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("GET %s: %d %s, want %d within %v", path, got, body, status, limit)
-		}
-		time.Sleep(50 * time.Millisecond)
+	got, body := s.get(path)
+	if got != want {
+		s.t.Fatalf("GET %s: %d %s, want %d", path, got, body, want)
+	}
+	return body
+}
+
+// failedPass waits for the daemon to log a failed pass (its store refused it).
+func (s *serveProc) failedPass(limit time.Duration) {
+	s.t.Helper()
+	if !s.logs.waitLine("pass failed", limit) {
+		s.t.Fatalf("no failed pass within %v:\n%s", limit, s.logs.String())
 	}
 }
 
@@ -112,11 +114,15 @@ func TestSchemaChangeWhileServing(t *testing.T) {
 			target := h.Target(t)
 			p := newProject(t, "pools:\n  db: 1\n", map[string]string{"s.yaml": "dag_id: s\ntasks:\n  - {id: a, bash: 'true', pool_requirements: {db: 1}}\n"})
 			s := p.serve(t, "--store", target)
-			s.trigger("s", "before")
-			s.waitStatus("/api/v1/dags/s/dagRuns/before", http.StatusOK, 10*time.Second)
+			s.trigger("s", "before") // answered after the pass that created the run
+			s.status("/api/v1/dags/s/dagRuns/before", http.StatusOK)
 			h.Exec(t, target, fmt.Sprintf(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (%d, 'future', 0)`,
 				store.SchemaVersion()+1))
-			body := s.waitStatus("/api/v1/pools", http.StatusServiceUnavailable, 10*time.Second)
+			// The daemon's handle reads the newer version at its next look (the pass after
+			// another connection's commit, or its bounded poll on PostgreSQL), then refuses all:
+			// its pass fails, and so does every read of the API, which shares the handle.
+			s.failedPass(10 * time.Second)
+			body := s.status("/api/v1/pools", http.StatusServiceUnavailable)
 			if !strings.Contains(body, "pool state is unavailable") {
 				t.Fatalf("GET /pools: %s", body)
 			}
@@ -147,53 +153,50 @@ func TestPostgresLostDatabase(t *testing.T) {
 	t.Parallel()
 	dsn := storetest.PostgresDatabase(t)
 	db := storetest.DBName(t, dsn)
+	tmp := t.TempDir()
+	started, gate := pipe(t, tmp, "started"), pipe(t, tmp, "gate")
 	p := newProject(t, "pools:\n  db: 1\n", map[string]string{"slow.yaml": "dag_id: slow\ntasks:\n" +
-		"  - {id: a, bash: 'sleep 3', pool_requirements: {db: 1}}\n"})
+		fmt.Sprintf("  - {id: a, bash: 'echo $$ > %s; read _ < %s', pool_requirements: {db: 1}}\n", started.Path, gate.Path)})
 	s := p.serve(t, "--store", dsn)
 	s.trigger("slow", "r1")
 	ti := "/api/v1/dags/slow/dagRuns/r1/taskInstances/a"
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		_, body := s.get(ti)
-		if strings.Contains(body, `"state": "running"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task a did not start: %s", body)
-		}
-		time.Sleep(50 * time.Millisecond)
+	pid := pidLine(t, started, "task a to start")
+	if body := s.status(ti, http.StatusOK); !strings.Contains(body, `"state": "running"`) {
+		t.Fatalf("task a once started: %s", body)
 	}
 	restore := func() { storetest.Admin(t, `ALTER DATABASE `+db+` WITH ALLOW_CONNECTIONS true`) }
 	storetest.Admin(t, `ALTER DATABASE `+db+` WITH ALLOW_CONNECTIONS false`)
 	t.Cleanup(restore)
 	storetest.Admin(t, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, db)
-	body := s.waitStatus("/api/v1/pools", http.StatusServiceUnavailable, 15*time.Second)
+	s.failedPass(15 * time.Second)
+	body := s.status("/api/v1/pools", http.StatusServiceUnavailable)
 	if !strings.Contains(body, "pool state is unavailable") {
 		t.Fatalf("GET /pools while the database is away: %s", body)
 	}
 	if status, body := s.post("/api/v1/dags/slow/dagRuns", `{"dag_run_id": "away"}`); status != http.StatusServiceUnavailable {
 		t.Fatalf("trigger while the database is away: %d %s", status, body)
 	}
-	time.Sleep(4 * time.Second) // the attempt ends meanwhile; its end cannot be written yet
+	// The attempt ends meanwhile; its end cannot be written yet.
+	if err := gate.Send("go"); err != nil {
+		t.Fatal(err)
+	}
+	exited(t, pid, 10*time.Second, "task a to end while the database is away")
+	back := time.Now()
 	restore()
-	s.waitStatus("/api/v1/pools", http.StatusOK, 30*time.Second)
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		_, body := s.get(ti)
-		if strings.Contains(body, `"state": "success"`) {
-			if !strings.Contains(body, `"try_number": 1,`) {
-				t.Fatalf("the attempt ran again after the outage: %s", body)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task a did not succeed after the database returned: %s", body)
-		}
-		time.Sleep(100 * time.Millisecond)
+	s.logs.waitPassSince(t, back, 30*time.Second) // a pass committed: the daemon carries on
+	s.status("/api/v1/pools", http.StatusOK)
+	if state := runEnded(t, 30*time.Second, "slow", "r1", s.logs); state != "success" {
+		t.Fatalf("run r1 %s after the database returned", state)
+	}
+	if body := s.status(ti, http.StatusOK); !strings.Contains(body, `"state": "success"`) || !strings.Contains(body, `"try_number": 1,`) {
+		t.Fatalf("the attempt ran again after the outage: %s", body)
 	}
 	s.trigger("slow", "r2")
 	if !strings.Contains(s.logs.String(), "pass failed") {
 		t.Fatalf("no failed pass logged during the outage:\n%s", s.logs.String())
+	}
+	if err := gate.Send("go"); err != nil { // r2's attempt
+		t.Fatal(err)
 	}
 	s.stop(30 * time.Second)
 }

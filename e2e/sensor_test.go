@@ -32,14 +32,15 @@ tasks: [{id: s, max_active_tis_per_dag: 1, sensor: {file_exists: %s, mode: resch
 		}
 		return ti.State
 	}
-	// The daemon signals no state change but a run's end, so the two states are polled.
+	// A sensor's reschedule has no notice of its own: its state is read again after each pass.
 	s.trigger("sens", "r1")
-	eventually(t, 20*time.Second, "r1's sensor to wait for its next poke", func() bool { return state("r1") == "up_for_reschedule" })
+	until(t, 20*time.Second, "r1's sensor to wait for its next poke", func() bool { return state("r1") == "up_for_reschedule" }, s.logs)
 	// A phase, not a wait for a condition: r2 pokes half an interval after r1 from now on, so
-	// either run ends while the other's sensor waits for its next poke.
+	// either run ends while the other's sensor waits for its next poke. Nothing but the clock
+	// marks that moment (executor's TestTaskLimitOutlivesARun steps the same on a fake clock).
 	time.Sleep(time.Second)
 	s.trigger("sens", "r2")
-	eventually(t, 20*time.Second, "r2's sensor to wait for its next poke", func() bool { return state("r2") == "up_for_reschedule" })
+	until(t, 20*time.Second, "r2's sensor to wait for its next poke", func() bool { return state("r2") == "up_for_reschedule" }, s.logs)
 	touch(t, goFile)
 	for _, run := range []string{"r1", "r2"} {
 		if !s.logs.waitLine(`msg="run ended" dag_id=sens run_id=`+run+` state=success`, 20*time.Second) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -26,11 +27,15 @@ type serveProc struct {
 	err    error
 }
 
-// logBuf collects a process's log lines from the reading goroutine.
+// logBuf collects a process's log lines from the reading goroutine. Serve processes log at
+// debug level (POOLFLOW_LOG_LEVEL): a line for every notice of their daemon, one after every
+// pass it commits ("msg=notice kind=pass"), and one for every failed pass; the tests wait on
+// those lines.
 type logBuf struct {
 	mu   sync.Mutex
 	buf  bytes.Buffer
-	grew chan struct{} // closed when a line is added (then replaced)
+	grew chan struct{}          // closed when a line is added (then replaced)
+	subs map[chan struct{}]bool // told of every line
 }
 
 func (b *logBuf) add(line string) {
@@ -42,6 +47,104 @@ func (b *logBuf) add(line string) {
 		close(b.grew)
 		b.grew = nil
 	}
+	for ch := range b.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// subscribe has ch told (without blocking) of every line added until the returned function is
+// called.
+func (b *logBuf) subscribe(ch chan struct{}) func() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.subs == nil {
+		b.subs = map[chan struct{}]bool{}
+	}
+	b.subs[ch] = true
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		delete(b.subs, ch)
+	}
+}
+
+// until checks cond, and again each time one of the processes whose logs are given logs a line
+// (each pass of a serve daemon logs one), until it holds; it fails the test after limit. For
+// what a daemon changes in the store or the API and says no more of than that it passed. What
+// changes without a pass (the registry's status of a refused poolflow.yaml, logged just before
+// it is set) is seen at the latest at the next lease renewal's pass, every 10 s.
+func until(t *testing.T, limit time.Duration, what string, cond func() bool, logs ...*logBuf) {
+	t.Helper()
+	ch := make(chan struct{}, 1)
+	for _, l := range logs {
+		defer l.subscribe(ch)()
+	}
+	timeout := time.After(limit)
+	for !cond() {
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+var passAtRE = regexp.MustCompile(`msg=notice kind=pass at=(\S+)`)
+
+// passedSince reports whether the process logged a committed pass that began at or after at:
+// one that read whatever was committed before at.
+func (b *logBuf) passedSince(at time.Time) bool {
+	for _, m := range passAtRE.FindAllStringSubmatch(b.String(), -1) {
+		if t, err := time.Parse(time.RFC3339Nano, m[1]); err == nil && !t.Before(at) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitPassSince waits until the daemon committed a pass that began at or after at.
+func (b *logBuf) waitPassSince(t *testing.T, at time.Time, limit time.Duration) {
+	t.Helper()
+	until(t, limit, "a pass after "+at.Format(time.RFC3339Nano), func() bool { return b.passedSince(at) }, b)
+}
+
+// waitNotice waits until one of the daemons logs a notice of kind about run dagID runID (at
+// debug level: "msg=notice kind=admitted dag_id=… run_id=… task_id=…").
+func waitNotice(t *testing.T, limit time.Duration, kind, dagID, runID string, logs ...*logBuf) {
+	t.Helper()
+	line := fmt.Sprintf("msg=notice kind=%s dag_id=%s run_id=%s ", kind, dagID, runID)
+	until(t, limit, line, func() bool {
+		for _, l := range logs {
+			if strings.Contains(l.String(), line) {
+				return true
+			}
+		}
+		return false
+	}, logs...)
+}
+
+var runEndedRE = regexp.MustCompile(`msg="run ended" dag_id=(\S+) run_id=(\S+) state=(\S+)`)
+
+// runEnded waits until one of the daemons logs the end of run dagID runID and returns its
+// state.
+func runEnded(t *testing.T, limit time.Duration, dagID, runID string, logs ...*logBuf) string {
+	t.Helper()
+	state := ""
+	until(t, limit, "run "+runID+" of "+dagID+" to end", func() bool {
+		for _, l := range logs {
+			for _, m := range runEndedRE.FindAllStringSubmatch(l.String(), -1) {
+				if m[1] == dagID && m[2] == runID {
+					state = m[3]
+					return true
+				}
+			}
+		}
+		return false
+	}, logs...)
+	return state
 }
 
 // waitLine waits until a line containing s was logged, woken by each new line, and reports
@@ -90,6 +193,7 @@ func (p *project) startServe(t *testing.T, bin string, args ...string) *servePro
 	all := append([]string{"--config", p.config, "--dags", p.dags, "--state", p.state, "serve", "--listen", "127.0.0.1:0"}, args...)
 	c := exec.Command(bin, all...)
 	c.Dir = p.dir
+	c.Env = append(os.Environ(), "POOLFLOW_LOG_LEVEL=debug")
 	stderr, err := c.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poolflow/poolflow/executor/attempt"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
 )
@@ -28,51 +29,47 @@ tasks:
 
 // TestApprovalGates: a gate occupies no pool and no max_active_tasks slot; approving lets its
 // downstream run; rejecting fails it (an all_done downstream still runs, the run fails); a timeout
-// fails it. Who decided, when and the note are recorded.
+// fails it. Who decided, when and the note are recorded. Pass by pass (Harness).
 func TestApprovalGates(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name      string
-		decide    func(t *testing.T, d *Daemon, clock *FakeClock, run int64)
+		decide    func(t *testing.T, h *Harness, clock *FakeClock, run int64) []*attempt.Spec
 		run       vocab.RunState
 		gate      vocab.TaskState
 		reason    string
 		published vocab.TaskState
 	}{
-		{"approve", func(t *testing.T, d *Daemon, _ *FakeClock, run int64) {
-			command(t, d, store.Command{Kind: "approve", Run: run, TaskID: "approve", Who: "ana", Note: "looks good"})
+		{"approve", func(t *testing.T, h *Harness, _ *FakeClock, run int64) []*attempt.Spec {
+			return command(t, h, store.Command{Kind: "approve", Run: run, TaskID: "approve", Who: "ana", Note: "looks good"})
 		}, "success", "success", "approved by ana at 2026-03-01T12:00:00Z: looks good", "success"},
-		{"reject", func(t *testing.T, d *Daemon, _ *FakeClock, run int64) {
-			command(t, d, store.Command{Kind: "reject", Run: run, TaskID: "approve", Who: "bo", Note: "not today"})
+		{"reject", func(t *testing.T, h *Harness, _ *FakeClock, run int64) []*attempt.Spec {
+			return command(t, h, store.Command{Kind: "reject", Run: run, TaskID: "approve", Who: "bo", Note: "not today"})
 		}, "failed", "failed", "rejected by bo at 2026-03-01T12:00:00Z: not today", "upstream_failed"},
-		{"timeout", func(t *testing.T, _ *Daemon, clock *FakeClock, _ int64) {
+		{"timeout", func(t *testing.T, h *Harness, clock *FakeClock, _ int64) []*attempt.Spec {
 			clock.Advance(time.Hour)
+			return h.settle(t)
 		}, "failed", "failed", "approval timeout 1h0m0s passed", "upstream_failed"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, "", map[string]string{"gate.yaml": gateDAG})
-			clock := NewFakeClock(t0)
-			d := b.serve(t, clock)
-			res, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "gate", RunID: "r"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			h, clock := b.harness(t, nil)
+			res, started := h.trigger(t, TriggerRequest{DAGID: "gate", RunID: "r"})
 			pk := res.Run.PK
 			// side runs although max_active_tasks is 1: the gate holds no slot.
-			eventually(t, "side to run beside the gate", func() bool { return b.tis(t, pk)["side"].State == "success" })
+			h.drain(t, specOf(t, started, "gate", "side"))
+			if ti := b.tis(t, pk)["side"]; ti.State != "success" {
+				t.Fatalf("side is %s beside the gate", ti.State)
+			}
 			if ti := b.tis(t, pk)["approve"]; ti.State != "awaiting_approval" {
 				t.Fatalf("gate is %s", ti.State)
 			}
 			if _, err := b.st.LatestEntry(context.Background(), pk, "approve"); err == nil {
 				t.Fatal("the gate has a queue entry")
 			}
-			tc.decide(t, d, clock, pk)
-			eventually(t, "the run to end", func() bool {
-				r := b.mustRun(t, "gate", "r")
-				return r.State == "success" || r.State == "failed"
-			})
+			h.drain(t, tc.decide(t, h, clock, pk)...)
 			tis := b.tis(t, pk)
 			if r := b.mustRun(t, "gate", "r"); r.State != tc.run {
 				t.Errorf("run %s, want %s", r.State, tc.run)
@@ -87,24 +84,25 @@ func TestApprovalGates(t *testing.T) {
 	}
 }
 
-func command(t *testing.T, d *Daemon, c store.Command) {
+// command applies an operator command in a pass and returns the attempts the passes started;
+// a refusal fails the test.
+func command(t *testing.T, h *Harness, c store.Command) []*attempt.Spec {
 	t.Helper()
-	if err := d.Command(context.Background(), c); err != nil {
+	started, err := h.command(t, c)
+	if err != nil {
 		t.Fatal(err)
 	}
+	return started
 }
 
 // TestApprovalRefusals: deciding a gate that is not waiting is a conflict.
 func TestApprovalRefusals(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "", map[string]string{"gate.yaml": gateDAG})
-	d := b.serve(t, NewFakeClock(t0))
-	res, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "gate", RunID: "r"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "side to finish", func() bool { return b.tis(t, res.Run.PK)["side"].State == "success" })
-	err = d.Command(context.Background(), store.Command{Kind: "approve", Run: res.Run.PK, TaskID: "side"})
+	h, _ := b.harness(t, nil)
+	res, started := h.trigger(t, TriggerRequest{DAGID: "gate", RunID: "r"})
+	h.drain(t, specOf(t, started, "gate", "side"))
+	_, err := h.command(t, store.Command{Kind: "approve", Run: res.Run.PK, TaskID: "side"})
 	if err == nil || !strings.Contains(err.Error(), "not awaiting approval") {
 		t.Fatalf("approve a finished task: %v", err)
 	}

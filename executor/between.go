@@ -69,7 +69,8 @@ const maxBackoff = 5 * time.Second
 // warnEvery bounds how often the same warning text is logged.
 const warnEvery = time.Minute
 
-// warn logs msg unless the same text was logged in the last minute.
+// warn logs msg unless the same text was logged in the last minute; then it is logged at debug
+// level only (a repeated failed pass can be followed there).
 func (l *loop) warn(msg string, args ...any) {
 	key := msg
 	for _, a := range args {
@@ -79,6 +80,7 @@ func (l *loop) warn(msg string, args ...any) {
 	}
 	now := time.Now()
 	if last, ok := l.warned[key]; ok && now.Sub(last) < warnEvery {
+		l.log.Debug(msg, args...)
 		return
 	}
 	if len(l.warned) > 1000 {

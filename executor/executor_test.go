@@ -134,6 +134,7 @@ tasks:
 
 // TestRetryTiming checks retry times with an injected clock: retry_delay × 2^(k-1) capped at
 // max_retry_delay, counted from the failed attempt's end, and no retry runs before its time.
+// Pass by pass (Harness) in a test run.
 func TestRetryTiming(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "", map[string]string{"flaky.yaml": `
@@ -146,20 +147,18 @@ tasks:
     max_retry_delay: 15s
     command: ["false"]
 `})
-	clock := NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	d := b.daemon(t, func(c *Config) { c.Clock = clock; c.Test = &TestRun{DAGID: "flaky"} })
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Stop()
+	b.clock = NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h, clock := b.harness(t, func(c *Config) { c.Test = &TestRun{DAGID: "flaky"} })
+	started := h.settle(t)
 	wantDelays := []time.Duration{10 * time.Second, 15 * time.Second, 15 * time.Second}
 	for try := 1; try <= 4; try++ {
-		n := b.waitNotice(t, func(n Notice) bool { return n.Kind == NoticeAttemptEnded && n.Try == try })
-		run, err := b.st.GetRun(context.Background(), "flaky", n.RunID)
-		if err != nil {
-			t.Fatal(err)
+		att := specOf(t, started, "flaky", "t")
+		if att.Try != try {
+			t.Fatalf("attempt %d started, want %d", att.Try, try)
 		}
-		ti := b.tis(t, run.PK)["t"]
+		clock.Advance(time.Second) // it runs a second
+		h.settle(t, h.End(att, false, "exit status 1"))
+		ti := b.tis(t, b.mustRun(t, "flaky", att.RunID).PK)["t"]
 		if try == 4 {
 			if ti.State != "failed" {
 				t.Fatalf("after the last try: state %s", ti.State)
@@ -172,20 +171,19 @@ tasks:
 		if got := ti.NextAt.Sub(ti.EndDate); got != wantDelays[try-1] {
 			t.Errorf("try %d: retry after %v, want %v", try, got, wantDelays[try-1])
 		}
+		if wake := h.Wake(); wake.After(ti.NextAt) {
+			t.Errorf("try %d: the daemon would pass next at %v, after the retry time %v", try, wake, ti.NextAt)
+		}
 		clock.Advance(wantDelays[try-1] - time.Second)
-		select {
-		case n := <-b.notices:
-			if n.Kind == NoticeAdmitted {
-				t.Fatalf("try %d admitted a second before its retry time", try+1)
-			}
-		case <-time.After(100 * time.Millisecond):
+		if started := h.settle(t); len(started) != 0 {
+			t.Fatalf("try %d admitted a second before its retry time", try+1)
 		}
 		clock.Advance(time.Second)
+		started = h.settle(t)
 	}
-	<-d.Done()
-	run, _ := d.TestRunResult()
-	if run.State != "failed" {
-		t.Fatalf("run %s, want failed", run.State)
+	run, done := h.l.dec.TestResult()
+	if !done || run.State != "failed" {
+		t.Fatalf("run %s (ended %v), want failed", run.State, done)
 	}
 }
 

@@ -41,9 +41,12 @@ func TestGoTasks(t *testing.T) {
 // entries back in the queue with the same try number; nothing stays held.
 func TestShutdownRequeues(t *testing.T) {
 	t.Parallel()
-	started := filepath.Join(t.TempDir(), "started")
-	b := setup(t, "pools:\n  db: 1\n", map[string]string{"s.yaml": "dag_id: s\ntasks:\n  - {id: a, pool_requirements: {db: 1}, bash: 'touch " +
-		started + "; sleep 60'}\n"})
+	b := setup(t, "pools:\n  db: 1\n", nil)
+	started := b.pipe(t, "started")
+	if err := os.WriteFile(filepath.Join(b.dagsDir, "s.yaml"), []byte("dag_id: s\ntasks:\n  - {id: a, pool_requirements: {db: 1}, bash: 'echo started > "+
+		started.Path+"; sleep 60'}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	d := b.daemon(t, nil)
 	if err := d.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -52,7 +55,7 @@ func TestShutdownRequeues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the attempt to start", func() bool { _, err := os.Stat(started); return err == nil })
+	line(t, started, "the attempt to start")
 	stopped := time.Now()
 	if err := d.Stop(); err != nil {
 		t.Fatal(err)
@@ -75,8 +78,8 @@ func TestShutdownRequeues(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d2.Stop()
-	eventually(t, "the attempt to run again", func() bool { return b.tis(t, res.Run.PK)["a"].State == "running" })
-	if ti := b.tis(t, res.Run.PK)["a"]; ti.TryNumber != 1 {
-		t.Fatalf("try %d after the restart", ti.TryNumber)
+	line(t, started, "the attempt to run again")
+	if ti := b.tis(t, res.Run.PK)["a"]; ti.State != "running" || ti.TryNumber != 1 {
+		t.Fatalf("%s try %d after the restart, want running try 1", ti.State, ti.TryNumber)
 	}
 }

@@ -7,13 +7,18 @@ import (
 
 	"github.com/poolflow/poolflow/executor/attempt"
 	"github.com/poolflow/poolflow/executor/decide"
+	"github.com/poolflow/poolflow/store"
 )
 
-// harness steps a daemon over the bundle by hand, on a fake clock at t0.
+// harness steps a daemon over the bundle by hand, on a fake clock at t0 (the bundle's, shared
+// by its daemons).
 func (b *bundle) harness(t testing.TB, mod func(*Config)) (*Harness, *FakeClock) {
 	t.Helper()
-	clock := NewFakeClock(t0)
-	b.clock = clock
+	clock, ok := b.clock.(*FakeClock)
+	if !ok {
+		clock = NewFakeClock(t0)
+		b.clock = clock
+	}
 	cfg := Config{Store: b.st, Settings: b.cfg, DAGsDir: b.dagsDir, StateDir: b.stateDir, DaemonID: "harness-" + t.Name(),
 		Clock: clock}
 	if mod != nil {
@@ -81,4 +86,106 @@ tasks:
 	if got := started(p); !slices.Equal(got, []string{"b"}) {
 		t.Fatalf("after a ends the pass starts %v, want [b]", got)
 	}
+}
+
+// settle runs Harness.Settle and fails the test on error; it returns the attempts the passes
+// started, in order.
+func (h *Harness) settle(t testing.TB, events ...any) []*attempt.Spec {
+	t.Helper()
+	plans, err := h.Settle(events...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*attempt.Spec
+	for _, p := range plans {
+		out = append(out, p.Starts...)
+	}
+	return out
+}
+
+// succeed ends the attempts successfully in one pass, settles, and returns what the passes
+// started.
+func (h *Harness) succeed(t testing.TB, specs ...*attempt.Spec) []*attempt.Spec {
+	t.Helper()
+	var evs []any
+	for _, s := range specs {
+		evs = append(evs, h.End(s, true, ""))
+	}
+	return h.settle(t, evs...)
+}
+
+// drain runs the attempts and every attempt they lead to: each ends successfully as soon as
+// it starts, pass after pass, until a pass starts nothing.
+func (h *Harness) drain(t testing.TB, specs ...*attempt.Spec) {
+	t.Helper()
+	for len(specs) > 0 {
+		specs = h.succeed(t, specs...)
+	}
+}
+
+// tasks names the tasks of attempts, in order.
+func tasks(specs []*attempt.Spec) []string {
+	out := []string{}
+	for _, s := range specs {
+		out = append(out, s.DAGID+"."+s.Task.ID)
+	}
+	return out
+}
+
+// specOf finds the attempt of dag.task among specs.
+func specOf(t testing.TB, specs []*attempt.Spec, dagID, taskID string) *attempt.Spec {
+	t.Helper()
+	for _, s := range specs {
+		if s.DAGID == dagID && s.Task.ID == taskID {
+			return s
+		}
+	}
+	t.Fatalf("%s.%s not started: %v", dagID, taskID, tasks(specs))
+	return nil
+}
+
+// reply reads a trigger's answer, which a committed pass has given.
+func reply(t testing.TB, ch <-chan decide.TriggerReply) decide.TriggerReply {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	default:
+		t.Fatal("the trigger was not answered by the pass")
+		return decide.TriggerReply{}
+	}
+}
+
+// outcome reads a command's outcome, which a committed pass has given.
+func outcome(t testing.TB, ch <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	default:
+		t.Fatal("the command was not answered by the pass")
+		return nil
+	}
+}
+
+// trigger starts a manual run in a pass, settles, and returns the answer and the attempts the
+// passes started; an error answer fails the test.
+func (h *Harness) trigger(t testing.TB, req TriggerRequest) (TriggerResult, []*attempt.Spec) {
+	t.Helper()
+	ev, ch := h.Trigger(req)
+	started := h.settle(t, ev)
+	r := reply(t, ch)
+	if r.Err != nil {
+		t.Fatalf("trigger %s %s: %v", req.DAGID, req.RunID, r.Err)
+	}
+	return r.Res, started
+}
+
+// command applies an operator command in a pass, settles, and returns its outcome and the
+// attempts the passes started.
+func (h *Harness) command(t testing.TB, c store.Command) ([]*attempt.Spec, error) {
+	t.Helper()
+	ev, ch := h.Command(c)
+	started := h.settle(t, ev)
+	return started, outcome(t, ch)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/executor/runner"
 	"github.com/poolflow/poolflow/explain"
+	"github.com/poolflow/poolflow/internal/testwait"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/store/storetest"
 )
@@ -134,15 +135,39 @@ func (b *bundle) tis(t testing.TB, run int64) map[string]store.TaskInstance {
 // waitNotice waits for the first notice matching ok.
 func (b *bundle) waitNotice(t testing.TB, ok func(Notice) bool) Notice {
 	t.Helper()
+	n, seen := b.noticeWithin(30*time.Second, ok)
+	if !seen {
+		t.Fatal("notice not seen")
+	}
+	return n
+}
+
+// untilPass checks cond after each pass a daemon of the bundle commits, until it holds: for
+// what a daemon changes off its loop (the registry's watcher) and then passes for.
+func (b *bundle) untilPass(t testing.TB, what string, cond func() bool) {
+	t.Helper()
 	timeout := time.After(30 * time.Second)
+	for !cond() {
+		select {
+		case n := <-b.notices:
+			_ = n // a pass, or another notice of one: look again
+		case <-timeout:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// noticeWithin waits up to limit for the first notice matching ok, and reports whether it came.
+func (b *bundle) noticeWithin(limit time.Duration, ok func(Notice) bool) (Notice, bool) {
+	timeout := time.After(limit)
 	for {
 		select {
 		case n := <-b.notices:
 			if ok(n) {
-				return n
+				return n, true
 			}
 		case <-timeout:
-			t.Fatal("notice not seen")
+			return Notice{}, false
 		}
 	}
 }
@@ -158,4 +183,26 @@ func readLog(t testing.TB, b *bundle, dagID, runID, taskID string, try int) stri
 
 func storedPool(name string, slots int) store.Pool {
 	return store.Pool{Name: name, Slots: slots, TargetSlots: store.NoTarget, Ordering: "backfill", OnResize: "immediate", Source: "store"}
+}
+
+// pipe makes a named pipe in the bundle's folder for a task's script to write to (`echo
+// started > PIPE`), so the test waits for the process itself instead of polling for a file.
+func (b *bundle) pipe(t testing.TB, name string) *testwait.Pipe {
+	t.Helper()
+	p, err := testwait.NewPipe(filepath.Join(b.dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// line waits for the next line a task writes to p.
+func line(t testing.TB, p *testwait.Pipe, what string) string {
+	t.Helper()
+	s, err := p.Line(30 * time.Second)
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+	return s
 }

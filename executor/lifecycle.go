@@ -200,10 +200,19 @@ func (l *loop) shutdown() {
 	for i := 0; i < 50 && l.runner.SweepOrphans(); i++ {
 		time.Sleep(2 * time.Millisecond) // a SIGKILLed process ends on its own time; nothing to wait on
 	}
+	if err := l.lastPass(); err != nil {
+		l.log.Warn("shutdown: could not record the last completions; they replay on restart", "err", err)
+	}
+}
+
+// lastPass is the shutdown's last transaction: it writes the ends among the pending events and
+// the runs they end, nothing else (no admission), fails an interrupted test run, and releases
+// the owner lease.
+func (l *loop) lastPass() error {
 	ctx, cancel := context.WithTimeout(context.Background(), store.OpTimeout)
 	defer cancel()
 	l.stopping = true
-	if err := l.st.WithTx(ctx, func(tx store.Tx) error {
+	return l.st.WithTx(ctx, func(tx store.Tx) error {
 		now := l.clock.Now()
 		in, _, err := l.read(ctx, tx, now)
 		if err != nil {
@@ -223,9 +232,7 @@ func (l *loop) shutdown() {
 			return err
 		}
 		return l.release(tx, now)
-	}); err != nil {
-		l.log.Warn("shutdown: could not record the last completions; they replay on restart", "err", err)
-	}
+	})
 }
 
 func allEnded(running map[int64]bool, ended map[int64]bool) bool {

@@ -10,36 +10,13 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/config"
+	"github.com/poolflow/poolflow/executor/attempt"
+	"github.com/poolflow/poolflow/executor/decide"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-
-// serve starts a daemon in serve mode (schedules on) over the bundle with a fake clock.
-func (b *bundle) serve(t *testing.T, clock *FakeClock) *Daemon {
-	t.Helper()
-	b.clock = clock
-	d := b.daemon(t, func(c *Config) { c.Clock = clock })
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Stop() })
-	return d
-}
-
-// eventually polls the store until cond holds: the loop writes it from its own goroutine and
-// exposes no signal for every state this test waits for.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 func (b *bundle) runs(t *testing.T, dagID string) []store.Run {
 	t.Helper()
@@ -63,84 +40,98 @@ func (b *bundle) ti(t *testing.T, dagID, runID, taskID string) store.TaskInstanc
 	return b.tis(t, r.PK)[taskID]
 }
 
-// TestLifecycle drives each lifecycle rule of §3.3 and §3.5 against the real store with an
-// injected clock.
+// TestLifecycle drives each lifecycle rule of §3.3 and §3.5 pass by pass (Harness) against the
+// real store with an injected clock. Nothing runs the attempts: each case ends them by hand, so
+// what it asserts holds right after the pass that decided it.
 func TestLifecycle(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name string
 		cfg  string
-		dags func(dir string) map[string]string
-		run  func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, dir string)
+		dags map[string]string
+		// first: the attempts the first pass (at t0) started.
+		run func(t *testing.T, b *bundle, h *Harness, clock *FakeClock, first []*attempt.Spec)
 	}{
 		{
 			name: "pause keeps entries waiting with reason paused",
-			dags: func(string) map[string]string {
-				return map[string]string{"p.yaml": "dag_id: p\ntasks:\n  - {id: a, bash: echo a}\n"}
-			},
-			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, _ string) {
+			dags: map[string]string{"p.yaml": "dag_id: p\ntasks:\n  - {id: a, bash: echo a}\n"},
+			run: func(t *testing.T, b *bundle, h *Harness, clock *FakeClock, _ []*attempt.Spec) {
 				setPaused(t, b, "p", true)
 				cliTrigger(t, b, "p", "r", "a")
-				eventually(t, "reason paused", func() bool {
-					e, err := b.latest(b.mustRun(t, "p", "r").PK, "a")
-					return err == nil && e.ReasonCode == "paused" && e.Reason == "waiting: DAG is paused"
-				})
+				if started := h.settle(t); len(started) != 0 {
+					t.Fatalf("a paused DAG's task started: %v", tasks(started))
+				}
+				if e, err := b.latest(b.mustRun(t, "p", "r").PK, "a"); err != nil || e.ReasonCode != "paused" || e.Reason != "waiting: DAG is paused" {
+					t.Fatalf("a's entry while paused: %s %q %v", e.ReasonCode, e.Reason, err)
+				}
 				setPaused(t, b, "p", false)
-				eventually(t, "the run to succeed after unpause", func() bool { return b.mustRun(t, "p", "r").State == "success" })
+				h.drain(t, specOf(t, h.settle(t), "p", "a"))
+				if r := b.mustRun(t, "p", "r"); r.State != "success" {
+					t.Fatalf("run %s after unpause", r.State)
+				}
 			},
 		},
 		{
 			name: "forbid keeps the next fire queued until the previous run ends",
-			dags: func(dir string) map[string]string {
-				return map[string]string{"f.yaml": fmt.Sprintf(`dag_id: f
+			dags: map[string]string{"f.yaml": `dag_id: f
 schedule: "@every 1m"
 concurrency_policy: forbid
 tasks:
-  - {id: a, bash: 'while [ ! -f %s ]; do sleep 0.02; done'}
-`, filepath.Join(dir, "go"))}
-			},
-			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, dir string) {
+  - {id: a, bash: 'true'}
+`},
+			run: func(t *testing.T, b *bundle, h *Harness, clock *FakeClock, _ []*attempt.Spec) {
 				clock.Advance(time.Minute)
-				eventually(t, "the first fire to run", func() bool {
-					rs := b.runs(t, "f")
-					return len(rs) == 1 && rs[0].State == "running"
-				})
+				first := specOf(t, h.settle(t), "f", "a")
+				if rs := b.runs(t, "f"); len(rs) != 1 || rs[0].State != "running" {
+					t.Fatalf("after the first fire: %+v", rs)
+				}
 				clock.Advance(time.Minute)
-				eventually(t, "the second fire to wait with reason forbid", func() bool {
-					rs := b.runs(t, "f")
-					return len(rs) == 2 && rs[1].State == "queued" && strings.HasPrefix(rs[1].Reason, "forbid: waits for the previous run "+rs[0].RunID)
-				})
-				touch(t, filepath.Join(dir, "go"))
-				eventually(t, "both runs to succeed in order", func() bool {
-					rs := b.runs(t, "f")
-					return len(rs) == 2 && rs[0].State == "success" && rs[1].State == "success" && !rs[1].StartDate.Before(rs[0].EndDate)
-				})
+				if started := h.settle(t); len(started) != 0 {
+					t.Fatalf("the second fire started %v while the first run runs", tasks(started))
+				}
+				rs := b.runs(t, "f")
+				if len(rs) != 2 || rs[1].State != "queued" || !strings.HasPrefix(rs[1].Reason, "forbid: waits for the previous run "+rs[0].RunID) {
+					t.Fatalf("the second fire: %+v", rs)
+				}
+				clock.Advance(time.Second) // the first run ends a second later
+				h.drain(t, first)
+				rs = b.runs(t, "f")
+				if len(rs) != 2 || rs[0].State != "success" || rs[1].State != "success" || rs[1].StartDate.Before(rs[0].EndDate) {
+					t.Fatalf("both runs to succeed in order: %+v", rs)
+				}
 			},
 		},
 		{
 			name: "replace fails the previous run's unfinished tasks",
-			dags: func(dir string) map[string]string {
-				return map[string]string{"r.yaml": `dag_id: r
+			dags: map[string]string{"r.yaml": `dag_id: r
 schedule: "@every 1m"
 concurrency_policy: replace
 tasks:
-  - {id: a, bash: 'sleep 0.2'}
+  - {id: a, bash: 'true'}
   - {id: b, depends_on: [a], bash: 'sleep 60'}
-`}
-			},
-			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, _ string) {
+`},
+			run: func(t *testing.T, b *bundle, h *Harness, clock *FakeClock, _ []*attempt.Spec) {
 				clock.Advance(time.Minute)
-				eventually(t, "the first run's b to run", func() bool {
-					rs := b.runs(t, "r")
-					return len(rs) == 1 && b.ti(t, "r", rs[0].RunID, "b").State == "running"
-				})
+				a := specOf(t, h.settle(t), "r", "a")
+				bRun := specOf(t, h.succeed(t, a), "r", "b")
+				rs := b.runs(t, "r")
+				if len(rs) != 1 || b.ti(t, "r", rs[0].RunID, "b").State != "running" {
+					t.Fatalf("the first run's b does not run: %+v", rs)
+				}
 				clock.Advance(time.Minute)
-				eventually(t, "the first run to be replaced", func() bool {
-					rs := b.runs(t, "r")
-					return len(rs) == 2 && rs[0].State == "failed" && rs[1].State != "queued"
-				})
-				first := b.runs(t, "r")[0]
-				if ti := b.ti(t, "r", first.RunID, "b"); ti.State != "failed" || ti.Reason != "replaced" {
+				plans, err := h.Settle()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !killed(plans, bRun.Entry) {
+					t.Fatal("the new fire did not stop the previous run's b")
+				}
+				h.settle(t, h.End(bRun, false, "killed by signal terminated"))
+				rs = b.runs(t, "r")
+				if len(rs) != 2 || rs[0].State != "failed" || rs[1].State == "queued" {
+					t.Fatalf("the first run was not replaced: %+v", rs)
+				}
+				if ti := b.ti(t, "r", rs[0].RunID, "b"); ti.State != "failed" || ti.Reason != "replaced" {
 					t.Fatalf("replaced run's b: %s %q", ti.State, ti.Reason)
 				}
 			},
@@ -148,68 +139,64 @@ tasks:
 		{
 			name: "a changed task definition is queued again with its try number",
 			cfg:  "pools:\n  db: 1\n  other: 1\n",
-			dags: func(dir string) map[string]string {
-				return map[string]string{"c.yaml": changedDAG(dir, "db")}
-			},
-			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, dir string) {
-				if _, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "c", RunID: "r"}); err != nil {
-					t.Fatal(err)
+			dags: map[string]string{"c.yaml": changedDAG("db")},
+			run: func(t *testing.T, b *bundle, h *Harness, clock *FakeClock, _ []*attempt.Spec) {
+				res, started := h.trigger(t, TriggerRequest{DAGID: "c", RunID: "r"})
+				specOf(t, started, "c", "holder")
+				pk := res.Run.PK
+				before, err := b.latest(pk, "waiter")
+				if err != nil || before.ReasonCode != "pool_full" {
+					t.Fatalf("waiter does not wait for db: %+v %v", before, err)
 				}
-				pk := b.mustRun(t, "c", "r").PK
-				eventually(t, "waiter to wait for db", func() bool {
-					e, err := b.latest(pk, "waiter")
-					return err == nil && e.ReasonCode == "pool_full"
-				})
-				before, _ := b.latest(pk, "waiter")
-				write(t, filepath.Join(b.dagsDir, "c.yaml"), changedDAG(dir, "other"))
-				eventually(t, "waiter to run on the new pool", func() bool {
-					return b.tis(t, pk)["waiter"].State == "success"
-				})
+				write(t, filepath.Join(b.dagsDir, "c.yaml"), changedDAG("other"))
+				if !h.Reload() {
+					t.Fatal("the changed DAG file was not loaded")
+				}
+				h.succeed(t, specOf(t, h.settle(t), "c", "waiter"))
+				if ti := b.tis(t, pk)["waiter"]; ti.State != "success" {
+					t.Fatalf("waiter %s on the new pool", ti.State)
+				}
 				after, _ := b.latest(pk, "waiter")
 				if after.ID == before.ID || after.TryNumber != before.TryNumber || !after.Due.Equal(before.Due) ||
 					len(after.Needs) == 0 || !hasPool(after.Needs, "other") || hasPool(after.Needs, "db") {
 					t.Fatalf("before %+v after %+v", before, after)
 				}
-				touch(t, filepath.Join(dir, "go"))
 			},
 		},
 		{
 			name: "a newer fire retires a job's queued retry",
-			dags: func(string) map[string]string {
-				return map[string]string{"j.yaml": "schedule: '@every 1m'\nretries: 3\nretry_delay: 1h\ncommand: [\"false\"]\n"}
-			},
-			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, _ string) {
+			dags: map[string]string{"j.yaml": "schedule: '@every 1m'\nretries: 3\nretry_delay: 1h\ncommand: [\"false\"]\n"},
+			run: func(t *testing.T, b *bundle, h *Harness, clock *FakeClock, _ []*attempt.Spec) {
 				clock.Advance(time.Minute)
-				eventually(t, "the job to wait for its retry", func() bool {
-					rs := b.runs(t, "j")
-					return len(rs) == 1 && b.ti(t, "j", rs[0].RunID, "j").State == "up_for_retry"
-				})
+				j := specOf(t, h.settle(t), "j", "j")
+				h.settle(t, h.End(j, false, "exit status 1"))
+				rs := b.runs(t, "j")
+				if len(rs) != 1 || b.ti(t, "j", rs[0].RunID, "j").State != "up_for_retry" {
+					t.Fatalf("the job does not wait for its retry: %+v", rs)
+				}
 				clock.Advance(time.Minute)
-				eventually(t, "the retry to be retired", func() bool {
-					rs := b.runs(t, "j")
-					if len(rs) < 2 {
-						return false
-					}
-					ti := b.ti(t, "j", rs[0].RunID, "j")
-					return ti.State == "failed" && ti.Reason == "retry retired by a newer fire"
-				})
+				h.settle(t)
+				rs = b.runs(t, "j")
+				if len(rs) < 2 {
+					t.Fatalf("%d runs after the second fire", len(rs))
+				}
+				if ti := b.ti(t, "j", rs[0].RunID, "j"); ti.State != "failed" || ti.Reason != "retry retired by a newer fire" {
+					t.Fatalf("the first run's retry: %s %q", ti.State, ti.Reason)
+				}
 			},
 		},
 		{
 			name: "@reboot runs once at start",
-			dags: func(string) map[string]string {
-				return map[string]string{"boot.yaml": "schedule: '@reboot'\nbash: echo booted\n"}
-			},
-			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, _ string) {
-				eventually(t, "the reboot run", func() bool {
-					rs := b.runs(t, "boot")
-					return len(rs) == 1 && rs[0].State == "success"
-				})
-				// Passes after the first must not fire it again: wait for one that began after
-				// the clock moved (a second fire would get a new logical date then).
+			dags: map[string]string{"boot.yaml": "schedule: '@reboot'\nbash: echo booted\n"},
+			run: func(t *testing.T, b *bundle, h *Harness, clock *FakeClock, first []*attempt.Spec) {
+				h.drain(t, specOf(t, first, "boot", "boot"))
+				if rs := b.runs(t, "boot"); len(rs) != 1 || rs[0].State != "success" {
+					t.Fatalf("the reboot run: %+v", rs)
+				}
+				// Passes after the first must not fire it again (a second fire would get a new
+				// logical date now).
 				clock.Advance(time.Hour)
-				d.Wake()
-				b.waitNotice(t, func(n Notice) bool { return n.Kind == NoticePass && !n.At.Before(t0.Add(time.Hour)) })
+				h.settle(t)
 				if rs := b.runs(t, "boot"); len(rs) != 1 {
 					t.Fatalf("%d reboot runs", len(rs))
 				}
@@ -217,16 +204,22 @@ tasks:
 		},
 		{
 			name: "catch-up runs missed fires one at a time, in order",
-			dags: func(string) map[string]string {
-				return map[string]string{"cu.yaml": fmt.Sprintf("dag_id: cu\nschedule: '* * * * *'\ncatchup: true\nstart_date: %s\n"+
-					"tasks:\n  - {id: a, bash: 'sleep 0.05'}\n", t0.Add(-2*time.Minute).Format(time.RFC3339))}
-			},
-			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, _ string) {
-				eventually(t, "three runs to succeed", func() bool {
-					rs := b.runs(t, "cu")
-					return len(rs) == 3 && rs[2].State == "success"
-				})
+			dags: map[string]string{"cu.yaml": fmt.Sprintf("dag_id: cu\nschedule: '* * * * *'\ncatchup: true\nstart_date: %s\n"+
+				"tasks:\n  - {id: a, bash: 'sleep 0.05'}\n", t0.Add(-2*time.Minute).Format(time.RFC3339))},
+			run: func(t *testing.T, b *bundle, h *Harness, clock *FakeClock, first []*attempt.Spec) {
+				started := first
+				for i := 0; i < 3; i++ {
+					if len(started) != 1 {
+						t.Fatalf("catch-up step %d started %v, want one a", i, tasks(started))
+					}
+					a := specOf(t, started, "cu", "a")
+					clock.Advance(time.Second) // each run takes a second: the next starts after it
+					started = h.succeed(t, a)
+				}
 				rs := b.runs(t, "cu")
+				if len(rs) != 3 || len(started) != 0 {
+					t.Fatalf("%d runs, then %v started", len(rs), tasks(started))
+				}
 				for i, r := range rs {
 					if want := t0.Add(time.Duration(i-2) * time.Minute); !r.LogicalDate.Equal(want) || r.State != "success" {
 						t.Errorf("run %d: %s %v, want success at %v", i, r.RunID, r.LogicalDate, want)
@@ -243,60 +236,50 @@ tasks:
 		{
 			name: "queue_timeout expires a waiting entry as a failed attempt that retries",
 			cfg:  "pools:\n  db: 1\n",
-			dags: func(dir string) map[string]string {
-				return map[string]string{"qt.yaml": fmt.Sprintf(`dag_id: qt
+			dags: map[string]string{"qt.yaml": `dag_id: qt
 tasks:
-  - {id: holder, pool_requirements: {db: 1}, bash: 'while [ ! -f %s ]; do sleep 0.02; done', priority_weight: 9, weight_rule: absolute}
+  - {id: holder, pool_requirements: {db: 1}, bash: 'true', priority_weight: 9, weight_rule: absolute}
   - {id: waiter, pool_requirements: {db: 1}, queue_timeout: 30s, retries: 1, retry_delay: 1m, bash: echo ran}
-`, filepath.Join(dir, "go"))}
-			},
-			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, dir string) {
-				res, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "qt", RunID: "r"})
-				if err != nil {
-					t.Fatal(err)
-				}
+`},
+			run: func(t *testing.T, b *bundle, h *Harness, clock *FakeClock, _ []*attempt.Spec) {
+				res, started := h.trigger(t, TriggerRequest{DAGID: "qt", RunID: "r"})
+				holder := specOf(t, started, "qt", "holder")
 				pk := res.Run.PK
-				eventually(t, "waiter to wait", func() bool {
-					e, err := b.latest(pk, "waiter")
-					return err == nil && e.ReasonCode == "pool_full"
-				})
+				if e, err := b.latest(pk, "waiter"); err != nil || e.ReasonCode != "pool_full" {
+					t.Fatalf("waiter does not wait: %+v %v", e, err)
+				}
 				clock.Advance(31 * time.Second)
-				eventually(t, "the entry to expire", func() bool {
-					ti := b.tis(t, pk)["waiter"]
-					return ti.State == "up_for_retry" && ti.TryNumber == 1 && ti.ReasonCode == vocab.ReasonExpired &&
-						strings.HasPrefix(ti.Reason, "queue_timeout 30s")
-				})
-				e, _ := b.latest(pk, "waiter")
-				if e.State != "expired" {
+				h.settle(t)
+				ti := b.tis(t, pk)["waiter"]
+				if ti.State != "up_for_retry" || ti.TryNumber != 1 || ti.ReasonCode != vocab.ReasonExpired ||
+					!strings.HasPrefix(ti.Reason, "queue_timeout 30s") {
+					t.Fatalf("waiter after its deadline: %s try %d %s %q", ti.State, ti.TryNumber, ti.ReasonCode, ti.Reason)
+				}
+				if e, _ := b.latest(pk, "waiter"); e.State != "expired" {
 					t.Fatalf("entry %s", e.State)
 				}
-				touch(t, filepath.Join(dir, "go"))
+				h.settle(t, h.End(holder, true, ""))
 				clock.Advance(time.Minute)
-				eventually(t, "the retry to run", func() bool {
-					ti := b.tis(t, pk)["waiter"]
-					return ti.State == "success" && ti.TryNumber == 2
-				})
+				h.drain(t, specOf(t, h.settle(t), "qt", "waiter"))
+				if ti := b.tis(t, pk)["waiter"]; ti.State != "success" || ti.TryNumber != 2 {
+					t.Fatalf("the retry: %s try %d", ti.State, ti.TryNumber)
+				}
 			},
 		},
 		{
 			name: "on_resize drain keeps the old capacity until the old queue is empty",
 			cfg:  "pools:\n  db: {slots: 2, on_resize: drain}\n",
-			dags: func(dir string) map[string]string {
-				return map[string]string{"dr.yaml": fmt.Sprintf(`dag_id: dr
+			dags: map[string]string{"dr.yaml": `dag_id: dr
 tasks:
-  - {id: a, pool_requirements: {db: 2}, bash: 'while [ ! -f %s ]; do sleep 0.02; done'}
+  - {id: a, pool_requirements: {db: 2}, bash: 'true'}
   - {id: b, pool_requirements: {db: 2}, bash: echo b}
-`, filepath.Join(dir, "go"))}
-			},
-			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, dir string) {
-				res, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "dr", RunID: "r"})
-				if err != nil {
-					t.Fatal(err)
+`},
+			run: func(t *testing.T, b *bundle, h *Harness, clock *FakeClock, _ []*attempt.Spec) {
+				res, started := h.trigger(t, TriggerRequest{DAGID: "dr", RunID: "r"})
+				a := specOf(t, started, "dr", "a")
+				if e, err := b.latest(res.Run.PK, "b"); err != nil || e.ReasonCode != "pool_full" {
+					t.Fatalf("b does not wait: %+v %v", e, err)
 				}
-				eventually(t, "b to wait", func() bool {
-					e, err := b.latest(res.Run.PK, "b")
-					return err == nil && e.ReasonCode == "pool_full"
-				})
 				// The configuration shrinks db to 1 while b waits: b keeps its place and its
 				// 2 slots fit the stored capacity; the pool drains, then switches.
 				cfg, err := config.Parse("poolflow.yaml", []byte("pools:\n  db: {slots: 1, on_resize: drain}\n"))
@@ -315,73 +298,69 @@ tasks:
 				if p := poolNamed(ps, "db"); p.Slots != 2 || p.TargetSlots != 1 {
 					t.Fatalf("db during the drain: %+v", p)
 				}
-				touch(t, filepath.Join(dir, "go"))
-				d.Wake()
-				eventually(t, "the run to succeed and db to switch to 1 slot", func() bool {
-					ps, _ := b.st.ListPools(context.Background())
-					p := poolNamed(ps, "db")
-					return b.mustRun(t, "dr", "r").State == "success" && p.Slots == 1 && p.TargetSlots == store.NoTarget
-				})
+				h.drain(t, a)
+				ps, _ = b.st.ListPools(context.Background())
+				if p := poolNamed(ps, "db"); b.mustRun(t, "dr", "r").State != "success" || p.Slots != 1 || p.TargetSlots != store.NoTarget {
+					t.Fatalf("run %s, db %+v: want success and db switched to 1 slot", b.mustRun(t, "dr", "r").State, p)
+				}
 			},
 		},
 		{
 			name: "max_active_tis_per_dag limits a task across runs",
-			dags: func(dir string) map[string]string {
-				return map[string]string{"lim.yaml": fmt.Sprintf(`dag_id: lim
+			dags: map[string]string{"lim.yaml": `dag_id: lim
 tasks:
-  - {id: a, max_active_tis_per_dag: 1, bash: 'while [ ! -f %s ]; do sleep 0.02; done'}
-`, filepath.Join(dir, "go"))}
-			},
-			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, dir string) {
-				for _, id := range []string{"r1", "r2"} {
-					if _, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "lim", RunID: id}); err != nil {
-						t.Fatal(err)
-					}
+  - {id: a, max_active_tis_per_dag: 1, bash: 'true'}
+`},
+			run: func(t *testing.T, b *bundle, h *Harness, clock *FakeClock, _ []*attempt.Spec) {
+				_, started := h.trigger(t, TriggerRequest{DAGID: "lim", RunID: "r1"})
+				a1 := specOf(t, started, "lim", "a")
+				if _, started := h.trigger(t, TriggerRequest{DAGID: "lim", RunID: "r2"}); len(started) != 0 {
+					t.Fatalf("the second run's task started beside the first: %v", tasks(started))
 				}
-				eventually(t, "the second run's task to wait on the task limit", func() bool {
-					e, err := b.latest(b.mustRun(t, "lim", "r2").PK, "a")
-					return err == nil && e.ReasonCode == "task_limit" && hasPool(e.Needs, "_task/lim/a")
-				})
-				touch(t, filepath.Join(dir, "go"))
-				eventually(t, "both runs to succeed", func() bool {
-					return b.mustRun(t, "lim", "r1").State == "success" && b.mustRun(t, "lim", "r2").State == "success"
-				})
+				if e, err := b.latest(b.mustRun(t, "lim", "r2").PK, "a"); err != nil || e.ReasonCode != "task_limit" || !hasPool(e.Needs, "_task/lim/a") {
+					t.Fatalf("the second run's task does not wait on the task limit: %+v %v", e, err)
+				}
+				h.drain(t, a1)
+				if r1, r2 := b.mustRun(t, "lim", "r1"), b.mustRun(t, "lim", "r2"); r1.State != "success" || r2.State != "success" {
+					t.Fatalf("runs %s %s, want both success", r1.State, r2.State)
+				}
 			},
 		},
 		{
 			name: "a removed DAG retires its waiting entries and fails its run once its running attempt ends",
 			cfg:  "pools:\n  db: 1\n",
-			dags: func(dir string) map[string]string {
-				return map[string]string{"gone.yaml": fmt.Sprintf(`dag_id: gone
+			dags: map[string]string{"gone.yaml": `dag_id: gone
 tasks:
-  - {id: holder, pool_requirements: {db: 1}, bash: 'while [ ! -f %s ]; do sleep 0.02; done', priority_weight: 9, weight_rule: absolute}
+  - {id: holder, pool_requirements: {db: 1}, bash: 'true', priority_weight: 9, weight_rule: absolute}
   - {id: waiter, pool_requirements: {db: 1}, bash: echo never}
-`, filepath.Join(dir, "go"))}
-			},
-			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, dir string) {
-				res, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "gone", RunID: "r"})
-				if err != nil {
-					t.Fatal(err)
+`},
+			run: func(t *testing.T, b *bundle, h *Harness, clock *FakeClock, _ []*attempt.Spec) {
+				res, started := h.trigger(t, TriggerRequest{DAGID: "gone", RunID: "r"})
+				holder := specOf(t, started, "gone", "holder")
+				if e, err := b.latest(res.Run.PK, "waiter"); err != nil || e.ReasonCode != "pool_full" {
+					t.Fatalf("waiter does not wait: %+v %v", e, err)
 				}
-				eventually(t, "waiter to wait", func() bool {
-					e, err := b.latest(res.Run.PK, "waiter")
-					return err == nil && e.ReasonCode == "pool_full"
-				})
 				if err := os.Remove(filepath.Join(b.dagsDir, "gone.yaml")); err != nil {
 					t.Fatal(err)
 				}
-				eventually(t, "the waiting entry to be retired", func() bool {
-					e, err := b.latest(res.Run.PK, "waiter")
-					return err == nil && e.State == "retired"
-				})
+				if !h.Reload() {
+					t.Fatal("the removal was not seen")
+				}
+				h.settle(t)
+				if e, err := b.latest(res.Run.PK, "waiter"); err != nil || e.State != "retired" {
+					t.Fatalf("the waiting entry: %+v %v", e, err)
+				}
 				// An outside write reloads the loop's memory: the run stays tracked while its
 				// attempt runs, so the attempt's end is not lost.
 				setPaused(t, b, "other", true)
+				h.settle(t)
 				if r := b.mustRun(t, "gone", "r"); r.State != "running" {
 					t.Fatalf("run %s while its attempt runs", r.State)
 				}
-				touch(t, filepath.Join(dir, "go"))
-				eventually(t, "the run to fail", func() bool { return b.mustRun(t, "gone", "r").State == "failed" })
+				h.settle(t, h.End(holder, true, ""))
+				if r := b.mustRun(t, "gone", "r"); r.State != "failed" {
+					t.Fatalf("run %s once its attempt ended", r.State)
+				}
 				if ti := b.tis(t, res.Run.PK)["holder"]; ti.State != "success" || ti.EndDate.IsZero() {
 					t.Errorf("holder %s (end %v): its end was not recorded", ti.State, ti.EndDate)
 				}
@@ -393,26 +372,25 @@ tasks:
 		{
 			name: "tasks fail ends a waiting task with no retry",
 			cfg:  "pools:\n  db: 1\n",
-			dags: func(dir string) map[string]string {
-				return map[string]string{"tf.yaml": fmt.Sprintf(`dag_id: tf
+			dags: map[string]string{"tf.yaml": `dag_id: tf
 tasks:
-  - {id: holder, pool_requirements: {db: 1}, bash: 'while [ ! -f %s ]; do sleep 0.02; done', priority_weight: 9, weight_rule: absolute}
+  - {id: holder, pool_requirements: {db: 1}, bash: 'true', priority_weight: 9, weight_rule: absolute}
   - {id: waiter, pool_requirements: {db: 1}, retries: 5, bash: echo never}
-`, filepath.Join(dir, "go"))}
-			},
-			run: func(t *testing.T, b *bundle, d *Daemon, clock *FakeClock, dir string) {
-				if _, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "tf", RunID: "r"}); err != nil {
-					t.Fatal(err)
-				}
-				pk := b.mustRun(t, "tf", "r").PK
-				if err := d.Command(context.Background(), store.Command{Kind: "fail", Run: pk, TaskID: "waiter"}); err != nil {
+`},
+			run: func(t *testing.T, b *bundle, h *Harness, clock *FakeClock, _ []*attempt.Spec) {
+				res, started := h.trigger(t, TriggerRequest{DAGID: "tf", RunID: "r"})
+				holder := specOf(t, started, "tf", "holder")
+				pk := res.Run.PK
+				if _, err := h.command(t, store.Command{Kind: "fail", Run: pk, TaskID: "waiter"}); err != nil {
 					t.Fatal(err)
 				}
 				if ti := b.tis(t, pk)["waiter"]; ti.State != "failed" || ti.Reason != "marked failed by operator" {
 					t.Fatalf("waiter %s %q", ti.State, ti.Reason)
 				}
-				touch(t, filepath.Join(dir, "go"))
-				eventually(t, "the run to end failed", func() bool { return b.mustRun(t, "tf", "r").State == "failed" })
+				h.settle(t, h.End(holder, true, ""))
+				if r := b.mustRun(t, "tf", "r"); r.State != "failed" {
+					t.Fatalf("run %s, want failed", r.State)
+				}
 				if ti := b.tis(t, pk)["waiter"]; ti.TryNumber > 1 || !ti.StartDate.IsZero() {
 					t.Fatalf("waiter ran after being marked failed: %+v", ti)
 				}
@@ -422,23 +400,33 @@ tasks:
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			b := setup(t, tc.cfg, tc.dags(dir))
-			clock := NewFakeClock(t0)
-			d := b.serve(t, clock)
+			b := setup(t, tc.cfg, tc.dags)
+			h, clock := b.harness(t, nil)
 			// The first pass records the DAGs and starts their schedules from t0.
-			b.waitNotice(t, func(n Notice) bool { return n.Kind == NoticePass })
-			tc.run(t, b, d, clock, dir)
+			first := h.settle(t)
+			tc.run(t, b, h, clock, first)
 		})
 	}
 }
 
-func changedDAG(dir, pool string) string {
+// killed reports whether a plan stops the attempt of entry.
+func killed(plans []*decide.Plan, entry int64) bool {
+	for _, p := range plans {
+		for _, k := range p.Kills {
+			if k.Entry == entry {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func changedDAG(pool string) string {
 	return fmt.Sprintf(`dag_id: c
 tasks:
-  - {id: holder, pool_requirements: {db: 1}, bash: 'while [ ! -f %s ]; do sleep 0.02; done', priority_weight: 9, weight_rule: absolute}
+  - {id: holder, pool_requirements: {db: 1}, bash: 'true', priority_weight: 9, weight_rule: absolute}
   - {id: waiter, pool_requirements: {%s: 1}, bash: echo waited}
-`, filepath.Join(dir, "go"), pool)
+`, pool)
 }
 
 func hasPool(needs []store.Requirement, pool string) bool {

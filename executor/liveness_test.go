@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/executor/attempt"
 	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/store"
 )
@@ -72,32 +73,30 @@ func TestStopAbandonsStubbornGoTask(t *testing.T) {
 }
 
 // TestMaxRunningIsPerDaemon: max_running limits each daemon (§9): two daemons with
-// max_running 1 on one store run one task each at the same time.
+// max_running 1 on one store run one task each at the same time. Pass by pass (Harness).
 func TestMaxRunningIsPerDaemon(t *testing.T) {
 	t.Parallel()
-	gate := filepath.Join(t.TempDir(), "go")
-	b := setup(t, "max_running: 1\n", map[string]string{"w.yaml": fmt.Sprintf(
-		"dag_id: w\ntasks:\n  - {id: a, bash: 'while [ ! -f %s ]; do sleep 0.02; done'}\n", gate)})
-	var ds []*Daemon
+	b := setup(t, "max_running: 1\n", map[string]string{"w.yaml": "dag_id: w\ntasks:\n  - {id: a, bash: 'true'}\n"})
+	var hs []*Harness
 	for _, id := range []string{"d1", "d2"} {
-		d := b.daemon(t, func(c *Config) { c.DaemonID = id })
-		if err := d.Start(context.Background()); err != nil {
-			t.Fatal(err)
+		h, _ := b.harness(t, func(c *Config) { c.DaemonID = id })
+		hs = append(hs, h)
+	}
+	var running []*attempt.Spec
+	for i, h := range hs {
+		_, started := h.trigger(t, TriggerRequest{DAGID: "w", RunID: fmt.Sprint("r", i)})
+		running = append(running, specOf(t, started, "w", "a"))
+	}
+	if held := heldBy(t, b.st); held["d1"] != 1 || held["d2"] != 1 {
+		t.Fatalf("admissions per daemon %v, want one each at once", held)
+	}
+	for i, h := range hs {
+		h.drain(t, running[i])
+	}
+	for i := range hs {
+		if r := b.mustRun(t, "w", fmt.Sprint("r", i)); r.State != "success" {
+			t.Errorf("run r%d %s, want success", i, r.State)
 		}
-		t.Cleanup(func() { d.Stop() })
-		ds = append(ds, d)
-	}
-	for i, d := range ds {
-		if _, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "w", RunID: fmt.Sprint("r", i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := 0; i < 2; i++ {
-		b.waitNotice(t, func(n Notice) bool { return n.Kind == NoticeAdmitted })
-	}
-	touch(t, gate)
-	for i := range ds {
-		eventually(t, "both runs to succeed", func() bool { return b.mustRun(t, "w", fmt.Sprint("r", i)).State == "success" })
 	}
 }
 
@@ -105,9 +104,13 @@ func TestMaxRunningIsPerDaemon(t *testing.T) {
 // with no retry when its end comes back; its claim is held until then.
 func TestMarkFailedWaitsForTheProcess(t *testing.T) {
 	t.Parallel()
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	b := setup(t, "pools:\n  db: 1\n", map[string]string{"f.yaml": fmt.Sprintf(
-		"dag_id: f\ntasks:\n  - {id: a, retries: 3, pool_requirements: {db: 1}, bash: 'echo $$ > %s; trap \"\" TERM; sleep 60'}\n", pidFile)})
+	b := setup(t, "pools:\n  db: 1\n", nil)
+	started := b.pipe(t, "started")
+	if err := os.WriteFile(filepath.Join(b.dagsDir, "f.yaml"), []byte(fmt.Sprintf(
+		"dag_id: f\ntasks:\n  - {id: a, retries: 3, pool_requirements: {db: 1}, bash: 'echo $$ > %s; trap \"\" TERM; sleep 60'}\n",
+		started.Path)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	d := b.daemon(t, nil)
 	if err := d.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -117,7 +120,7 @@ func TestMarkFailedWaitsForTheProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the attempt to start", func() bool { _, err := os.Stat(pidFile); return err == nil })
+	line(t, started, "the attempt to start")
 	if err := d.Command(context.Background(), store.Command{Kind: "fail", Run: res.Run.PK, TaskID: "a"}); err != nil {
 		t.Fatal(err)
 	}
@@ -129,5 +132,10 @@ func TestMarkFailedWaitsForTheProcess(t *testing.T) {
 	if claims, _ := b.st.ListClaims(context.Background()); len(claims) != 0 {
 		t.Fatalf("claims after the end: %+v", claims)
 	}
-	eventually(t, "the run to fail", func() bool { return b.mustRun(t, "f", "r").State == "failed" })
+	if n := b.waitNotice(t, func(n Notice) bool { return n.Kind == NoticeRunEnded && n.RunID == "r" }); n.State != "failed" {
+		t.Fatalf("run %s, want failed", n.State)
+	}
+	if r := b.mustRun(t, "f", "r"); r.State != "failed" {
+		t.Fatalf("run %s, want failed", r.State)
+	}
 }

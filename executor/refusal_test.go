@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poolflow/poolflow/internal/testwait"
 	"github.com/poolflow/poolflow/vocab"
 )
 
@@ -20,7 +21,7 @@ func TestRefusalNamesTheRefusingPool(t *testing.T) {
 		"j.yaml":     "schedule: '@every 1m'\npool_requirements: {a: 1, b: 1}\nbash: echo j\n",
 	})
 	setPaused(t, b, "waits", true) // its entry waits in b and fills b's backlog
-	logs := &lockedBuffer{}
+	logs := &testwait.Log{}
 	clock := NewFakeClock(t0)
 	d := b.daemon(t, func(c *Config) {
 		c.Clock = clock

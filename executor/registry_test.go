@@ -21,8 +21,12 @@ func TestRegistryWaitsForWriters(t *testing.T) {
 	cfgPath, dagPath, r := registryOver(t, "pools:\n  fa: 1\n", "tasks:\n  - {id: t, bash: 'true', pool_requirements: {fa: 1}}\n", 0)
 	r.reload(true)
 	next := []byte("pools:\n  fa: 1\n  fb: 2\n")
-	slowWrite := func(path string, data []byte) {
+	// slowWrite is a writer that stalls: it truncates the file (and says so), then writes half,
+	// then the rest, a third of the settle window apart. The stalls are what is under test, not
+	// a wait for anything.
+	slowWrite := func(path string, data []byte, truncated chan<- struct{}) {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0o644) // empty from here on
+		close(truncated)
 		if err != nil {
 			t.Error(err)
 			return
@@ -33,19 +37,15 @@ func TestRegistryWaitsForWriters(t *testing.T) {
 		f.Write(data[len(data)/2:])
 		f.Close()
 	}
-	for _, write := range []func(){
-		func() { slowWrite(cfgPath, next) },
-		func() {
-			slowWrite(dagPath, []byte("tasks:\n  - {id: t, bash: 'true', pool_requirements: {fb: 2}}\n  - {id: u, bash: 'true'}\n"))
+	for _, write := range []func(chan<- struct{}){
+		func(c chan<- struct{}) { slowWrite(cfgPath, next, c) },
+		func(c chan<- struct{}) {
+			slowWrite(dagPath, []byte("tasks:\n  - {id: t, bash: 'true', pool_requirements: {fb: 2}}\n  - {id: u, bash: 'true'}\n"), c)
 		},
 	} {
-		started := make(chan struct{})
-		go func() {
-			close(started)
-			write()
-		}()
-		<-started
-		time.Sleep(time.Millisecond) // the truncation is done; the data is not
+		truncated := make(chan struct{})
+		go write(truncated)
+		<-truncated // the truncation is done; the data is not
 		r.refresh(&refreshReq{})
 		if got := r.configStatus().SHA256; got != fmt.Sprintf("%x", sha256.Sum256(next)) {
 			t.Fatalf("in force: %s, want the finished file's %x", got, sha256.Sum256(next))

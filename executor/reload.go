@@ -24,15 +24,17 @@ const storedWait = 2 * time.Second
 
 // Reload re-reads poolflow.yaml now (on SIGHUP) and waits for the outcome: nil when the file is
 // in force, else why the previous configuration stays in force.
-func (d *Daemon) Reload(ctx context.Context) error {
-	if !d.loop.reg.request(ctx, &refreshReq{rereadFile: true}, 30*time.Second) {
+func (d *Daemon) Reload(ctx context.Context) error { return d.loop.reload(ctx) }
+
+func (l *loop) reload(ctx context.Context) error {
+	if !l.reg.request(ctx, &refreshReq{rereadFile: true}, 30*time.Second) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return errors.New("reload: the configuration watcher did not answer")
 	}
-	d.loop.wake()
-	if st := d.loop.reg.configStatus(); st.Error != "" {
+	l.wake()
+	if st := l.reg.configStatus(); st.Error != "" {
 		return fmt.Errorf("%w: %s", config.ErrInvalid, st.Error)
 	}
 	return nil

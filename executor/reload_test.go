@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/config"
-	"github.com/poolflow/poolflow/executor/runner"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
 )
@@ -45,28 +44,6 @@ func (rb *reloadBundle) writeConfig(t *testing.T, body string) {
 	}
 }
 
-func (rb *reloadBundle) start(t *testing.T) *Daemon {
-	t.Helper()
-	d := rb.daemon(t, func(c *Config) { c.PollEvery = 10 * time.Millisecond })
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Stop() })
-	return d
-}
-
-// until polls cond: the daemon's watcher works on its own clock, and only its result is visible.
-func until(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func (rb *reloadBundle) pool(t *testing.T, name string) store.Pool {
 	t.Helper()
 	ps, err := rb.st.ListPools(context.Background())
@@ -81,56 +58,80 @@ func (rb *reloadBundle) pool(t *testing.T, name string) store.Pool {
 	return store.Pool{Name: name, Slots: -99}
 }
 
-// holdDAG is a task that holds its pool until its marker file exists.
-func holdDAG(pool, marker string) string {
-	return fmt.Sprintf("tasks:\n  - id: t\n    pool_requirements: {%s: 1}\n    bash: 'while [ ! -f %s ]; do sleep 0.02; done'\n", pool, marker)
+func (rb *reloadBundle) start(t *testing.T) *Daemon {
+	t.Helper()
+	d := rb.daemon(t, func(c *Config) { c.PollEvery = 10 * time.Millisecond })
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Stop() })
+	return d
 }
+
+// reload makes the registry read the changed poolflow.yaml, as its watcher does on the file's
+// notification, and fails the test unless the file changed what is in force.
+func (rb *reloadBundle) reload(t *testing.T, h *Harness) {
+	t.Helper()
+	if !h.Reload() {
+		t.Fatal("the new poolflow.yaml changed nothing")
+	}
+}
+
+// holdDAG is a task that holds one slot of its pool.
+func holdDAG(pool string) string {
+	return fmt.Sprintf("tasks:\n  - id: t\n    pool_requirements: {%s: 1}\n    bash: 'true'\n", pool)
+}
+
+// The tests below step the daemon (Harness) and make its registry read the changed file as its
+// watcher would (Reload); e2e's TestConfigReloadsLive has a real daemon's watcher see it.
 
 // TestReloadPoolsDrainAndKeepAttempts: growing a file pool with on_resize: drain while entries
 // wait keeps the old capacity until the queue drained, and the running attempt is never
 // restarted; the change needs no restart of the daemon.
 func TestReloadPoolsDrainAndKeepAttempts(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	marker := filepath.Join(dir, "release")
 	rb := setupReload(t, "max_running: 8\npools:\n  db: {slots: 1, on_resize: drain}\n", map[string]string{
-		"hold.yaml": holdDAG("db", marker),
+		"hold.yaml": holdDAG("db"),
 		"wait.yaml": "tasks:\n  - {id: t, bash: 'true', pool_requirements: {db: 1}}\n",
 	})
-	d := rb.start(t)
-	ctx := context.Background()
-	if _, err := d.Trigger(ctx, TriggerRequest{DAGID: "hold", RunID: "h"}); err != nil {
-		t.Fatal(err)
-	}
-	started := rb.waitNotice(t, func(n Notice) bool { return n.Kind == NoticeAdmitted && n.DAGID == "hold" })
-	res, err := d.Trigger(ctx, TriggerRequest{DAGID: "wait", RunID: "w"})
-	if err != nil || !res.Queued || res.Pool != "db" {
-		t.Fatalf("wait: %+v %v", res, err)
+	h, _ := rb.harness(t, nil)
+	_, started := h.trigger(t, TriggerRequest{DAGID: "hold", RunID: "h"})
+	hold := specOf(t, started, "hold", "t")
+	res, started := h.trigger(t, TriggerRequest{DAGID: "wait", RunID: "w"})
+	if !res.Queued || res.Pool != "db" || len(started) != 0 {
+		t.Fatalf("wait: %+v (started %v)", res, tasks(started))
 	}
 	rb.writeConfig(t, "max_running: 8\npools:\n  db: {slots: 3, on_resize: drain}\n")
-	until(t, "the reload to start draining db", func() bool {
-		p := rb.pool(t, "db")
-		return p.Slots == 1 && p.TargetSlots == 3
-	})
-	if got := d.Settings().Pools[0].Slots; got != 3 {
+	rb.reload(t, h)
+	plans, err := h.Settle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rb.pool(t, "db"); p.Slots != 1 || p.TargetSlots != 3 {
+		t.Fatalf("db after the reload: %+v, want draining from 1 to 3", p)
+	}
+	if got := h.Settings().Pools[0].Slots; got != 3 {
 		t.Fatalf("settings in force: db %d slots", got)
 	}
 	// The running attempt was not thrown off: still its first admission, still running.
-	run, _ := rb.st.GetRun(ctx, "hold", "h")
-	if ti := rb.tis(t, run.PK)["t"]; ti.State != "running" || ti.TryNumber != started.Try {
+	for _, p := range plans {
+		if killed(plans, hold.Entry) || len(p.Starts) != 0 {
+			t.Fatalf("the reload stopped hold or started %v", tasks(p.Starts))
+		}
+	}
+	run, _ := rb.st.GetRun(context.Background(), "hold", "h")
+	if ti := rb.tis(t, run.PK)["t"]; ti.State != "running" || ti.TryNumber != hold.Try {
 		t.Fatalf("hold after reload: %+v", ti)
 	}
-	if err := os.WriteFile(marker, nil, 0o644); err != nil {
-		t.Fatal(err)
+	wait := specOf(t, h.succeed(t, hold), "wait", "t")
+	if started := h.succeed(t, wait); len(started) != 0 {
+		t.Fatalf("started %v after the queue drained", tasks(started))
 	}
-	rb.waitNotice(t, func(n Notice) bool { return n.Kind == NoticeRunEnded && n.DAGID == "wait" })
-	until(t, "the drain to finish", func() bool {
-		p := rb.pool(t, "db")
-		return p.Slots == 3 && p.TargetSlots == store.NoTarget
-	})
-	// The attempt writes nothing: a log file, if any, could only hold a replay line.
-	if log, err := os.ReadFile(runner.LogPath(rb.stateDir, "hold", "h", "t", 1)); err == nil && strings.Contains(string(log), "replay") {
-		t.Fatalf("the attempt was replayed: %q", log)
+	if r := rb.mustRun(t, "wait", "w"); r.State != "success" {
+		t.Fatalf("run w %s", r.State)
+	}
+	if p := rb.pool(t, "db"); p.Slots != 3 || p.TargetSlots != store.NoTarget {
+		t.Fatalf("db once drained: %+v, want 3 slots", p)
 	}
 }
 
@@ -140,35 +141,45 @@ func TestReloadPoolsDrainAndKeepAttempts(t *testing.T) {
 func TestReloadInvalidKeepsOld(t *testing.T) {
 	t.Parallel()
 	rb := setupReload(t, "pools:\n  db: 2\n", map[string]string{"a.yaml": "tasks:\n  - {id: t, bash: 'true', pool_requirements: {db: 2}}\n"})
-	d := rb.start(t)
+	h, _ := rb.harness(t, nil)
+	h.settle(t)
 	for _, bad := range []string{
 		"pools:\n  db: lots\n  colour: {slots: 1, hue: red}\n",
 		"pools:\n  db: 2\nrules:\n  - {name: r, priority: 1, when: 'true', pool: nowhere}\n",
 	} {
 		rb.writeConfig(t, bad)
-		until(t, "the invalid file to be reported", func() bool { return d.ConfigStatus().Error != "" })
-		st := d.ConfigStatus()
-		if !strings.Contains(st.Error, "previous configuration stays in force") {
+		h.Reload()
+		h.settle(t)
+		st := h.ConfigStatus()
+		if st.Error == "" || !strings.Contains(st.Error, "previous configuration stays in force") {
 			t.Fatalf("status %+v", st)
 		}
 		if strings.Contains(bad, "lots") && !(strings.Contains(st.Error, "pools.db") && strings.Contains(st.Error, "pools.colour.hue")) {
 			t.Fatalf("every problem at once, got %q", st.Error)
 		}
-		if s, _ := d.Settings().Pool("db"); s.Slots != 2 {
+		if s, _ := h.Settings().Pool("db"); s.Slots != 2 {
 			t.Fatalf("db in force: %+v", s)
 		}
-		if dags, _ := d.DAGs(); len(dags) != 1 {
+		if dags, _ := h.DAGs(); len(dags) != 1 {
 			t.Fatalf("DAGs after a refused reload: %d", len(dags))
 		}
 		rb.writeConfig(t, "pools:\n  db: 2\n  extra: 1\n")
-		until(t, "the fixed file to be in force", func() bool { _, ok := d.Settings().Pool("extra"); return ok })
-		if st := d.ConfigStatus(); st.Error != "" {
+		rb.reload(t, h)
+		h.settle(t)
+		if _, ok := h.Settings().Pool("extra"); !ok {
+			t.Fatal("the fixed file is not in force")
+		}
+		if st := h.ConfigStatus(); st.Error != "" {
 			t.Fatalf("status after the fix: %+v", st)
 		}
 		rb.writeConfig(t, "pools:\n  db: 2\n")
-		until(t, "back to the first file", func() bool { _, ok := d.Settings().Pool("extra"); return !ok })
+		rb.reload(t, h)
+		h.settle(t)
+		if _, ok := h.Settings().Pool("extra"); ok {
+			t.Fatal("the first file is not back in force")
+		}
 	}
-	if err := d.Reload(context.Background()); err != nil {
+	if err := h.ReloadConfig(context.Background()); err != nil {
 		t.Fatalf("SIGHUP reload of a valid file: %v", err)
 	}
 }
@@ -177,37 +188,40 @@ func TestReloadInvalidKeepsOld(t *testing.T) {
 // a new attempt gets the new rule's pool.
 func TestReloadRulesSticky(t *testing.T) {
 	t.Parallel()
-	marker := filepath.Join(t.TempDir(), "release")
 	rule := func(pool string) string {
 		return "pools:\n  a: 1\n  b: 1\nrules:\n  - {name: r, priority: 1, when: 'dag_id == \"free\"', pool: " + pool + "}\n"
 	}
 	rb := setupReload(t, rule("a"), map[string]string{
-		"hold.yaml": holdDAG("a", marker),
+		"hold.yaml": holdDAG("a"),
 		"free.yaml": "tasks:\n  - {id: t, bash: 'true'}\n",
 	})
-	d := rb.start(t)
+	h, _ := rb.harness(t, nil)
 	ctx := context.Background()
-	if _, err := d.Trigger(ctx, TriggerRequest{DAGID: "hold", RunID: "h"}); err != nil {
-		t.Fatal(err)
-	}
-	rb.waitNotice(t, func(n Notice) bool { return n.Kind == NoticeAdmitted && n.DAGID == "hold" })
-	res, err := d.Trigger(ctx, TriggerRequest{DAGID: "free", RunID: "f1"})
-	if err != nil || !res.Queued || res.Pool != "a" {
-		t.Fatalf("f1: %+v %v", res, err)
+	_, started := h.trigger(t, TriggerRequest{DAGID: "hold", RunID: "h"})
+	hold := specOf(t, started, "hold", "t")
+	res, _ := h.trigger(t, TriggerRequest{DAGID: "free", RunID: "f1"})
+	if !res.Queued || res.Pool != "a" {
+		t.Fatalf("f1: %+v", res)
 	}
 	rb.writeConfig(t, rule("b"))
-	until(t, "the new rule", func() bool { return d.Settings().Rules[0].Pool == "b" })
-	res, err = d.Trigger(ctx, TriggerRequest{DAGID: "free", RunID: "f2"})
-	if err != nil || res.Queued {
-		t.Fatalf("f2 should run at once in pool b: %+v %v", res, err)
+	rb.reload(t, h)
+	if got := h.Settings().Rules[0].Pool; got != "b" {
+		t.Fatalf("the rule in force assigns %s, want b", got)
 	}
+	res, started = h.trigger(t, TriggerRequest{DAGID: "free", RunID: "f2"})
+	if res.Queued {
+		t.Fatalf("f2 should run at once in pool b: %+v", res)
+	}
+	f2 := specOf(t, started, "free", "t")
 	run, _ := rb.st.GetRun(ctx, "free", "f1")
 	e, err := rb.st.LatestEntry(ctx, run.PK, "t")
 	if err != nil || e.State != "waiting" || len(e.Needs) == 0 || !hasNeed(e.Needs, "a") || hasNeed(e.Needs, "b") {
 		t.Fatalf("f1 entry after the rule change: %+v %v", e, err)
 	}
-	os.WriteFile(marker, nil, 0o644)
-	rb.waitNotice(t, func(n Notice) bool { return n.Kind == NoticeRunEnded && n.RunID == "f1" })
+	h.drain(t, hold, f2)
+	if r := rb.mustRun(t, "free", "f1"); r.State != "success" {
+		t.Fatalf("f1 %s, want success", r.State)
+	}
 }
 
 func hasNeed(needs []store.Requirement, pool string) bool {
@@ -223,35 +237,35 @@ func hasNeed(needs []store.Requirement, pool string) bool {
 // running one; the waiting entries' _global limit follows the file.
 func TestReloadMaxRunning(t *testing.T) {
 	t.Parallel()
-	marker := filepath.Join(t.TempDir(), "release")
-	task := func(id string) string {
-		return fmt.Sprintf("  - {id: %s, bash: 'while [ ! -f %s ]; do sleep 0.02; done'}\n", id, marker)
-	}
+	task := func(id string) string { return fmt.Sprintf("  - {id: %s, bash: 'true'}\n", id) }
 	rb := setupReload(t, "max_running: 1\n", map[string]string{"fan.yaml": "tasks:\n" + task("a") + task("b") + task("c")})
-	d := rb.start(t)
-	ctx := context.Background()
-	res, err := d.Trigger(ctx, TriggerRequest{DAGID: "fan", RunID: "r"})
-	if err != nil || !res.Queued || res.Pool != pools.GlobalPool {
-		t.Fatalf("trigger: %+v %v (two of three wait for max_running)", res, err)
+	h, _ := rb.harness(t, nil)
+	res, first := h.trigger(t, TriggerRequest{DAGID: "fan", RunID: "r"})
+	if !res.Queued || res.Pool != pools.GlobalPool || len(first) != 1 {
+		t.Fatalf("trigger: %+v, started %v (two of three wait for max_running)", res, tasks(first))
 	}
-	first := rb.waitNotice(t, func(n Notice) bool { return n.Kind == NoticeAdmitted })
 	rb.writeConfig(t, "max_running: 3\n")
-	seen := map[string]bool{first.TaskID: true}
-	for len(seen) < 3 {
-		n := rb.waitNotice(t, func(n Notice) bool { return n.Kind == NoticeAdmitted })
-		if seen[n.TaskID] {
-			t.Fatalf("%s admitted twice: restarted", n.TaskID)
+	rb.reload(t, h)
+	more := h.settle(t)
+	seen := map[string]bool{}
+	for _, s := range append(first, more...) {
+		if seen[s.Task.ID] {
+			t.Fatalf("%s admitted twice: restarted", s.Task.ID)
 		}
-		seen[n.TaskID] = true
+		seen[s.Task.ID] = true
 	}
-	os.WriteFile(marker, nil, 0o644)
-	if n := rb.waitNotice(t, func(n Notice) bool { return n.Kind == NoticeRunEnded }); n.State != "success" {
-		t.Fatalf("run %s", n.State)
+	if len(seen) != 3 {
+		t.Fatalf("running %v after max_running 3, want all three", seen)
+	}
+	h.drain(t, append(first, more...)...)
+	if r := rb.mustRun(t, "fan", "r"); r.State != "success" {
+		t.Fatalf("run %s", r.State)
 	}
 }
 
 // TestStoredPoolRevalidates: a pool created in the store by another process makes a DAG that
-// needs it valid in the running daemon, and a run triggered right away finds it.
+// needs it valid in the running daemon, and a run triggered right away finds it. A real daemon:
+// what is under test is the loop waiting for its registry's watcher before the trigger's pass.
 func TestStoredPoolRevalidates(t *testing.T) {
 	t.Parallel()
 	rb := setupReload(t, "pools:\n  db: 1\n", map[string]string{"x.yaml": "tasks:\n  - {id: t, bash: 'true', pool_requirements: {extra: 2}}\n"})
@@ -284,7 +298,8 @@ func TestStoredPoolRevalidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	until(t, "the import error to come back", func() bool { _, errs := d.DAGs(); return len(errs) == 1 })
+	// The watcher re-validates off the loop and wakes it when done: the pass after it sees it.
+	rb.untilPass(t, "the import error to come back", func() bool { _, errs := d.DAGs(); return len(errs) == 1 })
 }
 
 // TestLargeParamsGoToAFile: params too large for one environment string reach the task as a

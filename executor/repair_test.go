@@ -99,7 +99,7 @@ func (w *repairWorld) want(task string, st vocab.TaskState, try int) {
 	}
 }
 
-func killed(p *decide.Plan) int { return len(p.Kills) }
+func killCount(p *decide.Plan) int { return len(p.Kills) }
 
 // TestClearAndMarkTransitions: each state a task instance can be in, cleared and marked
 // (§10.1, §10.2), pass by pass over the store.
@@ -133,7 +133,7 @@ func TestClearAndMarkTransitions(t *testing.T) {
 		if err := w.command(vocab.CommandClear, store.ClearParams{TaskIDs: []string{"a"}}); err != nil {
 			t.Fatal(err)
 		}
-		if killed(w.p) != 1 || len(w.p.Starts) != 0 {
+		if killCount(w.p) != 1 || len(w.p.Starts) != 0 {
 			t.Fatalf("clear of a running attempt: kills %v, starts %v", w.p.Kills, started(w.p))
 		}
 		w.want("a", vocab.TaskRunning, 1) // until its attempt ended
@@ -236,7 +236,7 @@ func TestDeleteRunAndAuditEvents(t *testing.T) {
 	if err := w.command(vocab.CommandDelete, store.DeleteParams{Force: true}); err != nil {
 		t.Fatalf("forced delete: %v", err)
 	}
-	if killed(w.p) != 1 {
+	if killCount(w.p) != 1 {
 		t.Fatalf("forced delete kills %v", w.p.Kills)
 	}
 	if _, err := w.b.st.GetRun(context.Background(), "r", "x"); err != nil {

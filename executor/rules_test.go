@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -24,30 +23,25 @@ rules:
 
 // TestRulesAssignmentIsSticky: an attempt without requirements gets the first matching rule's
 // pool; the assignment is stored with its entry and survives a restart with changed rules; a
-// retry is assigned afresh with the try number it will run as.
+// retry is assigned afresh with the try number it will run as. Pass by pass (Harness).
 func TestRulesAssignmentIsSticky(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	gate := filepath.Join(dir, "go")
-	b := setup(t, fmt.Sprintf(rulesCfg, "wh"), map[string]string{"etl_x.yaml": fmt.Sprintf(`
+	b := setup(t, fmt.Sprintf(rulesCfg, "wh"), map[string]string{"etl_x.yaml": `
 tasks:
-  - {id: holder, pool_requirements: {wh: 1}, bash: 'while [ ! -f %s ]; do sleep 0.02; done', priority_weight: 9, weight_rule: absolute}
+  - {id: holder, pool_requirements: {wh: 1}, bash: 'true', priority_weight: 9, weight_rule: absolute}
   - {id: ruled, retries: 1, retry_delay: 0s, bash: 'if [ "$POOLFLOW_TRY_NUMBER" = 1 ]; then exit 1; fi'}
-`, gate)})
-	d := b.daemon(t, nil)
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	res, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "etl_x", RunID: "r"})
-	if err != nil {
-		t.Fatal(err)
-	}
+`})
+	h, _ := b.harness(t, nil)
+	res, started := h.trigger(t, TriggerRequest{DAGID: "etl_x", RunID: "r"})
+	holder := specOf(t, started, "etl_x", "holder")
 	pk := res.Run.PK
-	eventually(t, "ruled to wait for wh", func() bool {
-		e, err := b.latest(pk, "ruled")
-		return err == nil && e.ReasonCode == "pool_full" && e.Rule == "etl" && hasPool(e.Needs, "wh")
-	})
-	d.Stop()
+	if e, err := b.latest(pk, "ruled"); err != nil || e.ReasonCode != "pool_full" || e.Rule != "etl" || !hasPool(e.Needs, "wh") {
+		t.Fatalf("ruled does not wait for wh: %+v %v", e, err)
+	}
+	// The daemon stops: its attempt is stopped and waits to replay.
+	if err := h.Shutdown(h.Stopped(holder)); err != nil {
+		t.Fatal(err)
+	}
 
 	// The rules change: etl_ now maps to "other". The waiting entry keeps wh.
 	cfg, err := config.Parse("poolflow.yaml", []byte(fmt.Sprintf(rulesCfg, "other")))
@@ -55,17 +49,16 @@ tasks:
 		t.Fatal(err)
 	}
 	b.cfg = cfg
-	d2 := b.daemon(t, nil)
-	if err := d2.Start(context.Background()); err != nil {
-		t.Fatal(err)
+	h2, _ := b.harness(t, nil) // the same daemon id: a restart
+	holder = specOf(t, h2.settle(t), "etl_x", "holder")
+	if e, err := b.latest(pk, "ruled"); err != nil || e.State != "waiting" || e.ReasonCode != "pool_full" || !hasPool(e.Needs, "wh") || hasPool(e.Needs, "other") {
+		t.Fatalf("the restarted daemon does not keep ruled waiting on wh: %+v %v", e, err)
 	}
-	defer d2.Stop()
-	eventually(t, "the restarted daemon to keep ruled waiting on wh", func() bool {
-		e, err := b.latest(pk, "ruled")
-		return err == nil && e.State == "waiting" && e.ReasonCode == "pool_full" && hasPool(e.Needs, "wh") && !hasPool(e.Needs, "other")
-	})
-	touch(t, gate)
-	eventually(t, "the run to succeed", func() bool { return b.mustRun(t, "etl_x", "r").State == "success" })
+	ruled := specOf(t, h2.succeed(t, holder), "etl_x", "ruled")
+	h2.drain(t, h2.settle(t, h2.End(ruled, false, "exit status 1"))...)
+	if r := b.mustRun(t, "etl_x", "r"); r.State != "success" {
+		t.Fatalf("run %s, want success", r.State)
+	}
 	e, err := b.latest(pk, "ruled")
 	if err != nil || e.TryNumber != 2 || e.Rule != "retries" || !hasPool(e.Needs, "retry_pool") {
 		t.Fatalf("the retry's entry: %+v %v; want try 2 assigned afresh by rule retries", e, err)
@@ -73,69 +66,66 @@ tasks:
 }
 
 // TestNoQueue: a manual start that asks not to wait is refused with the pool's message unless
-// its ready tasks are admitted at once.
+// its ready tasks are admitted at once. Pass by pass (Harness).
 func TestNoQueue(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	gate := filepath.Join(dir, "go")
-	b := setup(t, "pools:\n  db: 1\n", map[string]string{"nq.yaml": fmt.Sprintf(`
+	b := setup(t, "pools:\n  db: 1\n", map[string]string{"nq.yaml": `
 dag_id: nq
 tasks:
-  - {id: a, pool_requirements: {db: 1}, bash: 'while [ ! -f %s ]; do sleep 0.02; done'}
-`, gate)})
-	d := b.daemon(t, nil)
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
+  - {id: a, pool_requirements: {db: 1}, bash: 'true'}
+`})
+	h, _ := b.harness(t, nil)
+	res, started := h.trigger(t, TriggerRequest{DAGID: "nq", RunID: "first", NoQueue: true})
+	if res.Queued {
+		t.Fatalf("first start: %+v, want admitted at once", res)
 	}
-	defer d.Stop()
-	res, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "nq", RunID: "first", NoQueue: true})
-	if err != nil || res.Queued {
-		t.Fatalf("first start: %+v %v, want admitted at once", res, err)
-	}
-	_, err = d.Trigger(context.Background(), TriggerRequest{DAGID: "nq", RunID: "second", NoQueue: true})
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "pool db cannot admit nq.a try 1 at once") {
+	first := specOf(t, started, "nq", "a")
+	ev, ch := h.Trigger(TriggerRequest{DAGID: "nq", RunID: "second", NoQueue: true})
+	h.settle(t, ev)
+	if err := reply(t, ch).Err; !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "pool db cannot admit nq.a try 1 at once") {
 		t.Fatalf("second start: %v", err)
 	}
 	if r := b.mustRun(t, "nq", "second"); r.State != "failed" || r.ReasonCode != vocab.ReasonRejected || r.Reason == "" {
 		t.Fatalf("refused run: %s %s %q", r.State, r.ReasonCode, r.Reason)
 	}
-	res, err = d.Trigger(context.Background(), TriggerRequest{DAGID: "nq", RunID: "third"})
-	if err != nil || !res.Queued || res.Pool != "db" || res.QueueID == 0 {
-		t.Fatalf("queued start: %+v %v", res, err)
+	res, _ = h.trigger(t, TriggerRequest{DAGID: "nq", RunID: "third"})
+	if !res.Queued || res.Pool != "db" || res.QueueID == 0 {
+		t.Fatalf("queued start: %+v", res)
 	}
-	touch(t, gate)
-	eventually(t, "the queued run to succeed", func() bool { return b.mustRun(t, "nq", "third").State == "success" })
+	h.drain(t, first)
+	if r := b.mustRun(t, "nq", "third"); r.State != "success" {
+		t.Fatalf("the queued run %s, want success", r.State)
+	}
 }
 
 // TestTriggerBehindMaxActiveRuns: a manual start waiting for max_active_runs is reported as
-// queued; one that asked not to queue is refused.
+// queued; one that asked not to queue is refused. Pass by pass (Harness).
 func TestTriggerBehindMaxActiveRuns(t *testing.T) {
 	t.Parallel()
-	gate := filepath.Join(t.TempDir(), "go")
-	b := setup(t, "", map[string]string{"one.yaml": fmt.Sprintf(`
+	b := setup(t, "", map[string]string{"one.yaml": `
 dag_id: one
 max_active_runs: 1
 tasks:
-  - {id: a, bash: 'while [ ! -f %s ]; do sleep 0.02; done'}
-`, gate)})
-	d := b.daemon(t, nil)
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
+  - {id: a, bash: 'true'}
+`})
+	h, _ := b.harness(t, nil)
+	res, started := h.trigger(t, TriggerRequest{DAGID: "one", RunID: "r1"})
+	if res.Queued {
+		t.Fatalf("r1: %+v", res)
 	}
-	defer d.Stop()
-	if res, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "one", RunID: "r1"}); err != nil || res.Queued {
-		t.Fatalf("r1: %+v %v", res, err)
+	r1 := specOf(t, started, "one", "a")
+	if res, started := h.trigger(t, TriggerRequest{DAGID: "one", RunID: "r2"}); !res.Queued || res.Run.State != "queued" || len(started) != 0 {
+		t.Fatalf("r2: %+v (started %v), want a queued run", res, tasks(started))
 	}
-	res, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "one", RunID: "r2"})
-	if err != nil || !res.Queued || res.Run.State != "queued" {
-		t.Fatalf("r2: %+v %v, want a queued run", res, err)
-	}
-	_, err = d.Trigger(context.Background(), TriggerRequest{DAGID: "one", RunID: "r3", NoQueue: true})
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "max_active_runs 1") {
+	ev, ch := h.Trigger(TriggerRequest{DAGID: "one", RunID: "r3", NoQueue: true})
+	h.settle(t, ev)
+	if err := reply(t, ch).Err; !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "max_active_runs 1") {
 		t.Fatalf("r3: %v", err)
 	}
-	touch(t, gate)
-	eventually(t, "r2 to run after r1", func() bool { return b.mustRun(t, "one", "r2").State == "success" })
+	h.drain(t, r1)
+	if r := b.mustRun(t, "one", "r2"); r.State != "success" {
+		t.Fatalf("r2 %s after r1, want success", r.State)
+	}
 	if r := b.mustRun(t, "one", "r3"); r.State != "failed" {
 		t.Fatalf("r3 %s", r.State)
 	}

@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 )
@@ -22,7 +22,8 @@ func TestFireDueDuringAPassIsArmed(t *testing.T) {
 	b := setup(t, "", map[string]string{"tick.yaml": "schedule: '@every 2s'\nbash: 'true'\n"})
 	clock := NewFakeClock(t0)
 	b.clock = clock
-	var crossed atomic.Bool
+	crossed := make(chan struct{})
+	var once sync.Once
 	d := b.daemon(t, func(c *Config) {
 		c.Clock = clock
 		notify := c.Notify
@@ -30,12 +31,14 @@ func TestFireDueDuringAPassIsArmed(t *testing.T) {
 			notify(n)
 			// On the loop goroutine, after the pass that stored the broken file's import error
 			// committed and before the loop computes its wake-up: the fire at t0+2s comes due.
-			if n.Kind != NoticePass || crossed.Load() {
+			if n.Kind != NoticePass {
 				return
 			}
 			if errs, err := b.st.ImportErrors(context.Background()); err == nil && len(errs) > 0 {
-				crossed.Store(true)
-				clock.Set(t0.Add(2500 * time.Millisecond))
+				once.Do(func() {
+					clock.Set(t0.Add(2500 * time.Millisecond))
+					close(crossed)
+				})
 			}
 		}
 	})
@@ -49,20 +52,18 @@ func TestFireDueDuringAPassIsArmed(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(b.dagsDir, "broken.yaml"), []byte("tasks: [\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the pass that applies the broken file", crossed.Load)
+	select {
+	case <-crossed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no pass applied the broken file")
+	}
 	// Nothing moves the clock again: the loop must pass for the fire on its own.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		runs := b.runs(t, "tick")
-		if len(runs) > 0 {
-			if !runs[0].LogicalDate.Equal(t0.Add(2*time.Second)) || !strings.HasPrefix(runs[0].RunID, "scheduled__") {
-				t.Fatalf("run %s at %v, want the fire at t0+2s", runs[0].RunID, runs[0].LogicalDate)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the fire at t0+2s, due since the reload's pass, did not run: its wake-up was not armed")
-		}
-		time.Sleep(20 * time.Millisecond)
+	n, ok := b.noticeWithin(5*time.Second, func(n Notice) bool { return n.Kind == NoticeAdmitted && n.DAGID == "tick" })
+	if !ok {
+		t.Fatal("the fire at t0+2s, due since the reload's pass, did not run: its wake-up was not armed")
+	}
+	runs := b.runs(t, "tick")
+	if len(runs) != 1 || runs[0].RunID != n.RunID || !runs[0].LogicalDate.Equal(t0.Add(2*time.Second)) || !strings.HasPrefix(runs[0].RunID, "scheduled__") {
+		t.Fatalf("runs %+v, want the fire at t0+2s", runs)
 	}
 }

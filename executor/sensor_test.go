@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poolflow/poolflow/executor/attempt"
 	"github.com/poolflow/poolflow/vocab"
 )
 
@@ -212,33 +213,39 @@ tasks:
     max_active_tis_per_dag: 1
     sensor: {file_exists: %s, mode: reschedule, poke_interval: 10s, timeout: 1h}
 `, file)})
-	clock := NewFakeClock(t0)
-	d := b.serve(t, clock)
-	ctx := context.Background()
-	// rescheduled waits, pass after pass, until run's sensor waits for its next poke.
-	rescheduled := func(runID string) {
+	h, clock := b.harness(t, nil)
+	// poke is the poke of run's sensor, which the passes started.
+	poke := func(started []*attempt.Spec, run string) *attempt.Spec {
 		t.Helper()
-		for b.ti(t, "sens", runID, "s").State != "up_for_reschedule" {
-			b.waitNotice(t, func(n Notice) bool { return n.Kind == NoticePass })
+		s := specOf(t, started, "sens", "s")
+		if len(started) != 1 || s.RunID != run {
+			t.Fatalf("started %v of run %s, want the poke of %s", tasks(started), s.RunID, run)
+		}
+		return s
+	}
+	// notMet ends a poke whose file is not there yet: the sensor waits for its next poke.
+	notMet := func(s *attempt.Spec) {
+		t.Helper()
+		end := h.End(s, false, "")
+		end.Reschedule = true
+		h.settle(t, end)
+		if st := b.ti(t, "sens", s.RunID, "s").State; st != "up_for_reschedule" {
+			t.Fatalf("%s's sensor is %s, want up_for_reschedule", s.RunID, st)
 		}
 	}
-	if _, err := d.Trigger(ctx, TriggerRequest{DAGID: "sens", RunID: "r1"}); err != nil {
-		t.Fatal(err)
-	}
-	rescheduled("r1") // next poke at t0+10s
+	_, started := h.trigger(t, TriggerRequest{DAGID: "sens", RunID: "r1"})
+	notMet(poke(started, "r1")) // next poke at t0+10s
 	clock.Advance(5 * time.Second)
-	if _, err := d.Trigger(ctx, TriggerRequest{DAGID: "sens", RunID: "r2"}); err != nil {
-		t.Fatal(err)
-	}
-	rescheduled("r2") // next poke at t0+15s
-	if err := os.WriteFile(file, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	_, started = h.trigger(t, TriggerRequest{DAGID: "sens", RunID: "r2"})
+	notMet(poke(started, "r2"))    // next poke at t0+15s
 	clock.Advance(5 * time.Second) // r1 pokes, succeeds, its run ends; r2 still waits for its poke
-	b.waitNotice(t, func(n Notice) bool { return n.Kind == NoticeRunEnded && n.RunID == "r1" })
+	h.succeed(t, poke(h.settle(t), "r1"))
+	if r := b.mustRun(t, "sens", "r1"); r.State != "success" {
+		t.Fatalf("run r1 %s", r.State)
+	}
 	clock.Advance(5 * time.Second)
-	n := b.waitNotice(t, func(n Notice) bool { return n.Kind == NoticeRunEnded && n.RunID == "r2" })
-	if n.State != "success" {
-		t.Fatalf("run r2 ended %s (%s)", n.State, n.Reason)
+	h.succeed(t, poke(h.settle(t), "r2"))
+	if r := b.mustRun(t, "sens", "r2"); r.State != "success" {
+		t.Fatalf("run r2 ended %s (%s)", r.State, r.Reason)
 	}
 }

@@ -9,13 +9,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poolflow/poolflow/executor/attempt"
 	"github.com/poolflow/poolflow/store"
 )
 
 // oneFire is the schedule of a DAG with exactly one fire due now: the start of this year, caught
 // up from just before it; the next fire is a year away. The run it makes is leader-owned.
-func oneFire() string {
-	y := time.Date(time.Now().UTC().Year(), 1, 1, 0, 0, 0, 0, time.UTC)
+func oneFire() string { return oneFireBy(time.Now()) }
+
+// oneFireBy is oneFire on a clock that reads now.
+func oneFireBy(now time.Time) string {
+	y := time.Date(now.UTC().Year(), 1, 1, 0, 0, 0, 0, time.UTC)
 	return fmt.Sprintf("schedule: '@yearly'\ncatchup: true\nstart_date: %s\n", y.Add(-time.Hour).Format(time.RFC3339))
 }
 
@@ -62,11 +66,20 @@ func heldBy(t *testing.T, st store.Store) map[string]int {
 	return out
 }
 
-func onlyRun(t *testing.T, b *bundle, dagID string) store.Run {
+// admissions waits for the notices of n admissions of dagID's tasks, by any daemon of the
+// bundle, and returns the run they belong to.
+func admissions(t *testing.T, b *bundle, n int, dagID string) store.Run {
 	t.Helper()
-	var rs []store.Run
-	eventually(t, "the scheduled run", func() bool { rs = b.runs(t, dagID); return len(rs) > 0 })
-	if len(rs) != 1 || rs[0].RunType == "manual" {
+	var runID string
+	for range n {
+		a := b.waitNotice(t, func(n Notice) bool { return n.Kind == NoticeAdmitted && n.DAGID == dagID })
+		if runID != "" && a.RunID != runID {
+			t.Fatalf("admissions in runs %s and %s", runID, a.RunID)
+		}
+		runID = a.RunID
+	}
+	rs := b.runs(t, dagID)
+	if len(rs) != 1 || rs[0].RunID != runID || rs[0].RunType == "manual" {
 		t.Fatalf("runs of %s: %+v", dagID, rs)
 	}
 	return rs[0]
@@ -74,27 +87,41 @@ func onlyRun(t *testing.T, b *bundle, dagID string) store.Run {
 
 // TestSharedRunSpreads: three daemons with max_running 2 each run a leader-owned run's six
 // tasks at once (one daemon alone could run two): each admits two under its own id, the pool
-// is never exceeded, every attempt is recorded once, and the run ends once, by its owner.
+// is never exceeded, every attempt is recorded once, and the run ends once, by its owner. Pass
+// by pass (a Harness per daemon).
 func TestSharedRunSpreads(t *testing.T) {
 	t.Parallel()
-	gate := filepath.Join(t.TempDir(), "go")
 	b := setup(t, "max_running: 2\npools:\n  p: 6\n", map[string]string{
-		"fan.yaml": "dag_id: fan\nmax_active_tasks: 100\n" + oneFire() + gatedTasks(6, gate, ""),
+		"fan.yaml": "dag_id: fan\nmax_active_tasks: 100\n" + oneFireBy(t0) + gatedTasks(6, "/nonexistent", ""),
 	})
-	startDaemons(t, b, "d1", "d2", "d3")
-	run := onlyRun(t, b, "fan")
-	eventually(t, "six admissions", func() bool {
-		n := 0
-		for _, c := range heldBy(t, b.st) {
-			n += c
+	ids := []string{"d1", "d2", "d3"}
+	hs := map[string]*Harness{}
+	for _, id := range ids {
+		hs[id], _ = b.harness(t, func(c *Config) { c.DaemonID = id })
+	}
+	running := map[string][]*attempt.Spec{}
+	for _, id := range ids {
+		running[id] = hs[id].settle(t)
+		if len(running[id]) != 2 {
+			t.Fatalf("%s started %v, want two", id, tasks(running[id]))
 		}
-		return n == 6
-	})
+	}
 	if got := heldBy(t, b.st); got["d1"] != 2 || got["d2"] != 2 || got["d3"] != 2 {
 		t.Fatalf("admissions per daemon %v, want 2 each", got)
 	}
-	touch(t, gate)
-	eventually(t, "the run to succeed", func() bool { return b.mustRun(t, "fan", run.RunID).State == "success" })
+	rs := b.runs(t, "fan")
+	if len(rs) != 1 || rs[0].RunType == "manual" {
+		t.Fatalf("runs of fan: %+v", rs)
+	}
+	run := rs[0]
+	for _, id := range []string{"d2", "d3", "d1"} { // the owner, d1, passes last: it ends the run
+		if started := hs[id].succeed(t, running[id]...); len(started) != 0 {
+			t.Fatalf("%s started %v after the six", id, tasks(started))
+		}
+	}
+	if r := b.mustRun(t, "fan", run.RunID); r.State != "success" || r.Owner != "d1" {
+		t.Fatalf("run %s owned by %s, want success by d1", r.State, r.Owner)
+	}
 	atts, err := b.st.RunAttempts(context.Background(), run.PK)
 	if err != nil {
 		t.Fatal(err)
@@ -124,8 +151,10 @@ func TestSharedRunStoppedDaemonReplays(t *testing.T) {
 		"fan.yaml": "dag_id: fan\nmax_active_tasks: 100\n" + oneFire() + gatedTasks(4, gate, ""),
 	})
 	ds := startDaemons(t, b, "d1", "d2")
-	run := onlyRun(t, b, "fan")
-	eventually(t, "four admissions", func() bool { h := heldBy(t, b.st); return h["d1"] == 2 && h["d2"] == 2 })
+	run := admissions(t, b, 4, "fan")
+	if h := heldBy(t, b.st); h["d1"] != 2 || h["d2"] != 2 {
+		t.Fatalf("admissions per daemon %v, want 2 each", h)
+	}
 	owner := b.mustRun(t, "fan", run.RunID).Owner
 	other := "d1"
 	if owner == "d1" {
@@ -135,7 +164,9 @@ func TestSharedRunStoppedDaemonReplays(t *testing.T) {
 		t.Fatal(err)
 	}
 	touch(t, gate)
-	eventually(t, "the run to succeed", func() bool { return b.mustRun(t, "fan", run.RunID).State == "success" })
+	if n := b.waitNotice(t, func(n Notice) bool { return n.Kind == NoticeRunEnded && n.RunID == run.RunID }); n.State != "success" {
+		t.Fatalf("run %s (%s), want success", n.State, n.Reason)
+	}
 	for id, ti := range b.tis(t, run.PK) {
 		if ti.State != "success" || ti.TryNumber != 1 {
 			t.Errorf("%s: %s try %d, want success on try 1 (a stop is no attempt)", id, ti.State, ti.TryNumber)
@@ -148,22 +179,33 @@ func TestSharedRunStoppedDaemonReplays(t *testing.T) {
 // claim is released only once the process is gone; the owner ends the run.
 func TestSharedRunFailStopsRemoteAttempt(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	pidFile, gate := filepath.Join(dir, "pid"), filepath.Join(dir, "go")
-	b := setup(t, "max_running: 1\npools:\n  p: 2\n", map[string]string{
-		"f.yaml": "dag_id: f\nmax_active_tasks: 100\n" + oneFire() + "tasks:\n" +
-			fmt.Sprintf("  - {id: a, retries: 3, pool_requirements: {p: 1}, bash: 'echo $$ > %s.$POOLFLOW_DAEMON_ID; trap \"\" TERM; sleep 60'}\n", pidFile) +
-			fmt.Sprintf("  - {id: b, retries: 3, pool_requirements: {p: 1}, bash: 'echo $$ > %s.$POOLFLOW_DAEMON_ID; trap \"\" TERM; sleep 60'}\n", pidFile) +
-			fmt.Sprintf("  - {id: c, depends_on: [a, b], trigger_rule: all_done, bash: 'touch %s'}\n", gate),
-	})
+	b := setup(t, "max_running: 1\npools:\n  p: 2\n", nil)
+	started, ran := b.pipe(t, "started"), b.pipe(t, "ran")
+	task := func(id string) string {
+		return fmt.Sprintf("  - {id: %s, retries: 3, pool_requirements: {p: 1}, bash: 'echo $POOLFLOW_DAEMON_ID $$ > %s; trap \"\" TERM; sleep 60'}\n",
+			id, started.Path)
+	}
+	write(t, filepath.Join(b.dagsDir, "f.yaml"), "dag_id: f\nmax_active_tasks: 100\n"+oneFire()+"tasks:\n"+task("a")+task("b")+
+		fmt.Sprintf("  - {id: c, depends_on: [a, b], trigger_rule: all_done, bash: 'echo c > %s'}\n", ran.Path))
 	ds := startDaemons(t, b, "d1", "d2")
-	run := onlyRun(t, b, "f")
-	eventually(t, "both attempts to start", func() bool {
-		_, e1 := os.Stat(pidFile + ".d1")
-		_, e2 := os.Stat(pidFile + ".d2")
-		return e1 == nil && e2 == nil
-	})
-	owner := b.mustRun(t, "f", run.RunID).Owner
+	pids := map[string]int{}
+	for range 2 {
+		var id string
+		var pid int
+		if _, err := fmt.Sscan(line(t, started, "both attempts to start"), &id, &pid); err != nil {
+			t.Fatal(err)
+		}
+		pids[id] = pid
+	}
+	if len(pids) != 2 {
+		t.Fatalf("attempts started by %v, want one on each daemon", pids)
+	}
+	rs := b.runs(t, "f")
+	if len(rs) != 1 || rs[0].RunType == "manual" {
+		t.Fatalf("runs of f: %+v", rs)
+	}
+	run := rs[0]
+	owner := run.Owner
 	other := map[string]string{"d1": "d2", "d2": "d1"}[owner]
 	// The task the other daemon runs.
 	var remote string
@@ -180,13 +222,12 @@ func TestSharedRunFailStopsRemoteAttempt(t *testing.T) {
 	if err := ds[owner].Command(context.Background(), store.Command{Kind: "fail", Run: run.PK, TaskID: remote}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the remote task to fail", func() bool { return b.tis(t, run.PK)[remote].State == "failed" })
+	b.waitNotice(t, func(n Notice) bool { return n.Kind == NoticeAttemptEnded && n.TaskID == remote })
 	ti := b.tis(t, run.PK)[remote]
-	if ti.Reason != "marked failed by operator" || ti.TryNumber != 1 {
+	if ti.State != "failed" || ti.Reason != "marked failed by operator" || ti.TryNumber != 1 {
 		t.Fatalf("%s after tasks fail: %s %q try %d", remote, ti.State, ti.Reason, ti.TryNumber)
 	}
-	pid := readPIDFile(t, pidFile+"."+other)
-	if err := processGone(pid); err != nil {
+	if err := processGone(pids[other]); err != nil {
 		t.Fatalf("the remote attempt's process: %v", err)
 	}
 	for _, c := range mustClaims(t, b.st) {
@@ -200,9 +241,11 @@ func TestSharedRunFailStopsRemoteAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	// c (all_done) is the leaf: it runs, and the run succeeds.
-	eventually(t, "the run to end", func() bool { return b.mustRun(t, "f", run.RunID).State == "success" })
-	if _, err := os.Stat(gate); err != nil {
-		t.Fatal("c did not run after a and b were done")
+	if n := b.waitNotice(t, func(n Notice) bool { return n.Kind == NoticeRunEnded && n.RunID == run.RunID }); n.State != "success" {
+		t.Fatalf("run %s (%s), want success", n.State, n.Reason)
+	}
+	if _, err := ran.Line(5 * time.Second); err != nil {
+		t.Fatalf("c did not run after a and b were done: %v", err)
 	}
 }
 
@@ -213,19 +256,6 @@ func mustClaims(t *testing.T, st store.Store) []store.Claim {
 		t.Fatal(err)
 	}
 	return cs
-}
-
-func readPIDFile(t *testing.T, path string) int {
-	t.Helper()
-	var pid int
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fmt.Sscan(string(data), &pid); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return pid
 }
 
 // processGone reports an error when pid still runs (a zombie counts as gone).

@@ -1,42 +1,21 @@
 package executor
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/poolflow/poolflow/internal/testwait"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/store/storetest"
 )
-
-// lockedBuffer is a log sink shared by the loop and the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestStoreUnavailable makes pool state unavailable by holding the store's writers' lock from
 // outside past the 5-second bound while an attempt holds a claim and a cron fire comes due.
@@ -46,17 +25,16 @@ func (l *lockedBuffer) String() string {
 func TestStoreUnavailable(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	marker, pidFile := filepath.Join(dir, "ran"), filepath.Join(dir, "pid")
-	b := setup(t, "pools:\n  db: 1\n", map[string]string{
-		"hold.yaml": fmt.Sprintf(`dag_id: hold
+	marker := filepath.Join(dir, "ran")
+	b := setup(t, "pools:\n  db: 1\n", map[string]string{"tick.yaml": "schedule: '@every 1m'\npool: db\nbash: echo tick\n"})
+	started := b.pipe(t, "started")
+	write(t, filepath.Join(b.dagsDir, "hold.yaml"), fmt.Sprintf(`dag_id: hold
 tasks:
   - id: h
     pool_requirements: {db: 1}
-    bash: 'if [ -f %[1]s ]; then echo replayed; exit 0; fi; touch %[1]s; echo $$ > %[2]s.tmp; mv %[2]s.tmp %[2]s; sleep 60'
-`, marker, pidFile),
-		"tick.yaml": "schedule: '@every 1m'\npool: db\nbash: echo tick\n",
-	})
-	logs := &lockedBuffer{}
+    bash: 'if [ -f %[1]s ]; then echo replayed; exit 0; fi; touch %[1]s; echo $$ > %[2]s; sleep 60'
+`, marker, started.Path))
+	logs := &testwait.Log{}
 	clock := NewFakeClock(t0)
 	d := b.daemon(t, func(c *Config) {
 		c.Clock = clock
@@ -74,22 +52,23 @@ tasks:
 	if _, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "hold", RunID: "r"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the attempt to start", func() bool { _, err := os.Stat(pidFile); return err == nil })
-	data, _ := os.ReadFile(pidFile)
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	pid, err := strconv.Atoi(line(t, started, "the attempt to start"))
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	release := storetest.HoldWriters(t, b.st)
 	clock.Advance(2 * time.Minute) // past the lease and the cron fire
-	eventually(t, "the dropped fire's warning", func() bool {
-		return strings.Contains(logs.String(), "Job tick could not enter pool db: pool state is unavailable")
-	})
-	eventually(t, "the attempt to be killed after its lease lapsed", func() bool {
-		return syscall.Kill(pid, 0) != nil
-	})
+	if !logs.Wait("Job tick could not enter pool db: pool state is unavailable", 30*time.Second) {
+		t.Fatal("no warning that the fire was dropped")
+	}
+	if err := testwait.Exit(pid, 30*time.Second); err != nil {
+		t.Fatalf("the attempt was not killed after its lease lapsed: %v", err)
+	}
 	release()
-	eventually(t, "the replayed attempt to finish the run", func() bool {
-		return b.mustRun(t, "hold", "r").State == "success"
-	})
+	if n := b.waitNotice(t, func(n Notice) bool { return n.Kind == NoticeRunEnded && n.RunID == "r" }); n.State != "success" {
+		t.Fatalf("the replayed attempt ended the run %s (%s), want success", n.State, n.Reason)
+	}
 	ti := b.tis(t, b.mustRun(t, "hold", "r").PK)["h"]
 	if ti.TryNumber != 1 {
 		t.Errorf("try %d after the replay, want 1", ti.TryNumber)
@@ -135,33 +114,30 @@ func (t failingTx) Commit() error {
 // TestRunCreatedOnlyOnceCommitted: a trigger whose pass cannot commit is answered with the
 // store's error and its run does not exist, so nothing says "run created" (it was logged when
 // the run was inserted, before the commit that failed); the next trigger's run, committed, is.
+// Pass by pass (Harness).
 func TestRunCreatedOnlyOnceCommitted(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "", map[string]string{"quick.yaml": "tasks:\n  - id: a\n    command: ['true']\n"})
 	st := &failingCommits{Store: b.st}
-	logs := &lockedBuffer{}
-	d := b.daemon(t, func(c *Config) {
+	logs := &testwait.Log{}
+	h, _ := b.harness(t, func(c *Config) {
 		c.Store = st
 		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	})
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Stop()
-	b.waitNotice(t, func(n Notice) bool { return n.Kind == NoticePass })
+	h.settle(t)
 	st.fail.Store(true)
-	_, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "quick", RunID: "lost"})
-	if !errors.Is(err, store.ErrUnavailable) {
+	ev, ch := h.Trigger(TriggerRequest{DAGID: "quick", RunID: "lost"})
+	if _, err := h.Pass(ev); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("the pass while commits fail: %v", err)
+	}
+	if err := reply(t, ch).Err; !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("trigger while commits fail: %v", err)
 	}
 	if _, err := b.st.GetRun(context.Background(), "quick", "lost"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the run of a failed pass exists: %v", err)
 	}
 	st.fail.Store(false)
-	eventually(t, "the store to be usable again", func() bool {
-		_, err := d.Trigger(context.Background(), TriggerRequest{DAGID: "quick", RunID: "kept"})
-		return err == nil
-	})
+	h.trigger(t, TriggerRequest{DAGID: "quick", RunID: "kept"})
 	if log := logs.String(); strings.Contains(log, "run_id=lost") || !strings.Contains(log, "msg=\"run created\" dag_id=quick run_id=kept") {
 		t.Errorf("log:\n%s", log)
 	}

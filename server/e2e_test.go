@@ -13,10 +13,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/poolflow/poolflow/internal/testwait"
 )
 
 // binary is the poolflow binary TestMain builds for the end-to-end test; buildErr says why it
@@ -46,7 +47,7 @@ func TestMain(m *testing.M) {
 }
 
 // TestServeEndToEnd starts the real binary with `serve` on a free port, triggers a run with conf
-// over HTTP, polls it to success, reads its log over HTTP, and stops the daemon with SIGTERM.
+// over HTTP, waits for the daemon to log its end, reads its log over HTTP, and stops the daemon with SIGTERM.
 func TestServeEndToEnd(t *testing.T) {
 	t.Parallel()
 	if buildErr != nil {
@@ -98,7 +99,13 @@ tasks:
 	})
 
 	c := &client{t: t, base: base}
-	c.waitHealthy()
+	// serve says it serves once its daemon started; before, the API answers 503.
+	if !logs.Wait(`msg="poolflow serving"`, 20*time.Second) {
+		t.Fatalf("serve did not start serving:\n%s", logs.String())
+	}
+	if status, body := c.call(http.MethodGet, "/api/v1/health", "", ""); status != http.StatusOK || strings.Contains(body, "unhealthy") {
+		t.Fatalf("health once serving: %d %s", status, body)
+	}
 	status, body := c.call(http.MethodPost, "/api/v1/dags/greet/dagRuns",
 		`{"dag_run_id": "e2e_1", "conf": {"name": "from-e2e"}}`, testToken)
 	if status != http.StatusOK && status != http.StatusAccepted {
@@ -107,7 +114,11 @@ tasks:
 	if status, _ := c.call(http.MethodPost, "/api/v1/dags/greet/dagRuns", `{}`, ""); status != http.StatusUnauthorized {
 		t.Fatalf("trigger without token: %d", status)
 	}
-	c.waitRunState("greet", "e2e_1", "success")
+	// The daemon logs each run's end after the pass that ended it committed.
+	if !logs.Wait(`msg="run ended" dag_id=greet run_id=e2e_1`, 20*time.Second) {
+		t.Fatalf("run e2e_1 did not end:\n%s", logs.String())
+	}
+	c.runState("greet", "e2e_1", "success")
 	status, log := c.call(http.MethodGet, "/api/v1/dags/greet/dagRuns/e2e_1/taskInstances/hello/logs/1", "", testToken)
 	if status != http.StatusOK || !strings.Contains(log, `"name":"from-e2e"`) {
 		t.Fatalf("log: %d %q", status, log)
@@ -135,15 +146,15 @@ var listenRE = regexp.MustCompile(`listen=(http://\S+)`)
 
 // serveAddress reads serve's log until it says where it listens; the rest of the log is kept in
 // the returned buffer for failure messages.
-func serveAddress(t *testing.T, stderr io.Reader) (string, *syncBuffer) {
+func serveAddress(t *testing.T, stderr io.Reader) (string, *testwait.Log) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testwait.Log{}
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sent := false
 		for sc.Scan() {
-			logs.WriteLine(sc.Text())
+			logs.Write([]byte(sc.Text() + "\n"))
 			if m := listenRE.FindStringSubmatch(sc.Text()); m != nil && !sent {
 				found <- m[1]
 				sent = true
@@ -191,62 +202,20 @@ func (c *client) call(method, path, body, token string) (int, string) {
 	return resp.StatusCode, string(data)
 }
 
-// poll calls fn every 50 ms until it reports done, or fails after 15 s.
-func (c *client) poll(what string, fn func() bool) {
+// runState fails the test unless the API says the run is in state want.
+func (c *client) runState(dagID, runID, want string) {
 	c.t.Helper()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(15 * time.Second)
-	for !fn() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			c.t.Fatalf("timed out waiting for %s", what)
-		}
+	status, body := c.call(http.MethodGet, "/api/v1/dags/"+dagID+"/dagRuns/"+runID, "", "")
+	if status != http.StatusOK {
+		c.t.Fatalf("get run: %d %s", status, body)
 	}
-}
-
-func (c *client) waitHealthy() {
-	c.poll("health", func() bool {
-		status, body := c.call(http.MethodGet, "/api/v1/health", "", "")
-		return status == http.StatusOK && !strings.Contains(body, "unhealthy")
-	})
-}
-
-func (c *client) waitRunState(dagID, runID, want string) {
-	c.poll("run "+runID+" to be "+want, func() bool {
-		status, body := c.call(http.MethodGet, "/api/v1/dags/"+dagID+"/dagRuns/"+runID, "", "")
-		if status != http.StatusOK {
-			c.t.Fatalf("get run: %d %s", status, body)
-		}
-		var run struct {
-			State string `json:"state"`
-		}
-		if err := json.Unmarshal([]byte(body), &run); err != nil {
-			c.t.Fatal(err)
-		}
-		if run.State == "failed" && want != "failed" {
-			c.t.Fatalf("run %s failed: %s", runID, body)
-		}
-		return run.State == want
-	})
-}
-
-// syncBuffer collects log lines from the reading goroutine for the test's messages.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) WriteLine(s string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.WriteString(s)
-	b.buf.WriteByte('\n')
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	var run struct {
+		State string `json:"state"`
+	}
+	if err := json.Unmarshal([]byte(body), &run); err != nil {
+		c.t.Fatal(err)
+	}
+	if run.State != want {
+		c.t.Fatalf("run %s is %s, want %s: %s", runID, run.State, want, body)
+	}
 }

@@ -332,16 +332,15 @@ func (b *bundle) writeDAG(t testing.TB, name, body string) {
 	}
 }
 
-// waitDAG waits until the daemon has loaded a DAG.
+// waitDAG waits until the daemon has loaded a DAG. Its registry's watcher reads the folder off
+// the loop and wakes the loop when something changed: the daemon's next pass follows, so the
+// DAG is looked for again after each notice.
 func (b *bundle) waitDAG(t testing.TB, id string) {
 	t.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
 	timeout := time.After(20 * time.Second)
-	// The daemon re-reads the folder about once a second; waking it would not speed that up.
 	for b.srv.findDAG(id) == nil {
 		select {
-		case <-tick.C:
+		case <-b.notices:
 		case <-timeout:
 			t.Fatalf("dag %s not loaded", id)
 		}

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/store/storetest"
 )
@@ -41,16 +44,6 @@ func failedCheck(p probeJSON, name string) string {
 func TestReadyzDuringAStoreOutage(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
-	wait := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
 	for _, path := range []string{"/livez", "/readyz"} {
 		if code, p := b.probe(t, path); code != http.StatusOK || p.Status != "ok" {
 			t.Fatalf("%s before the outage: %d %+v", path, code, p)
@@ -58,12 +51,15 @@ func TestReadyzDuringAStoreOutage(t *testing.T) {
 	}
 	future := strconv.Itoa(store.SchemaVersion() + 1)
 	storetest.Exec(t, b.st, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (`+future+`, 'future', 0)`)
-	var during probeJSON
-	wait("/readyz to answer 503", func() bool {
-		code, p := b.probe(t, "/readyz")
-		during = p
-		return code == http.StatusServiceUnavailable
-	})
+	// The handle sees the newer schema at the next transaction it begins after another
+	// connection's commit (the daemon's pass, or this one): from then on it refuses all.
+	if err := b.st.WithTx(context.Background(), func(store.Tx) error { return nil }); !errors.Is(err, store.ErrSchemaTooNew) {
+		t.Fatalf("the store's handle after a newer schema: %v", err)
+	}
+	code, during := b.probe(t, "/readyz")
+	if code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz during the outage: %d %+v", code, during)
+	}
 	if d := failedCheck(during, "store"); !strings.Contains(d, "pool state is unavailable") {
 		t.Errorf("/readyz during the outage: %+v", during)
 	}
@@ -74,11 +70,21 @@ func TestReadyzDuringAStoreOutage(t *testing.T) {
 		!strings.Contains(rec.Body.String(), `"unhealthy"`) {
 		t.Errorf("health during the outage: %d %s", rec.Code, rec.Body)
 	}
+	// No pass commits during the outage. The first pass that begins after it ends and commits
+	// has found the row gone (the handle reads the version again at most every half second).
+	ended := time.Now()
 	storetest.Exec(t, b.st, `DELETE FROM schema_migrations WHERE version = `+future)
-	wait("/readyz to answer 200 again", func() bool {
-		code, _ := b.probe(t, "/readyz")
-		return code == http.StatusOK
-	})
+	timeout := time.After(20 * time.Second)
+	for n := (executor.Notice{}); n.Kind != executor.NoticePass || n.At.Before(ended); {
+		select {
+		case n = <-b.notices:
+		case <-timeout:
+			t.Fatal("no pass committed after the outage")
+		}
+	}
+	if code, p := b.probe(t, "/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz after the outage: %d %+v", code, p)
+	}
 }
 
 // TestProbesOfAStoppedDaemon: a daemon whose loop has ended is neither live nor ready.

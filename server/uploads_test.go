@@ -68,7 +68,21 @@ func TestSlowUploadsDoNotHoldWritesOff(t *testing.T) {
 			codes <- slowUpload(t, addr)
 		}()
 	}
-	time.Sleep(500 * time.Millisecond) // every slow upload has sent its headers and is trickling
+	// Once the server has taken every upload for a slow one, it has refused at once those past
+	// the client's bound; the others hold their slots and trickle on.
+	refused, cut := 0, 0
+	timeout := time.After(20 * time.Second)
+	for refused < 32-maxSlowPerClient {
+		select {
+		case code := <-codes:
+			if code != http.StatusTooManyRequests {
+				t.Fatalf("a slow upload was answered %d before the others were refused", code)
+			}
+			refused++
+		case <-timeout:
+			t.Fatalf("%d slow uploads refused, want %d", refused, 32-maxSlowPerClient)
+		}
+	}
 	start := time.Now()
 	status, body := send(t, http.MethodPatch, ts.URL+"/api/v1/dags/quick", "", map[string]string{"Content-Type": "application/json"},
 		`{"is_paused": true}`)
@@ -80,7 +94,6 @@ func TestSlowUploadsDoNotHoldWritesOff(t *testing.T) {
 	}
 	wg.Wait()
 	close(codes)
-	refused, cut := 0, 0
 	for code := range codes {
 		switch code {
 		case http.StatusTooManyRequests:

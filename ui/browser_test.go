@@ -118,13 +118,15 @@ func shot(t *testing.T, ctx context.Context, name string) {
 	}
 }
 
-// waitFor waits until a JavaScript condition holds in the page.
+// waitFor waits until a JavaScript condition holds in the page: it is checked at once and again
+// at each change of the page's DOM (a MutationObserver), not at every animation frame.
 func waitFor(t *testing.T, ctx context.Context, what, cond string) {
 	t.Helper()
 	deadline := time.Now().Add(45 * time.Second)
 	var err error
 	for time.Now().Before(deadline) {
-		_, err = chromedp.Run(ctx, chromedp.Poll[bool]("!!("+cond+")", chromedp.WithPollingTimeout(time.Until(deadline))))
+		_, err = chromedp.Run(ctx, chromedp.Poll[bool]("!!("+cond+")", chromedp.WithPollingMutation(),
+			chromedp.WithPollingTimeout(time.Until(deadline))))
 		// A navigation under the poll (a form that redirects) destroys the page's context:
 		// poll again in the new page.
 		if err == nil || !strings.Contains(err.Error(), "(-32000)") || ctx.Err() != nil {
@@ -168,7 +170,7 @@ func TestBrowserPages(t *testing.T) {
 	b.trigger(t, "hold", "h1")
 	b.waitAdmitted(t, "hold", "h1", "keep")
 	b.trigger(t, "held", "w1")
-	b.waitWaiting(t, "held", "w1", "load")
+	b.waiting(t, "held", "w1", "load")
 	b.trigger(t, "gate", "g1")
 	base := serve(t, b)
 	ctx := tab(t)
@@ -297,7 +299,7 @@ func TestBrowserCancelFromPools(t *testing.T) {
 	b.trigger(t, "hold", "h1")
 	b.waitAdmitted(t, "hold", "h1", "keep")
 	b.trigger(t, "held", "w1")
-	d := b.waitWaiting(t, "held", "w1", "load")
+	d := b.waiting(t, "held", "w1", "load")
 	base := serve(t, b)
 	ctx := tab(t)
 	do(t, ctx, chromedp.Navigate(base+"/ui/pools"))

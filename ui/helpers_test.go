@@ -15,6 +15,7 @@ import (
 
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/internal/testwait"
 	"github.com/poolflow/poolflow/server"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/store/storetest"
@@ -35,7 +36,8 @@ pools:
 
 // testDAGs: quick succeeds at once; diamond has four tasks; hold keeps db until the file
 // "release" exists in the test's folder; held waits for db; gate is an approval gate; talk logs
-// a line, waits for the file "go-on", then logs another; quotes echoes its params.
+// a line, says so on the pipe "talked", waits for the file "go-on", then logs another; quotes
+// echoes its params.
 func testDAGs(dir string) map[string]string {
 	return map[string]string{
 		"quick.yaml": `
@@ -84,7 +86,7 @@ tasks:
 		"talk.yaml": `
 tasks:
   - id: say
-    bash: "echo first line; while [ ! -e '` + filepath.Join(dir, "go-on") + `' ]; do sleep 0.05; done; echo second line"
+    bash: "echo first line; echo said > '` + filepath.Join(dir, "talked") + `'; while [ ! -e '` + filepath.Join(dir, "go-on") + `' ]; do sleep 0.05; done; echo second line"
 `,
 		"quotes.yaml": `
 params: {name: world}
@@ -104,6 +106,7 @@ type bundle struct {
 	srv      *server.Server
 	notices  chan executor.Notice
 	stateDir string
+	talked   *testwait.Pipe // talk's say writes a line here once it logged its first
 }
 
 type setupOpts struct {
@@ -115,6 +118,12 @@ func setup(t testing.TB, opts setupOpts) *bundle {
 	t.Helper()
 	dir := t.TempDir()
 	b := &bundle{dir: dir, stateDir: filepath.Join(dir, "state"), notices: make(chan executor.Notice, 10000)}
+	talked, err := testwait.NewPipe(filepath.Join(dir, "talked"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { talked.Close() })
+	b.talked = talked
 	dagsDir := filepath.Join(dir, "dags")
 	for _, d := range []string{dagsDir, b.stateDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -242,24 +251,15 @@ func (b *bundle) waitAdmitted(t testing.TB, dagID, runID, taskID string) {
 	}
 }
 
-// waitWaiting waits until a task's queue entry is waiting with a reason recorded.
-func (b *bundle) waitWaiting(t testing.TB, dagID, runID, taskID string) server.TaskInstanceDetail {
+// waiting reads a task's queue entry, which must wait with a reason: a manual start is answered
+// after the pass that queued its ready tasks, and a reason is computed when read.
+func (b *bundle) waiting(t testing.TB, dagID, runID, taskID string) server.TaskInstanceDetail {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		d, err := b.srv.TaskInstance(context.Background(), dagID, runID, taskID)
-		if err == nil && d.Entry != nil && d.Entry.State == "waiting" && d.Entry.Reason != "" {
-			return d
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s of run %s is not waiting with a reason (%v)", taskID, runID, err)
-		}
-		b.daemon.Wake()
-		select {
-		case <-b.notices:
-		case <-time.After(50 * time.Millisecond):
-		}
+	d, err := b.srv.TaskInstance(context.Background(), dagID, runID, taskID)
+	if err != nil || d.Entry == nil || d.Entry.State != "waiting" || d.Entry.Reason == "" {
+		t.Fatalf("%s of run %s is not waiting with a reason: %+v %v", taskID, runID, d.Entry, err)
 	}
+	return d
 }
 
 func (b *bundle) release(t testing.TB, name string) {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/poolflow/poolflow/executor/runner"
+	"github.com/poolflow/poolflow/internal/testwait"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -265,7 +268,7 @@ func TestActions(t *testing.T) {
 	b.trigger(t, "hold", "h1")
 	b.waitAdmitted(t, "hold", "h1", "keep")
 	b.trigger(t, "held", "w1")
-	d := b.waitWaiting(t, "held", "w1", "load")
+	d := b.waiting(t, "held", "w1", "load")
 	pools := b.page(t, http.StatusOK, "/ui/pools")
 	reason := d.Entry.Reason
 	if !strings.Contains(reason, "pool db is full") || !strings.Contains(pools, htmlText(reason)) {
@@ -288,7 +291,7 @@ func TestActions(t *testing.T) {
 	}
 	// The task page's cancel, on another waiting entry.
 	b.trigger(t, "held", "w2")
-	b.waitWaiting(t, "held", "w2", "load")
+	b.waiting(t, "held", "w2", "load")
 	if !strings.Contains(b.page(t, http.StatusOK, "/ui/dags/held/runs/w2/tasks/load"), `id="cancel-entry"`) {
 		t.Error("no cancel button on a waiting task")
 	}
@@ -342,13 +345,17 @@ func TestLogTail(t *testing.T) {
 	b.trigger(t, "talk", "l1")
 	b.waitAdmitted(t, "talk", "l1", "say")
 	path := "/ui/dags/talk/runs/l1/tasks/say/logs/1"
-	var rec = b.get(t, path)
-	for !strings.Contains(rec.Body.String(), "first line") { // the task writes it right after it starts
-		select {
-		case <-time.After(20 * time.Millisecond):
-		case <-b.notices:
-		}
+	// The task says it wrote its first line; the runner copies it to the log on its own time, so
+	// the log is read again each time the file changes.
+	if _, err := b.talked.Line(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var rec *httptest.ResponseRecorder
+	if err := testwait.Until(runner.LogPath(b.stateDir, "talk", "l1", "say", 1), 30*time.Second, func() bool {
 		rec = b.get(t, path)
+		return strings.Contains(rec.Body.String(), "first line")
+	}); err != nil {
+		t.Fatal(err)
 	}
 	if rec.Header().Get("X-Log-Running") != "1" {
 		t.Errorf("running attempt: X-Log-Running %q", rec.Header().Get("X-Log-Running"))
