@@ -15,6 +15,7 @@ import (
 	"github.com/poolflow/poolflow/internal/testwait"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/store/storetest"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // TestStoreUnavailable makes pool state unavailable by holding the store's writers' lock from
@@ -140,5 +141,32 @@ func TestRunCreatedOnlyOnceCommitted(t *testing.T) {
 	h.trigger(t, TriggerRequest{DAGID: "quick", RunID: "kept"})
 	if log := logs.String(); strings.Contains(log, "run_id=lost") || !strings.Contains(log, "msg=\"run created\" dag_id=quick run_id=kept") {
 		t.Errorf("log:\n%s", log)
+	}
+}
+
+// TestTestRunCreatedAgainAfterAFailedPass: a dags test process whose first pass, the one that
+// inserts its run, cannot commit creates the run again at the next pass and runs it. Memory
+// took the run as the test run in the decision, before the commit that failed: every pass
+// after it looked for a run that did not exist and failed with "not found", for good.
+func TestTestRunCreatedAgainAfterAFailedPass(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", map[string]string{"quick.yaml": "tasks:\n  - id: a\n    command: ['true']\n"})
+	st := &failingCommits{Store: b.st}
+	st.fail.Store(true)
+	h, _ := b.harness(t, func(c *Config) {
+		c.Store = st
+		c.Test = &TestRun{DAGID: "quick"}
+	})
+	if _, err := h.Pass(); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("the pass while commits fail: %v", err)
+	}
+	st.fail.Store(false)
+	p := h.mustPass(t)
+	if got := started(p); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("the pass after the failed one starts %v, want the test run's a", got)
+	}
+	runs, _, err := b.st.ListRunsWhere(context.Background(), store.RunFilter{DAGID: "quick"})
+	if err != nil || len(runs) != 1 || runs[0].RunType != vocab.RunTest {
+		t.Fatalf("runs %+v %v, want the one test run", runs, err)
 	}
 }

@@ -157,6 +157,8 @@ type Plan struct {
 	Rebooted bool
 	// NodeFires are the every_node DAGs' checkpoints this pass advanced (Decider.nodeFires).
 	NodeFires map[string]time.Time
+	// TestPK is the dags test run this pass created.
+	TestPK int64
 	// Again: pass again at once, with these events still to do (a takeover was planned; the
 	// next pass loads memory after it). Wake: pass again at once (memory must read what this
 	// pass wrote, or a queued run may start now).

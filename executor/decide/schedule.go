@@ -48,8 +48,9 @@ func (ps *pass) createRuns() {
 		if err != nil {
 			return
 		}
-		run := ps.newRun(g, r)
-		ps.st.TestPK = run.PK
+		// Memory takes the run as the test run only once its insert committed (Committed): a
+		// failed pass's run does not exist, and the next pass creates it again.
+		ps.p.TestPK = ps.newRun(g, r).PK
 		return
 	}
 	for _, g := range ps.dags.List {

@@ -50,6 +50,9 @@ func (d *Decider) Committed(p *Plan, drained []string) {
 	for id, at := range p.NodeFires {
 		d.nodeFires[id] = at
 	}
+	if p.TestPK != 0 {
+		d.St.TestPK = p.TestPK
+	}
 	for _, s := range p.Starts {
 		d.St.Running[s.Entry] = true
 	}
