@@ -20,6 +20,8 @@ var funcs = template.FuncMap{
 	"runPath":  runPath,
 	"taskPath": taskPath,
 	"poolPath": poolPath,
+	"eventsOf": eventsOf,
+	"targetOf": targetOf,
 	"esc":      escape,
 	"rel":      relTime,
 	"abs":      absTime,

@@ -25,6 +25,7 @@ type runData struct {
 	// Counts are the task states of the run.
 	Counts map[vocab.TaskState]int
 	Loaded bool
+	Events eventsCard // the run's own recent events (§10.4)
 }
 
 func (u *UI) runPage(w http.ResponseWriter, r *http.Request) {
@@ -59,6 +60,10 @@ func (u *UI) runPage(w http.ResponseWriter, r *http.Request) {
 		hrefs[ti.TaskID] = taskPath(run.DAGID, run.RunID, ti.TaskID)
 		data.Counts[ti.State]++
 	}
+	if data.Events, err = u.recentEventsOf(r, run.DAGID, run.RunID, ""); err != nil {
+		u.fail(w, r, err)
+		return
+	}
 	data.Gantt = ganttSVG(names, hrefs, ganttBars(tis, attempts, u.api.Now()))
 	u.render(w, r, http.StatusOK, "run", run.RunID+" · "+run.DAGID, "dags", data)
 }
@@ -91,6 +96,7 @@ type taskData struct {
 	Terminal   bool
 	Running    bool
 	CancelPool string
+	Events     eventsCard // its own recent events (§10.4)
 }
 
 func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
@@ -117,6 +123,10 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 	data.Gate = data.IsGate || d.Task != nil && d.Task.Kind == dag.KindApproval
 	data.CanCancel = d.Entry != nil && d.Entry.State == vocab.EntryWaiting
 	data.CanFail = !data.Terminal && d.Run.State.Open()
+	if data.Events, err = u.recentEventsOf(r, d.Run.DAGID, d.Run.RunID, d.View.TaskID); err != nil {
+		u.fail(w, r, err)
+		return
+	}
 	byTry := map[int]store.Attempt{}
 	for _, a := range ended {
 		byTry[a.TryNumber] = a

@@ -55,6 +55,7 @@ func (u *UI) routes() *mux.Router {
 	get(ti, u.taskPage)
 	get(ti+"/logs/{try}", u.logTail)
 	get("/ui/pools", u.poolsPage)
+	get("/ui/events", u.eventsPage)
 	get("/ui/login", u.loginPage)
 	r.PathPrefix("/ui/static/").Handler(u.cacheStatic(u.static)).Methods(http.MethodGet, http.MethodHead)
 	post("/ui/login", u.login)
@@ -101,7 +102,7 @@ func (u *UI) sameOrigin(next http.Handler) http.Handler {
 // page is what every page template gets.
 type page struct {
 	Title    string
-	Nav      string // dags | pools
+	Nav      string // dags | pools | events
 	Now      time.Time
 	Path     string // the request's path and query, for "next" links
 	SignedIn bool
@@ -198,7 +199,7 @@ func apiPath(parts ...string) string {
 func parsePages() map[string]*template.Template {
 	shared := []string{"templates/layout.html", "templates/parts.html"}
 	out := map[string]*template.Template{}
-	for _, name := range []string{"dags", "dag", "run", "task", "pools", "login", "error", "action"} {
+	for _, name := range []string{"dags", "dag", "run", "task", "pools", "events", "login", "error", "action"} {
 		t := template.New(name).Funcs(funcs)
 		t = template.Must(t.ParseFS(templateFS, append(shared, "templates/"+name+".html")...))
 		out[name] = t
