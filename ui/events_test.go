@@ -60,7 +60,7 @@ func TestEventsPage(t *testing.T) {
 		{"first page", "", 50, []string{"1–50 of 63 events", `rel="next"`, `href="/ui/events?offset=50"`,
 			`href="/api/v1/eventLogs?limit=50&amp;offset=0"`}, []string{`rel="prev"`}},
 		{"second page", "?offset=50", 13, []string{"51–63 of 63 events", `rel="prev"`, `href="/ui/events"`}, []string{`rel="next"`}},
-		{"by dag", "?dag_id=diamond", 2, []string{"1–2 of 2 events", "include_downstream", `<span class="k">task_ids</span> [&#34;left&#34;]`,
+		{"by dag", "?dag_id=diamond", 2, []string{"1–2 of 2 events", "include_downstream", `<span class="k">task_ids</span> left</span>`,
 			`href="/ui/dags/diamond/runs/d1/tasks/left"`, `<span title="deleted">gone</span>`, `value="diamond"`}, nil},
 		{"by event", "?event=clear", 1, []string{`<option value="clear" selected>`, "cli:ann@host"}, nil},
 		{"by actor", "?actor=api:10.0.0.2", 1, []string{`<span class="muted">pool</span> <a href="/ui/pools#pool-db">db</a>`,
@@ -109,11 +109,14 @@ func TestEventsCards(t *testing.T) {
 		store.Event{At: at, Actor: "cli:ann@host", Action: vocab.ActionNote, DAGID: "diamond", RunID: "r1", TaskID: "left",
 			Params: `{"note":"flaky"}`, Outcome: "ok"},
 		store.Event{At: at, Actor: "cli:bob@host", Action: vocab.ActionPause, DAGID: "diamond", Outcome: "ok"},
-		store.Event{At: at, Actor: "cli:cy@host", Action: vocab.ActionPause, DAGID: "quick", Outcome: "ok"})
+		store.Event{At: at, Actor: "cli:cy@host", Action: vocab.ActionPause, DAGID: "quick", Outcome: "ok"},
+		// A clear's event is the run's; the tasks asked for are among its arguments.
+		store.Event{At: at, Actor: "cli:dee@host", Action: vocab.ActionClear, DAGID: "diamond", RunID: "r1",
+			Params: `{"task_ids":["left","start"]}`, Outcome: "ok"})
 	for path, want := range map[string][]string{
 		"/ui/dags/diamond":                    {"cli:ann@host", "cli:bob@host", `href="/ui/events?dag_id=diamond"`, "all of this DAG"},
 		"/ui/dags/diamond/runs/r1":            {"cli:ann@host", `href="/ui/events?dag_id=diamond&amp;run_id=r1"`, "all of this run"},
-		"/ui/dags/diamond/runs/r1/tasks/left": {"cli:ann@host", "flaky", `href="/ui/events?dag_id=diamond&amp;run_id=r1&amp;task_id=left"`},
+		"/ui/dags/diamond/runs/r1/tasks/left": {"cli:ann@host", "flaky", "cli:dee@host", `href="/ui/events?dag_id=diamond&amp;run_id=r1"`},
 	} {
 		body := b.page(t, http.StatusOK, path)
 		for _, w := range want {
@@ -125,7 +128,8 @@ func TestEventsCards(t *testing.T) {
 			t.Errorf("%s shows another DAG's event", path)
 		}
 	}
-	if body := b.page(t, http.StatusOK, "/ui/dags/diamond/runs/r1/tasks/right"); strings.Contains(body, "cli:ann@host") {
+	if body := b.page(t, http.StatusOK, "/ui/dags/diamond/runs/r1/tasks/right"); strings.Contains(body, "cli:ann@host") ||
+		strings.Contains(body, "cli:dee@host") {
 		t.Error("a task page shows another task's event")
 	}
 	// The trigger over the API left its own event.

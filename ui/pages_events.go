@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,8 +28,9 @@ const (
 // eventRow is one event as the pages show it.
 type eventRow struct {
 	store.Event
-	Params []param // its arguments, by name
-	OK     bool    // its outcome is ok
+	Params  []param // its arguments, by name
+	OK      bool    // its outcome is ok
+	RunGone bool    // its run's deletion is among the rows: no link to it
 }
 
 type param struct{ Name, Value string }
@@ -36,8 +38,15 @@ type param struct{ Name, Value string }
 // eventRows turns stored events into rows.
 func eventRows(es []store.Event) []eventRow {
 	out := make([]eventRow, len(es))
+	gone := map[[2]string]bool{}
 	for i, e := range es {
 		out[i] = eventRow{Event: e, Params: eventParams(e.Params), OK: e.Outcome == "" || e.Outcome == "ok"}
+		if e.Action == vocab.ActionDeleteRun && out[i].OK {
+			gone[[2]string{e.DAGID, e.RunID}] = true
+		}
+	}
+	for i := range out {
+		out[i].RunGone = gone[[2]string{out[i].DAGID, out[i].RunID}]
 	}
 	return out
 }
@@ -55,7 +64,12 @@ func eventParams(raw string) []param {
 	out := make([]param, 0, len(m))
 	for k, v := range m {
 		var s string
-		if json.Unmarshal(v, &s) != nil {
+		var list []string
+		switch {
+		case json.Unmarshal(v, &s) == nil:
+		case json.Unmarshal(v, &list) == nil:
+			s = strings.Join(list, ", ")
+		default:
 			s = string(v)
 		}
 		out = append(out, param{Name: k, Value: s})
@@ -215,20 +229,58 @@ type eventsCard struct {
 	Scope string
 }
 
+// Targets says whether the target column says anything: on a run's or a task's page only
+// events about one of its tasks or a pool have one.
+func (c eventsCard) Targets() bool {
+	for _, e := range c.Rows {
+		if len(targetOf(e, c.Scope)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// taskEventsScan is how many of a run's newest events a task page reads to find its own.
+const taskEventsScan = 200
+
+// recentEventsOf is the events card of a DAG, a run, or a task instance (task set). A task's
+// own events are those that name it: its task_id, or a clear's or a mark's task_ids (their
+// events are the run's, with the tasks asked for among the arguments); its card links to the
+// run's events.
 func (u *UI) recentEventsOf(r *http.Request, dag, run, task string) (eventsCard, error) {
-	es, total, err := u.api.Store().ListEvents(r.Context(), store.EventFilter{DAGID: dag, RunID: run, TaskID: task,
-		Limit: recentEvents})
+	f := store.EventFilter{DAGID: dag, RunID: run, Limit: recentEvents}
+	if task != "" {
+		f.Limit = taskEventsScan
+	}
+	es, total, err := u.api.Store().ListEvents(r.Context(), f)
 	if err != nil {
 		return eventsCard{}, err
 	}
-	scope := "dag"
+	card := eventsCard{Now: u.api.Now(), All: eventsOf(dag, run, ""), Scope: "dag"}
 	switch {
 	case task != "":
-		scope = "task"
+		card.Scope = "task"
+		mine := es[:0]
+		for _, e := range es {
+			if e.TaskID == task || e.TaskID == "" && namesTask(e.Params, task) {
+				mine = append(mine, e)
+			}
+		}
+		total = len(mine)
+		es = mine[:min(len(mine), recentEvents)]
 	case run != "":
-		scope = "run"
+		card.Scope = "run"
 	}
-	return eventsCard{Now: u.api.Now(), Rows: eventRows(es), Total: total, All: eventsOf(dag, run, task), Scope: scope}, nil
+	card.Rows, card.Total = eventRows(es), total
+	return card, nil
+}
+
+// namesTask reports whether an event's arguments name the task among their task_ids.
+func namesTask(params, task string) bool {
+	var p struct {
+		TaskIDs []string `json:"task_ids"`
+	}
+	return json.Unmarshal([]byte(params), &p) == nil && slices.Contains(p.TaskIDs, task)
 }
 
 // targetLink is one part of what an event is about, linked to its page.
@@ -251,14 +303,14 @@ func targetOf(e eventRow, scope string) []targetLink {
 	}
 	if e.RunID != "" && (scope == "" || scope == "dag") {
 		l := targetLink{Text: e.RunID, Href: runPath(e.DAGID, e.RunID)}
-		if e.Action == vocab.ActionDeleteRun {
+		if e.RunGone || e.Action == vocab.ActionDeleteRun {
 			l.Href, l.Title = "", "deleted"
 		}
 		out = append(out, l)
 	}
 	if e.TaskID != "" && scope != "task" {
 		l := targetLink{Text: e.TaskID}
-		if e.RunID != "" {
+		if e.RunID != "" && !e.RunGone {
 			l.Href = taskPath(e.DAGID, e.RunID, e.TaskID)
 		}
 		out = append(out, l)
