@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/gorilla/mux"
 
@@ -25,7 +26,13 @@ type runData struct {
 	// Counts are the task states of the run.
 	Counts map[vocab.TaskState]int
 	Loaded bool
-	Events eventsCard // the run's own recent events (§10.4)
+	// Repair (§10): how many task instances have not ended and how many attempts run (the
+	// confirmations say what a mark or a deletion does to them), the note, the run's events.
+	Unfinished int
+	Running    int
+	Failed     int
+	Note       noteView
+	Events     eventsCard
 }
 
 func (u *UI) runPage(w http.ResponseWriter, r *http.Request) {
@@ -59,7 +66,17 @@ func (u *UI) runPage(w http.ResponseWriter, r *http.Request) {
 		names[i] = ti.TaskID
 		hrefs[ti.TaskID] = taskPath(run.DAGID, run.RunID, ti.TaskID)
 		data.Counts[ti.State]++
+		switch {
+		case ti.State == vocab.TaskRunning:
+			data.Running++
+			data.Unfinished++
+		case ti.State == vocab.TaskFailed || ti.State == vocab.TaskUpstreamFailed:
+			data.Failed++
+		case !ti.State.Terminal():
+			data.Unfinished++
+		}
 	}
+	data.Note = noteView{Now: u.api.Now(), Text: run.Note, By: run.NoteBy, At: run.NoteAt, Action: runPath(run.DAGID, run.RunID) + "/note"}
 	if data.Events, err = u.recentEventsOf(r, run.DAGID, run.RunID, ""); err != nil {
 		u.fail(w, r, err)
 		return
@@ -92,11 +109,24 @@ type taskData struct {
 	IsGate     bool // a gate waiting for its decision: the approve/reject form
 	Gate       bool // an approval gate in any state: it runs nothing, so it has no log
 	CanCancel  bool
-	CanFail    bool
 	Terminal   bool
 	Running    bool
 	CancelPool string
-	Events     eventsCard // its own recent events (§10.4)
+	// Repair (§10): whether it can be cleared (its task is in the loaded DAG), its note, the
+	// run's task instances (the strip that shows a clear's effect), its own events.
+	CanClear bool
+	Note     noteView
+	RunTasks []store.TaskInstance
+	Events   eventsCard
+}
+
+// noteView is a run's or a task instance's note with who wrote it and when (§10.3).
+type noteView struct {
+	Now    time.Time
+	Text   string
+	By     string
+	At     time.Time
+	Action string // the form's action
 }
 
 func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
@@ -122,7 +152,19 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 	data.IsGate = state == vocab.TaskAwaitingApproval
 	data.Gate = data.IsGate || d.Task != nil && d.Task.Kind == dag.KindApproval
 	data.CanCancel = d.Entry != nil && d.Entry.State == vocab.EntryWaiting
-	data.CanFail = !data.Terminal && d.Run.State.Open()
+	data.CanClear = d.Task != nil
+	data.RunTasks, err = u.api.Store().ListTaskInstances(ctx, d.Run.PK)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	here := taskPath(d.Run.DAGID, d.Run.RunID, d.View.TaskID)
+	data.Note = noteView{Now: u.api.Now(), Action: here + "/note"}
+	for _, ti := range data.RunTasks {
+		if ti.TaskID == d.View.TaskID {
+			data.Note.Text, data.Note.By, data.Note.At = ti.Note, ti.NoteBy, ti.NoteAt
+		}
+	}
 	if data.Events, err = u.recentEventsOf(r, d.Run.DAGID, d.Run.RunID, d.View.TaskID); err != nil {
 		u.fail(w, r, err)
 		return
