@@ -143,6 +143,7 @@ func (s *Server) table() []route {
 		{http.MethodDelete, v1 + "/pools/{pool_name}", s.deletePool, true, forceParam},
 		{http.MethodGet, v1 + "/importErrors", s.listImportErrors, false, importErrsPars},
 		{http.MethodPost, v1 + "/rules/test", s.testRules, false, nil},
+		{http.MethodGet, v1 + "/eventLogs", s.listEvents, false, eventParams},
 		// The seed's routes (seed 000), outside /api/v1.
 		{http.MethodGet, "/pools", s.poolBoard, false, nil},
 		{http.MethodPost, "/pools/{name}/queue/{key}/cancel", s.cancelEntry, true, nil},
@@ -161,7 +162,7 @@ func (s *Server) routes() *mux.Router {
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
 	})
-	r.Use(s.recoverPanics)
+	r.Use(s.recoverPanics, keepClient)
 	for _, rt := range s.table() {
 		h := s.checkQuery(rt.query, rt.handler)
 		if rt.auth {
