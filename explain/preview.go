@@ -46,6 +46,27 @@ type ClearRow struct {
 	Place     int
 }
 
+// Words say what the row says would happen, as the CLI's table, the API and the UI show it:
+// "admitted at once", or why it would wait, with its place in line for a pool.
+func (r ClearRow) Words() string {
+	if r.Admitted {
+		return "admitted at once"
+	}
+	text := strings.TrimPrefix(r.Text, "waiting: ")
+	if r.Pool == "" || r.Place == 0 {
+		return "would wait: " + text
+	}
+	short := ""
+	if r.Shortfall > 0 {
+		short = fmt.Sprintf("%d slot", r.Shortfall)
+		if r.Shortfall > 1 {
+			short += "s"
+		}
+		short = ", " + short + " short"
+	}
+	return fmt.Sprintf("would wait: %s; place %d in line for %s%s", text, r.Place, r.Pool, short)
+}
+
 // previewIDs are the queue IDs of the preview's hypothetical entries: past every real one.
 const previewIDs = int64(1) << 62
 
@@ -66,11 +87,10 @@ func ClearPreview(ctx context.Context, st store.Store, eff *config.Effective, d 
 		return nil, err
 	}
 	byID := make(map[string]store.TaskInstance, len(tis))
-	states := make(map[string]vocab.TaskState, len(tis))
 	for _, ti := range tis {
-		byID[ti.TaskID], states[ti.TaskID] = ti, ti.State
+		byID[ti.TaskID] = ti
 	}
-	ids, err := Select(d, run.RunID, states, p.TaskIDs, p.Downstream, p.Upstream)
+	ids, err := ClearSelection(d, run.RunID, tis, p)
 	if err != nil {
 		return nil, err
 	}
@@ -78,13 +98,10 @@ func ClearPreview(ctx context.Context, st store.Store, eff *config.Effective, d 
 	if err != nil {
 		return nil, err
 	}
-	after := maps.Clone(states)
+	after := statesOf(tis)
 	var rows []ClearRow
 	drop := map[int64]bool{}
 	for _, id := range ids {
-		if d.Task(id) == nil || !Clears(p, states[id]) {
-			continue
-		}
 		ti := byID[id]
 		row := ClearRow{TaskID: id, State: ti.State, TryNumber: ti.TryNumber + 1}
 		if e, ok := latest[id]; ok && (e.State == vocab.EntryWaiting || e.State == vocab.EntryAdmitted) {

@@ -5,7 +5,11 @@
 //     names where they exist (snake_case, total_entries, limit/offset): dags, dagRuns (POST
 //     triggers a run with conf), taskInstances (with poolflow's requirements, limits and
 //     wait_reason), their dependencies and logs, approve/reject of approval gates, pools (CRUD),
-//     importErrors, rules/test, eventLogs (the audit log, §10.4), health and openapi.yaml.
+//     importErrors, rules/test, eventLogs (the audit log, §10.4), health and openapi.yaml; and
+//     the repairs of §10 (repair.go): clearTaskInstances and dagRuns/{id}/clear (Airflow's
+//     bodies and defaults: dry_run true, and only_failed true on clearTaskInstances; the dry run
+//     is explain.ClearPreview), PATCH of a task instance (new_state, note) and of a run (state,
+//     note), DELETE of a run.
 //   - The seed's routes: GET /pools (capacity, occupancy, holders, waiting entries in admission
 //     order, the last 50 terminal entries per pool) and POST /pools/{name}/queue/{key}/cancel,
 //     key being the queue ID. Their JSON names the queue ID queueId, as the seed does; so does the
