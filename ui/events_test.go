@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -66,7 +67,8 @@ func TestEventsPage(t *testing.T) {
 		{"by actor", "?actor=api:10.0.0.2", 1, []string{`<span class="muted">pool</span> <a href="/ui/pools#pool-db">db</a>`,
 			"pool db is defined in poolflow.yaml &lt;b&gt;"}, nil},
 		{"by run and task", "?dag_id=diamond&run_id=d1&task_id=left", 1, []string{"Clear filters"}, nil},
-		{"time window", "?after=2026-12-02T07:10&before=2026-12-02T07:20", 10, []string{"1–10 of 10 events"}, nil},
+		{"time window", "?after=2026-12-02T07:10&before=2026-12-02T07:20", 10, []string{"1–10 of 10 events",
+			`href="/api/v1/eventLogs?after=2026-12-02T07%3A10%3A00Z&amp;before=2026-12-02T07%3A20%3A00Z&amp;limit=50&amp;offset=0"`}, nil},
 		{"no match", "?actor=nobody", 0, []string{"No event matches these filters"}, nil},
 	}
 	for _, tt := range tests {
@@ -84,6 +86,14 @@ func TestEventsPage(t *testing.T) {
 				t.Errorf("%s: %q in the page", tt.name, w)
 			}
 		}
+	}
+	// The page's JSON link is the API's answer to the same query.
+	rec := b.get(t, "/api/v1/eventLogs?after=2026-12-02T07%3a10%3a00Z&before=2026-12-02T07%3a20%3a00Z&limit=50&offset=0")
+	var api struct {
+		Total int `json:"total_entries"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &api); rec.Code != http.StatusOK || err != nil || api.Total != 10 {
+		t.Errorf("the JSON link: %d %s", rec.Code, rec.Body.String())
 	}
 	for query, want := range map[string]string{
 		"?event=nosuch":     `event: &#34;nosuch&#34; is not an event`,

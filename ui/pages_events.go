@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/poolflow/poolflow/server"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
 )
@@ -27,21 +28,34 @@ const (
 
 // eventRow is one event as the pages show it.
 type eventRow struct {
-	store.Event
-	Params  []param // its arguments, by name
-	OK      bool    // its outcome is ok
-	RunGone bool    // its run's deletion is among the rows: no link to it
+	ID                         int64
+	At                         time.Time
+	Actor                      string
+	Action                     vocab.Action
+	DAGID, RunID, TaskID, Pool string
+	Try                        int
+	Outcome                    string
+	Params                     []param // its arguments, by name
+	OK                         bool    // its outcome is ok
+	RunGone                    bool    // its run's deletion is among the rows: no link to it
 }
 
 type param struct{ Name, Value string }
 
-// eventRows turns stored events into rows.
-func eventRows(es []store.Event) []eventRow {
+// eventRows turns the API's events (server.Events, as GET /api/v1/eventLogs answers them)
+// into rows.
+func eventRows(es []server.EventLogJSON) []eventRow {
 	out := make([]eventRow, len(es))
 	gone := map[[2]string]bool{}
-	for i, e := range es {
-		out[i] = eventRow{Event: e, Params: eventParams(e.Params), OK: e.Outcome == "" || e.Outcome == "ok"}
-		if e.Action == vocab.ActionDeleteRun && out[i].OK {
+	for i, v := range es {
+		e := eventRow{ID: v.EventLogID, At: v.When, Actor: v.Owner, Action: v.Event, DAGID: deref(v.DAGID),
+			RunID: deref(v.RunID), TaskID: deref(v.TaskID), Pool: deref(v.Pool), Outcome: v.Outcome,
+			Params: eventParams(string(v.Params)), OK: v.Outcome == "" || v.Outcome == "ok"}
+		if v.TryNumber != nil {
+			e.Try = *v.TryNumber
+		}
+		out[i] = e
+		if e.Action == vocab.ActionDeleteRun && e.OK {
 			gone[[2]string{e.DAGID, e.RunID}] = true
 		}
 	}
@@ -54,7 +68,7 @@ func eventRows(es []store.Event) []eventRow {
 // eventParams reads an event's JSON arguments as name=value pairs in name order; a value that
 // is not a string is shown as JSON. Anything but an object is one unnamed value.
 func eventParams(raw string) []param {
-	if strings.TrimSpace(raw) == "" {
+	if s := strings.TrimSpace(raw); s == "" || s == "null" {
 		return nil
 	}
 	var m map[string]json.RawMessage
@@ -190,7 +204,7 @@ func (u *UI) eventsPage(w http.ResponseWriter, r *http.Request) {
 		u.render(w, r, status, "events", "Events", "events", data)
 		return
 	}
-	es, total, err := u.api.Store().ListEvents(r.Context(), f)
+	es, total, err := u.api.Events(r.Context(), f)
 	if err != nil {
 		u.fail(w, r, err)
 		return
@@ -211,6 +225,11 @@ func (u *UI) eventsPage(w http.ResponseWriter, r *http.Request) {
 		fq.Offset = n
 	}
 	api := fq.values()
+	for name, t := range map[string]time.Time{"after": f.After, "before": f.Before} {
+		if !t.IsZero() {
+			api.Set(name, t.Format(time.RFC3339))
+		}
+	}
 	api.Set("limit", strconv.Itoa(eventsPage))
 	api.Set("offset", strconv.Itoa(fq.Offset))
 	data.API = "/api/v1/eventLogs?" + api.Encode()
@@ -252,7 +271,7 @@ func (u *UI) recentEventsOf(r *http.Request, dag, run, task string) (eventsCard,
 	if task != "" {
 		f.Limit = taskEventsScan
 	}
-	es, total, err := u.api.Store().ListEvents(r.Context(), f)
+	es, total, err := u.api.Events(r.Context(), f)
 	if err != nil {
 		return eventsCard{}, err
 	}
@@ -262,7 +281,7 @@ func (u *UI) recentEventsOf(r *http.Request, dag, run, task string) (eventsCard,
 		card.Scope = "task"
 		mine := es[:0]
 		for _, e := range es {
-			if e.TaskID == task || e.TaskID == "" && namesTask(e.Params, task) {
+			if e.TaskID != nil && *e.TaskID == task || e.TaskID == nil && namesTask(e.Params, task) {
 				mine = append(mine, e)
 			}
 		}
@@ -276,11 +295,11 @@ func (u *UI) recentEventsOf(r *http.Request, dag, run, task string) (eventsCard,
 }
 
 // namesTask reports whether an event's arguments name the task among their task_ids.
-func namesTask(params, task string) bool {
+func namesTask(params json.RawMessage, task string) bool {
 	var p struct {
 		TaskIDs []string `json:"task_ids"`
 	}
-	return json.Unmarshal([]byte(params), &p) == nil && slices.Contains(p.TaskIDs, task)
+	return json.Unmarshal(params, &p) == nil && slices.Contains(p.TaskIDs, task)
 }
 
 // targetLink is one part of what an event is about, linked to its page.

@@ -159,11 +159,9 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	here := taskPath(d.Run.DAGID, d.Run.RunID, d.View.TaskID)
-	data.Note = noteView{Now: u.api.Now(), Action: here + "/note"}
-	for _, ti := range data.RunTasks {
-		if ti.TaskID == d.View.TaskID {
-			data.Note.Text, data.Note.By, data.Note.At = ti.Note, ti.NoteBy, ti.NoteAt
-		}
+	data.Note = noteView{Now: u.api.Now(), Action: here + "/note", Text: deref(d.View.Note), By: deref(d.View.NoteBy)}
+	if d.View.NoteAt != nil {
+		data.Note.At = *d.View.NoteAt
 	}
 	if data.Events, err = u.recentEventsOf(r, d.Run.DAGID, d.Run.RunID, d.View.TaskID); err != nil {
 		u.fail(w, r, err)
@@ -271,4 +269,11 @@ func (u *UI) logTail(w http.ResponseWriter, r *http.Request) {
 	n := min(size-offset, logTailBytes)
 	w.Header().Set("X-Log-Size", strconv.FormatInt(offset+n, 10))
 	_, _ = io.Copy(w, io.NewSectionReader(f, offset, n))
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

@@ -3,6 +3,7 @@ package ui
 import (
 	"encoding/json"
 
+	"github.com/poolflow/poolflow/server"
 	"github.com/poolflow/poolflow/vocab"
 )
 
@@ -30,38 +31,13 @@ type markBody struct {
 	DryRun            bool            `json:"dry_run"`
 }
 
-// clearRow is one task instance a clear takes, as the dry run answers it: its state now, the
-// try its next attempt runs as, the requirements that try needs, and whether it would be
-// admitted at once or why it would wait.
-type clearRow struct {
-	TaskID       string          `json:"task_id"`
-	DAGID        string          `json:"dag_id"`
-	DAGRunID     string          `json:"dag_run_id"`
-	State        vocab.TaskState `json:"state"`
-	TryNumber    int             `json:"try_number"`
-	Requirements map[string]int  `json:"requirements"`
-	Admitted     bool            `json:"admitted"`
-	WaitReason   *clearWait      `json:"wait_reason"`
-}
-
-// clearWait is why a cleared task would wait: the reason's code and words (those of tasks
-// explain), and for a pool reason the pool, the slots of it the task lacks and its place in
-// that pool's line (1: next).
-type clearWait struct {
-	Code      vocab.ReasonCode `json:"code"`
-	Text      string           `json:"text"`
-	Pool      string           `json:"pool"`
-	Shortfall int              `json:"shortfall"`
-	Place     int              `json:"place"`
-}
-
-// markRow is one task instance a mark takes.
-type markRow struct {
-	TaskID   string          `json:"task_id"`
-	DAGID    string          `json:"dag_id"`
-	DAGRunID string          `json:"dag_run_id"`
-	State    vocab.TaskState `json:"state"`
-}
+// clearRow is one task instance a clear takes, as the API's dry run answers it (its state
+// now, the try its next attempt runs as, what that attempt will need, and admitted at once or
+// why it would wait); markRow one a mark takes, as the task instance it is now.
+type (
+	clearRow = server.ClearPreviewJSON
+	markRow  = server.TaskInstanceJSON
+)
 
 type clearAnswer struct {
 	TaskInstances []clearRow `json:"task_instances"`

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/poolflow/poolflow/server"
 	"github.com/poolflow/poolflow/vocab"
 )
 
@@ -20,10 +21,10 @@ func TestPreviewTemplate(t *testing.T) {
 				Requirements: map[string]int{"source_db": 1, "warehouse": 2}, Admitted: true},
 			{TaskID: "load", DAGID: "etl", DAGRunID: "r1", State: vocab.TaskUpstreamFailed, TryNumber: 1,
 				Requirements: map[string]int{"warehouse": 2},
-				WaitReason: &clearWait{Pool: "warehouse", Shortfall: 1, Place: 2,
+				WaitReason: &server.PreviewWait{Pool: "warehouse", Shortfall: 1, Place: 2,
 					Text: "would wait: pool warehouse is full (needs 2, 1 of 4 free); place 2 in line for warehouse, 1 slot short"}},
 			{TaskID: "report", DAGID: "etl", DAGRunID: "r1", State: vocab.TaskUpstreamFailed, TryNumber: 1,
-				Requirements: map[string]int{"default": 1}, WaitReason: &clearWait{Text: "would wait: upstream load is not done"}},
+				Requirements: map[string]int{"default": 1}, WaitReason: &server.PreviewWait{Text: "would wait: upstream load is not done"}},
 		}}
 	var sb strings.Builder
 	if err := parsePages()["preview"].ExecuteTemplate(&sb, "preview", p); err != nil {
