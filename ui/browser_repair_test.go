@@ -1,9 +1,12 @@
 package ui
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 )
 
@@ -143,6 +146,27 @@ func TestBrowserNote(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#save-note`)))
 	waitFor(t, ctx, "the task's note saved", `document.querySelector("#note-meta").innerText.includes("Written by")`)
 	shot(t, ctx, "repair-task-note")
+
+	// At phone width the repair forms, the preview and the events fit the screen (tables scroll
+	// in their boxes).
+	do(t, ctx, chromedp.EmulateViewport(390, 844))
+	defer do(t, ctx, chromedp.EmulateViewport(1280, 900))
+	for _, p := range []struct{ path, name string }{{"/ui/dags/diamond/runs/n1", "repair-run-phone"},
+		{"/ui/dags/diamond/runs/n1/tasks/left", "repair-task-phone"}, {"/ui/events", "repair-events-phone"}} {
+		do(t, ctx, chromedp.Navigate(base+p.path))
+		waitFor(t, ctx, p.name, `document.querySelector("#events-live") && document.documentElement.scrollWidth <= window.innerWidth`)
+		shot(t, ctx, p.name)
+	}
+	do(t, ctx, chromedp.Navigate(base+"/ui/dags/diamond/runs/n1/tasks/left"))
+	waitFor(t, ctx, "the clear form", `document.querySelector("#clear-task")`)
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#clear-task`)))
+	waitFor(t, ctx, "the preview at phone width", `document.querySelector("dialog#confirm-dialog[open] .preview-rows")`)
+	shot(t, ctx, "repair-preview-phone")
+	do(t, ctx, chromedp.KeyEvent("\x1b")) // Escape cancels
+	waitFor(t, ctx, "the dialog to close", `!document.querySelector("dialog#confirm-dialog") && document.activeElement.id === "clear-task"`)
+	if got := eval[string](t, ctx, `document.querySelector(".head-actions .badge").innerText`); got != "success" {
+		t.Errorf("a cancelled clear changed the task: %s", got)
+	}
 }
 
 // TestBrowserDeleteRun deletes an ended run, then a running one (force: its attempt is stopped
@@ -189,4 +213,33 @@ func TestBrowserDeleteRun(t *testing.T) {
 	waitFor(t, ctx, "the DAG page", `location.pathname === "/ui/dags/hold"`)
 	waitFor(t, ctx, "the run gone", `!document.querySelector("a.runbar[data-run=h1]")`)
 	shot(t, ctx, "repair-deleted-forced")
+}
+
+// TestBrowserClearWithoutScript: with scripts off, Clear opens the preview as a page whose
+// button clears, and the user lands back on the task page.
+func TestBrowserClearWithoutScript(t *testing.T) {
+	b := setup(t, setupOpts{})
+	b.trigger(t, "flaky", "f1")
+	b.waitRunEnd(t, "flaky", "f1")
+	b.release(t, "fixed")
+	base := serve(t, b)
+	ctx := tab(t)
+	do(t, ctx, func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, tg, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+		return chromedp.Void{}, err
+	})
+	do(t, ctx, chromedp.Navigate(base+"/ui/dags/flaky/runs/f1/tasks/extract"))
+	waitFor(t, ctx, "the clear form", `document.querySelector("#clear-task")`)
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#clear-task`)))
+	waitFor(t, ctx, "the preview page", `document.querySelector(".confirm-page .preview-rows tr[data-task=load]")`)
+	if got := eval[string](t, ctx, `document.querySelector(".confirm-page").innerText`); !strings.Contains(got, "db × 1") ||
+		!strings.Contains(got, "admitted at once") {
+		t.Errorf("the preview page says %q", got)
+	}
+	shot(t, ctx, "repair-preview-page")
+	do(t, ctx, chromedp.Click(chromedp.CSS(`.confirm-row button[type=submit]`)))
+	waitFor(t, ctx, "the task page again", `location.pathname === "/ui/dags/flaky/runs/f1/tasks/extract" && document.querySelector("#clear-form")`)
+	if st := b.waitRunEnd(t, "flaky", "f1"); st != "success" {
+		t.Errorf("the cleared run ended %s", st)
+	}
 }
