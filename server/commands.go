@@ -61,6 +61,18 @@ func (s *Server) sendCommand(ctx context.Context, run store.Run, c store.Command
 		return err
 	}
 	s.wake()
+	if c.Kind == vocab.CommandDelete {
+		gone, refused, err := AwaitDeletion(ctx, s.cfg.Store, s.writer, run.PK, c.ID, s.cfg.CommandWait)
+		switch {
+		case err != nil:
+			return err
+		case refused != "":
+			return refusal(refused)
+		case !gone:
+			return fmt.Errorf("%w: %s is queued for %s, which has not applied it yet", errCommandPending, commandWords(c), who)
+		}
+		return nil
+	}
 	deadline := time.NewTimer(s.cfg.CommandWait)
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -68,11 +80,6 @@ func (s *Server) sendCommand(ctx context.Context, run store.Run, c store.Command
 	for {
 		done, refused, err := s.cfg.Store.CommandOutcome(ctx, c.ID)
 		switch {
-		case errors.Is(err, store.ErrNotFound) && c.Kind == vocab.CommandDelete:
-			// A deletion that succeeded took its own row with the run.
-			if _, err := s.cfg.Store.GetRunByPK(ctx, run.PK); errors.Is(err, store.ErrNotFound) {
-				return nil
-			}
 		case err != nil:
 			// The command is stored: whatever the store says now, it will be applied; keep
 			// asking until the deadline, and answer that it is queued.
