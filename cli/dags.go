@@ -18,9 +18,9 @@ import (
 )
 
 func (e *env) dagsCmd() *cobra.Command {
-	c := &cobra.Command{Use: "dags", Short: "List, validate, trigger, test, pause and unpause DAGs"}
+	c := &cobra.Command{Use: "dags", Short: "List, validate, trigger, test, pause and unpause DAGs; mark and delete runs"}
 	c.AddCommand(e.dagsListCmd(), e.dagsValidateCmd(), e.dagsTriggerCmd(), e.dagsTestCmd(),
-		e.pauseCmd("pause", true), e.pauseCmd("unpause", false))
+		e.pauseCmd("pause", true), e.pauseCmd("unpause", false), e.markRunCmd(), e.deleteRunCmd())
 	return c
 }
 
@@ -163,28 +163,36 @@ func (e *env) pauseCmd(name string, paused bool) *cobra.Command {
 				return err
 			}
 			defer st.Close()
+			ev := event(vocab.ActionUnpause)
+			if paused {
+				ev.Action = vocab.ActionPause
+			}
+			ev.DAGID = args[0]
 			err = st.WithTx(ctx, func(tx store.Tx) error {
 				now := time.Now().UTC()
-				if err := tx.SetPaused(args[0], paused, now); !errors.Is(err, store.ErrNotFound) {
-					return err
+				err := tx.SetPaused(args[0], paused, now)
+				if errors.Is(err, store.ErrNotFound) {
+					// Not seen by a daemon yet: record it if it is a valid DAG.
+					dags, _, lerr := e.loadDAGs(ctx, cfg, st)
+					if lerr != nil {
+						return lerr
+					}
+					d := findDAG(dags, args[0])
+					if d == nil {
+						return refusalf(store.ErrNotFound, "dag %s not found", args[0])
+					}
+					if err := tx.UpsertDAG(d.ID, d.File, d.Schedule, now); err != nil {
+						return err
+					}
+					err = tx.SetPaused(d.ID, paused, now)
 				}
-				// Not seen by a daemon yet: record it if it is a valid DAG.
-				dags, _, err := e.loadDAGs(ctx, cfg, st)
 				if err != nil {
 					return err
 				}
-				for _, d := range dags {
-					if d.ID == args[0] {
-						if err := tx.UpsertDAG(d.ID, d.File, d.Schedule, now); err != nil {
-							return err
-						}
-						return tx.SetPaused(d.ID, paused, now)
-					}
-				}
-				return fmt.Errorf("dag %s not found", args[0])
+				return tx.InsertEvent(&ev)
 			})
 			if err != nil {
-				return err
+				return refused(ctx, st, ev, err)
 			}
 			fmt.Fprintf(e.stdout, "dag %s is %sd\n", args[0], name)
 			return nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/pools"
@@ -189,12 +190,17 @@ func (e *env) poolsSetCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			ev := event(vocab.ActionPoolSet)
+			ev.Pool, ev.Params = args[0], flagParams(cmd)
 			// Only this pool's row is written; a running daemon re-validates and re-syncs.
 			err = st.WithTx(ctx, func(tx store.Tx) error {
-				return config.SetPool(tx, cfg, dags, spec, force, time.Now().UTC())
+				if err := config.SetPool(tx, cfg, dags, spec, force, time.Now().UTC()); err != nil {
+					return err
+				}
+				return tx.InsertEvent(&ev)
 			})
 			if err != nil {
-				return err
+				return refusedPool(ctx, st, ev, err)
 			}
 			fmt.Fprintf(e.stdout, "pool %s set to %d slots\n", args[0], slots)
 			return nil
@@ -230,14 +236,19 @@ func (e *env) poolsDeleteCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			ev := event(vocab.ActionPoolDelete)
+			ev.Pool, ev.Params = args[0], flagParams(cmd)
 			err = st.WithTx(ctx, func(tx store.Tx) error {
-				return config.DeletePool(tx, cfg, dags, args[0], force, time.Now().UTC())
+				if err := config.DeletePool(tx, cfg, dags, args[0], force, time.Now().UTC()); err != nil {
+					return err
+				}
+				return tx.InsertEvent(&ev)
 			})
 			if errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("pool %s not found", pools.ShortName(args[0]))
+				err = refusalf(store.ErrNotFound, "pool %s not found", pools.ShortName(args[0]))
 			}
 			if err != nil {
-				return err
+				return refusedPool(ctx, st, ev, err)
 			}
 			fmt.Fprintf(e.stdout, "pool %s deleted\n", args[0])
 			return nil
@@ -245,4 +256,25 @@ func (e *env) poolsDeleteCmd() *cobra.Command {
 	}
 	c.Flags().BoolVar(&force, "force", false, "delete even while a loaded DAG or a held claim needs it")
 	return c
+}
+
+// refusedPool records the refusal of a pool change: not found, or in use by a DAG, a rule or a
+// claim, or a pool of poolflow.yaml.
+func refusedPool(ctx context.Context, st store.Store, ev store.Event, err error) error {
+	if errors.Is(err, config.ErrPoolInUse) || errors.Is(err, config.ErrFilePool) {
+		err = refusalf(store.ErrConflict, "%s", err)
+	}
+	return refused(ctx, st, ev, err)
+}
+
+// flagParams are the flags given to a command, as an event's parameters.
+func flagParams(cmd *cobra.Command) string {
+	m := map[string]string{}
+	local := cmd.LocalFlags()
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if local.Lookup(f.Name) != nil { // not the global --config, --state…
+			m[f.Name] = f.Value.String()
+		}
+	})
+	return params(m)
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/poolflow/poolflow/explain"
-	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/server"
 	"github.com/poolflow/poolflow/store"
@@ -20,7 +19,7 @@ import (
 )
 
 func (e *env) tasksCmd() *cobra.Command {
-	c := &cobra.Command{Use: "tasks", Short: "Explain, force-run, fail, approve or reject task instances"}
+	c := &cobra.Command{Use: "tasks", Short: "Explain, clear, mark, force-run, fail, approve or reject task instances, and write their notes"}
 	var force bool
 	runCmd := e.commandCmd("run", vocab.CommandForce, "Force-start a waiting task: it jumps the line but must still fit (needs --force)")
 	runCmd.Flags().BoolVar(&force, "force", false, "move the entry to the front of the queue")
@@ -34,8 +33,8 @@ func (e *env) tasksCmd() *cobra.Command {
 		}
 		return nil
 	}
-	c.AddCommand(e.explainCmd(), runCmd,
-		e.commandCmd("fail", vocab.CommandFail, "Mark a task failed: no further retry, its queued entry retired"),
+	c.AddCommand(e.explainCmd(), runCmd, e.tasksClearCmd(), e.tasksMarkCmd(), e.tasksNoteCmd(),
+		e.commandCmd("fail", vocab.CommandFail, "Mark a task failed: no further retry, its queued entry retired (tasks mark --state failed)"),
 		e.commandCmd("cancel", vocab.CommandCancel, "Cancel a waiting task's queue entry (a failed attempt that follows the retry policy)"),
 		e.commandCmd("approve", vocab.CommandApprove, "Approve an approval gate"),
 		e.commandCmd("reject", vocab.CommandReject, "Reject an approval gate (it fails with no retry)"))
@@ -58,46 +57,25 @@ func (e *env) commandCmd(use string, kind vocab.CommandKind, short string) *cobr
 				return err
 			}
 			defer st.Close()
+			c := store.Command{Kind: kind, TaskID: args[2], Who: actor(), Note: note}
 			run, err := st.GetRun(ctx, args[0], args[1])
 			if err != nil {
-				return fmt.Errorf("run %s of dag %s: %w", args[1], args[0], err)
+				return refusedCommand(ctx, st, args[0], args[1], c, fmt.Errorf("run %s of dag %s: %w", args[1], args[0], err))
 			}
 			tis, err := st.ListTaskInstances(ctx, run.PK)
 			if err != nil {
 				return err
 			}
-			found := false
-			for _, ti := range tis {
-				found = found || ti.TaskID == args[2]
+			if !slices.ContainsFunc(tis, func(ti store.TaskInstance) bool { return ti.TaskID == args[2] }) {
+				return refusedCommand(ctx, st, args[0], args[1], c, fmt.Errorf("task %s: %w in run %s", args[2], store.ErrNotFound, args[1]))
 			}
-			if !found {
-				return fmt.Errorf("task %s: %w in run %s", args[2], store.ErrNotFound, args[1])
-			}
-			if !run.State.Open() {
-				return fmt.Errorf("%s refused: dag run %s has ended (%s)", kind, args[1], run.State)
-			}
-			rows, err := st.ListOwners(ctx)
-			if err != nil {
-				return err
-			}
-			host, _ := os.Hostname()
-			target, ok, why := owners.CommandTarget(run, rows, time.Now(), host)
-			if !ok {
-				return fmt.Errorf("%s refused: %s", kind, why)
-			}
-			who := os.Getenv("USER")
-			c := store.Command{Kind: kind, Run: run.PK, TaskID: args[2], Who: who, Note: note}
-			if err := st.WithTx(ctx, func(tx store.Tx) error { return tx.InsertCommand(&c, time.Now().UTC()) }); err != nil {
-				return err
-			}
-			done, refused, err := awaitCommand(ctx, st, c.ID, wait)
+			c.Run = run.PK
+			applied, target, err := sendCommand(ctx, st, run, &c, wait)
 			switch {
 			case err != nil:
-				return err
-			case !done:
+				return fmt.Errorf("%s refused: %w", kind, err)
+			case !applied:
 				fmt.Fprintf(e.stdout, "%s of %s.%s queued; %s applies it when it passes\n", kind, args[0], args[2], target)
-			case refused != "":
-				return fmt.Errorf("%s refused: %s", kind, refused)
 			default:
 				fmt.Fprintf(e.stdout, "%s of %s.%s in run %s applied\n", kind, args[0], args[2], args[1])
 			}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poolflow/poolflow/executor/runner"
+	"github.com/poolflow/poolflow/internal/testwait"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/store/storetest"
 	"github.com/poolflow/poolflow/vocab"
@@ -71,9 +73,16 @@ func testLogsFromAnyHost(t *testing.T, driver string) {
 	}
 	path := "/api/v1/dags/talk/dagRuns/r1/taskInstances/say/logs/1"
 	first, second := "first line\n", "second line\n"
+	// The task says it wrote its first line; d1's runner copies it to the log on its own time, so
+	// the log is read again each time the file changes.
 	line(t, said, "the attempt's first line")
-	if code, hdr, body := d2.request(http.MethodGet, path, "", auth); code != http.StatusOK || body != first ||
-		hdr.Get("X-Poolflow-Log-Daemon") != "d1" {
+	var code int
+	var hdr http.Header
+	var body string
+	if err := testwait.Until(runner.LogPath(filepath.Join(p.dir, "state-d1"), "talk", "r1", "say", 1), 30*time.Second, func() bool {
+		code, hdr, body = d2.request(http.MethodGet, path, "", auth)
+		return code == http.StatusOK && body == first && hdr.Get("X-Poolflow-Log-Daemon") == "d1"
+	}); err != nil {
 		t.Fatalf("the running attempt's log through d2: %d %q from %q", code, body, hdr.Get("X-Poolflow-Log-Daemon"))
 	}
 	if code, _, _ := d2.request(http.MethodGet, path, "", nil); code != http.StatusUnauthorized {
@@ -107,7 +116,7 @@ func testLogsFromAnyHost(t *testing.T, driver string) {
 	d1.kill()
 	host := ownerHost(t, st, "d1")
 	want := "try 1 of task say (run r1 of DAG talk) is on host " + host + " (daemon d1), which is gone since"
-	code, _, body := d2.request(http.MethodGet, path, "", auth)
+	code, _, body = d2.request(http.MethodGet, path, "", auth)
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, want) {
 		t.Fatalf("once d1 is gone: %d %s, want 503 with %q", code, body, want)
 	}

@@ -11,6 +11,7 @@ package explain
 import (
 	"context"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/poolflow/poolflow/owners"
@@ -55,16 +56,25 @@ type Explanation struct{ reasons map[int64]explained }
 type explained struct {
 	code vocab.ReasonCode
 	text string
-	// Of a hypothetical entry (a clear's preview): admitted at once, or the pool it waits on
-	// and its place in that pool's line.
-	admitted bool
-	pool     string
-	place    int
+	// Of a hypothetical entry (a clear's preview): admitted at once, or the pool it waits on,
+	// the slots of it that it lacks, and its place in that pool's line.
+	admitted  bool
+	pool      string
+	shortfall int
+	place     int
+}
+
+// hypothesis is what a clear's preview asks the walk: entries that do not exist yet, walked
+// with the real ones, and entries the clear would end (a waiting one retired, a running one
+// stopped: its claims released), left out of the walk with their claims.
+type hypothesis struct {
+	extra []store.Entry
+	drop  map[int64]bool
 }
 
 // Reasons computes why every waiting entry of the store waits now (see Fill).
 func Reasons(ctx context.Context, st store.Store, now time.Time) (*Explanation, error) {
-	x, err := explainAll(ctx, st, now)
+	x, err := explainAll(ctx, st, now, hypothesis{})
 	if err != nil {
 		return nil, err
 	}
@@ -80,10 +90,11 @@ func (x *Explanation) Fill(e *store.Entry) {
 	e.ReasonCode, e.Reason = r.code, r.text
 }
 
-// explainAll computes why every waiting entry waits, with extra entries (a clear's preview)
-// walked as their owner would walk them: for those, also whether they would be admitted at
-// once, and their place in line.
-func explainAll(ctx context.Context, st store.Store, now time.Time, extra ...store.Entry) (map[int64]explained, error) {
+// explainAll computes why every waiting entry waits, with the hypothesis's extra entries (a
+// clear's preview) walked as their owner would walk them: for those, also whether they would be
+// admitted at once, and their place in line. The entries it drops are not walked, and their
+// claims are free.
+func explainAll(ctx context.Context, st store.Store, now time.Time, h hypothesis) (map[int64]explained, error) {
 	ps, err := st.ListPools(ctx)
 	if err != nil {
 		return nil, err
@@ -96,9 +107,13 @@ func explainAll(ctx context.Context, st store.Store, now time.Time, extra ...sto
 	if err != nil {
 		return nil, err
 	}
-	entries = append(entries, extra...)
+	if len(h.drop) > 0 {
+		claims = slices.DeleteFunc(claims, func(c store.Claim) bool { return h.drop[c.Entry] })
+		entries = slices.DeleteFunc(entries, func(e store.Entry) bool { return h.drop[e.ID] })
+	}
+	entries = append(entries, h.extra...)
 	isExtra := map[int64]bool{}
-	for _, e := range extra {
+	for _, e := range h.extra {
 		isExtra[e.ID] = true
 	}
 	flags, err := st.ListDAGStates(ctx)
@@ -179,17 +194,21 @@ func explainAll(ctx context.Context, st store.Store, now time.Time, extra ...sto
 		for _, i := range mine {
 			e := &entries[i]
 			r, ok := dec.Reason(e.ID)
+			x := explained{}
 			if isExtra[e.ID] {
-				out[e.ID] = walkedExtra(snap, e.ID, r, ok)
+				x = walkedExtra(snap, dec.Admitted, e.ID, r, ok)
 			}
 			if !ok {
+				if isExtra[e.ID] {
+					out[e.ID] = x
+				}
 				continue
 			}
-			text := r.String()
+			x.code, x.text = r.Kind, r.String()
 			if r.Kind == vocab.ReasonNodeAway && !alive {
-				text = view.AwayText(owner)
+				x.text = view.AwayText(owner)
 			}
-			out[e.ID] = explained{code: r.Kind, text: text}
+			out[e.ID] = x
 		}
 	}
 	return out, nil
@@ -262,8 +281,9 @@ func Entry(e *store.Entry, block pools.Block) pools.Entry {
 }
 
 // walkedExtra is what the walk decided for a hypothetical entry: admitted (no reason), or the
-// pool of its reason and its place in that pool's line (1 = the head).
-func walkedExtra(snap *pools.Snapshot, id int64, r pools.Reason, waits bool) explained {
+// pool of its reason, the slots of it that it lacks, and its place in that pool's line: 1 +
+// the entries that need the pool, are walked before it and were not admitted in this walk.
+func walkedExtra(snap *pools.Snapshot, admitted []int64, id int64, r pools.Reason, waits bool) explained {
 	if !waits {
 		return explained{admitted: true}
 	}
@@ -274,9 +294,37 @@ func walkedExtra(snap *pools.Snapshot, id int64, r pools.Reason, waits bool) exp
 			self = &snap.Entries[i]
 		}
 	}
+	in := map[int64]bool{} // admitted by the walk: no longer in line
+	for _, a := range admitted {
+		in[a] = true
+	}
+	if self != nil && r.Pool != "" {
+		// The slots of the pool it lacks (held by claims, or taken by the walk's admissions
+		// before it), whatever holds it back there.
+		if p, ok := snap.Pools[r.Pool]; ok && p.Slots != pools.Unlimited {
+			used := 0
+			for _, h := range snap.Holders[r.Pool] {
+				used += h.Slots
+			}
+			for i := range snap.Entries {
+				if e := &snap.Entries[i]; in[e.ID] {
+					for _, n := range e.Needs {
+						if n.Pool == r.Pool {
+							used += n.Slots
+						}
+					}
+				}
+			}
+			for _, n := range self.Needs {
+				if n.Pool == r.Pool {
+					x.shortfall = max(n.Slots-(p.Slots-used), 0)
+				}
+			}
+		}
+	}
 	for i := range snap.Entries {
 		e := &snap.Entries[i]
-		if e.ID == id || r.Pool == "" || self == nil {
+		if e.ID == id || r.Pool == "" || self == nil || in[e.ID] {
 			continue
 		}
 		for _, n := range e.Needs {

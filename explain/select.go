@@ -63,3 +63,47 @@ func Clears(p store.ClearParams, s vocab.TaskState) bool {
 	}
 	return true
 }
+
+// ClearSelection is the task instances of a run (tis) a clear with p takes, in dependency
+// order: Select's, less those whose task is gone from d and those the only_failed and
+// only_running filters leave (the daemon's clear takes the same ones).
+func ClearSelection(d *dag.DAG, runID string, tis []store.TaskInstance, p store.ClearParams) ([]string, error) {
+	states := statesOf(tis)
+	ids, err := Select(d, runID, states, p.TaskIDs, p.Downstream, p.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	out := ids[:0:0]
+	for _, id := range ids {
+		if d.Task(id) != nil && Clears(p, states[id]) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// MarkSelection is the task instances of a run (tis) a mark of p.TaskIDs with p.State takes:
+// Select's, less those whose task is gone from d and those already in that state (the daemon's
+// mark changes the same ones).
+func MarkSelection(d *dag.DAG, runID string, tis []store.TaskInstance, p store.MarkParams) ([]string, error) {
+	states := statesOf(tis)
+	ids, err := Select(d, runID, states, p.TaskIDs, p.Downstream, p.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	out := ids[:0:0]
+	for _, id := range ids {
+		if d.Task(id) != nil && states[id] != vocab.TaskState(p.State) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+func statesOf(tis []store.TaskInstance) map[string]vocab.TaskState {
+	states := make(map[string]vocab.TaskState, len(tis))
+	for _, ti := range tis {
+		states[ti.TaskID] = ti.State
+	}
+	return states
+}

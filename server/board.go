@@ -196,7 +196,7 @@ func (s *Server) cancelEntry(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	err = s.sendCommand(r.Context(), run, vocab.CommandCancel, e.TaskID, "")
+	err = s.sendCommand(r.Context(), run, store.Command{Kind: vocab.CommandCancel, TaskID: e.TaskID, Who: actorOf(r)})
 	if errors.Is(err, errCommandPending) {
 		writeJSON(w, http.StatusAccepted, pendingJSON{Queued: true, Detail: err.Error()})
 		return

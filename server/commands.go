@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
@@ -14,21 +15,28 @@ import (
 	"github.com/poolflow/poolflow/vocab"
 )
 
-// commandWho is recorded as the author of decisions made over the API.
-const commandWho = "api"
-
 // errCommandPending says a command was queued for another process that has not applied it yet.
 var errCommandPending = errors.New("command queued")
 
-// sendCommand applies an operator command to a task instance. A run this process's daemon owns
-// goes through its loop and the answer is immediate. A run another process owns (or nobody yet)
-// gets the command through the store, as the CLI sends it: its owner applies it when alive,
-// any live daemon when the owner is gone (§9); the answer waits up to CommandWait and is
-// errCommandPending after that. When no live process can apply it, the answer is a 409 saying
-// so. Commands tolerate replay (§4.8): a command applied twice is refused the second time with
-// a conflict, never applied twice.
-func (s *Server) sendCommand(ctx context.Context, run store.Run, kind vocab.CommandKind, taskID, note string) error {
-	c := store.Command{Kind: kind, Run: run.PK, TaskID: taskID, Who: commandWho, Note: note}
+// repairs are the commands that may name a run that has ended (§10: a clear or a mark reopens
+// it, a deletion removes it).
+func repairs(k vocab.CommandKind) bool {
+	return k == vocab.CommandClear || k == vocab.CommandMark || k == vocab.CommandDelete
+}
+
+// sendCommand applies an operator command to run (c.Run is set here; c.Who is the actor). A
+// run this process's daemon owns goes through its loop and the answer is immediate. A run
+// another process owns (or nobody yet) gets the command through the store, as the CLI sends
+// it: its owner applies it when alive, any live daemon when the owner is gone (§9); the answer
+// waits up to CommandWait and is errCommandPending after that. When no live process can apply
+// it, the answer is a 409 saying so. Commands tolerate replay (§4.8): a command applied twice
+// is refused the second time with a conflict, never applied twice. The daemon writes the
+// audit event of the command, applied or refused; the refusals decided here write theirs.
+func (s *Server) sendCommand(ctx context.Context, run store.Run, c store.Command) error {
+	c.Run = run.PK
+	if c.Who == "" {
+		c.Who = Actor(ctx)
+	}
 	if s.cfg.Daemon != nil && run.Owner == s.cfg.Daemon.ID() {
 		d, err := s.daemon()
 		if err != nil {
@@ -36,8 +44,8 @@ func (s *Server) sendCommand(ctx context.Context, run store.Run, kind vocab.Comm
 		}
 		return d.Command(ctx, c)
 	}
-	if run.State != vocab.RunQueued && run.State != vocab.RunRunning {
-		return conflict("dag run %s has ended (%s)", run.RunID, run.State)
+	if !repairs(c.Kind) && run.State != vocab.RunQueued && run.State != vocab.RunRunning {
+		return s.refusedCommand(ctx, run, c, conflict("dag run %s has ended (%s)", run.RunID, run.State))
 	}
 	rows, err := s.cfg.Store.ListOwners(ctx)
 	if err != nil {
@@ -47,12 +55,24 @@ func (s *Server) sendCommand(ctx context.Context, run store.Run, kind vocab.Comm
 	// Liveness is judged by the wall clock, like the owners' leases (s.now stamps records).
 	who, ok, why := owners.CommandTarget(run, rows, time.Now(), host)
 	if !ok {
-		return conflict("%s of %s: %s", kind, taskID, why)
+		return s.refusedCommand(ctx, run, c, conflict("%s: %s", commandWords(c), why))
 	}
 	if err := s.writer.WithTx(ctx, func(tx store.Tx) error { return tx.InsertCommand(&c, s.now()) }); err != nil {
 		return err
 	}
 	s.wake()
+	if c.Kind == vocab.CommandDelete {
+		gone, refused, err := AwaitDeletion(ctx, s.cfg.Store, s.writer, run.PK, c.ID, s.cfg.CommandWait)
+		switch {
+		case err != nil:
+			return err
+		case refused != "":
+			return refusal(refused)
+		case !gone:
+			return fmt.Errorf("%w: %s is queued for %s, which has not applied it yet", errCommandPending, commandWords(c), who)
+		}
+		return nil
+	}
 	deadline := time.NewTimer(s.cfg.CommandWait)
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -61,9 +81,10 @@ func (s *Server) sendCommand(ctx context.Context, run store.Run, kind vocab.Comm
 		done, refused, err := s.cfg.Store.CommandOutcome(ctx, c.ID)
 		switch {
 		case err != nil:
-			return err
+			// The command is stored: whatever the store says now, it will be applied; keep
+			// asking until the deadline, and answer that it is queued.
 		case done && refused != "":
-			return conflict("%s", trimSentinel(errors.New(refused)))
+			return refusal(refused)
 		case done:
 			return nil
 		}
@@ -71,11 +92,29 @@ func (s *Server) sendCommand(ctx context.Context, run store.Run, kind vocab.Comm
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline.C:
-			return fmt.Errorf("%w: %s of %s is queued for %s, which has not applied it yet", errCommandPending, kind,
-				taskID, who)
+			return fmt.Errorf("%w: %s is queued for %s, which has not applied it yet", errCommandPending, commandWords(c), who)
 		case <-tick.C:
 		}
 	}
+}
+
+// refusal maps a daemon's stored refusal back to its kind: the refusals of §10 keep their
+// sentinel's words (not found, invalid), every other one is a conflict.
+func refusal(msg string) error {
+	for _, sentinel := range []error{store.ErrNotFound, store.ErrInvalid} {
+		if rest, ok := strings.CutPrefix(msg, sentinel.Error()+": "); ok {
+			return fmt.Errorf("%w: %s", sentinel, rest)
+		}
+	}
+	return conflict("%s", trimSentinel(errors.New(msg)))
+}
+
+// commandWords names a command in a message: "clear of task a", "delete".
+func commandWords(c store.Command) string {
+	if c.TaskID != "" {
+		return fmt.Sprintf("%s of %s", c.Kind, c.TaskID)
+	}
+	return string(c.Kind)
 }
 
 // pendingJSON answers 202 for a command another process will apply.
@@ -97,24 +136,25 @@ func (s *Server) decideGate(kind vocab.CommandKind) http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
+		c := store.Command{Kind: kind, TaskID: pathVar(r, "task_id"), Who: actorOf(r)}
+		if body.Note != nil {
+			c.Note = *body.Note
+		}
 		t, err := s.taskInstanceOf(r)
 		if err != nil {
-			s.fail(w, r, err)
+			s.fail(w, r, s.refusedCommand(r.Context(), store.Run{DAGID: pathVar(r, "dag_id"), RunID: pathVar(r, "dag_run_id")}, c, err))
 			return
 		}
 		if t.task != nil && t.task.Kind != dag.KindApproval {
-			s.fail(w, r, conflict("task %s is not an approval gate", t.ti.TaskID))
+			s.fail(w, r, s.refusedCommand(r.Context(), t.run, c, conflict("task %s is not an approval gate", t.ti.TaskID)))
 			return
 		}
 		if t.ti.State != vocab.TaskAwaitingApproval {
-			s.fail(w, r, conflict("task %s is not awaiting approval (state %s)", t.ti.TaskID, t.ti.State))
+			s.fail(w, r, s.refusedCommand(r.Context(), t.run, c,
+				conflict("task %s is not awaiting approval (state %s)", t.ti.TaskID, t.ti.State)))
 			return
 		}
-		note := ""
-		if body.Note != nil {
-			note = *body.Note
-		}
-		err = s.sendCommand(r.Context(), t.run, kind, t.ti.TaskID, note)
+		err = s.sendCommand(r.Context(), t.run, c)
 		if errors.Is(err, errCommandPending) {
 			writeJSON(w, http.StatusAccepted, pendingJSON{Queued: true, Detail: err.Error()})
 			return

@@ -29,6 +29,9 @@ type DAGRunJSON struct {
 	ExternalTrigger   bool            `json:"external_trigger"`
 	Conf              json.RawMessage `json:"conf"`
 	Note              *string         `json:"note"`
+	// NoteBy and NoteAt say who wrote the note (the actor of §10.4) and when.
+	NoteBy *string    `json:"note_by"`
+	NoteAt *time.Time `json:"note_at"`
 	// ReasonCode is the code of Reason when it has one (rejected: a start that asked not to
 	// queue could not start at once).
 	ReasonCode *vocab.ReasonCode `json:"reason_code"`
@@ -56,6 +59,7 @@ func runView(r store.Run) DAGRunJSON {
 	return DAGRunJSON{DAGRunID: r.RunID, DAGID: r.DAGID, LogicalDate: r.LogicalDate.UTC(), ExecutionDate: r.LogicalDate.UTC(),
 		QueuedAt: ts(r.QueuedAt), StartDate: ts(r.StartDate), EndDate: ts(r.EndDate), RunType: r.RunType.Word(),
 		State: r.State, ExternalTrigger: r.RunType == vocab.RunManual, Conf: rawConf(r.Conf), Note: strOrNil(r.Note),
+		NoteBy: strOrNil(r.NoteBy), NoteAt: ts(r.NoteAt),
 		ReasonCode: codeOrNil(r.ReasonCode), Reason: strOrNil(r.ReasonCode.Say(r.Reason)), Daemon: strOrNil(r.Owner)}
 }
 
@@ -247,12 +251,15 @@ func (s *Server) triggerRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	req.Who = actorOf(r)
 	if s.findDAG(dagID) == nil {
+		e := s.event(r, vocab.ActionTrigger)
+		e.DAGID, e.RunID = dagID, req.RunID
 		if _, err := s.dagByID(r.Context(), dagID); err == nil {
-			s.fail(w, r, conflict("dag %s is not loaded now (see /api/v1/importErrors)", dagID))
+			s.fail(w, r, s.refused(r.Context(), e, conflict("dag %s is not loaded now (see /api/v1/importErrors)", dagID)))
 			return
 		}
-		s.fail(w, r, notFound("dag %s not found", dagID))
+		s.fail(w, r, s.refused(r.Context(), e, notFound("dag %s not found", dagID)))
 		return
 	}
 	d, err := s.daemon()

@@ -276,8 +276,13 @@ func (s *Server) patchDAG(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badRequest("update_mask", "only is_paused can be updated, got %q", v))
 		return
 	}
+	e := s.event(r, vocab.ActionUnpause)
+	if *body.IsPaused {
+		e.Action = vocab.ActionPause
+	}
+	e.DAGID = id
 	if _, err := s.dagByID(r.Context(), id); err != nil {
-		s.fail(w, r, err)
+		s.fail(w, r, s.refused(r.Context(), e, err))
 		return
 	}
 	d := s.findDAG(id)
@@ -289,15 +294,18 @@ func (s *Server) patchDAG(w http.ResponseWriter, r *http.Request) {
 			if err := tx.UpsertDAG(d.ID, d.File, d.Schedule, now); err != nil {
 				return err
 			}
-			return tx.SetPaused(id, *body.IsPaused, now)
+			err = tx.SetPaused(id, *body.IsPaused, now)
 		}
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound("dag %s not found", id)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return tx.InsertEvent(&e)
 	})
 	if err != nil {
-		s.fail(w, r, err)
+		s.fail(w, r, s.refused(r.Context(), e, err))
 		return
 	}
 	s.wake()

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poolflow/poolflow/internal/testwait"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
 )
@@ -308,30 +309,47 @@ func TestLogFollowThroughAnotherDaemon(t *testing.T) {
 	t.Parallel()
 	h := setupLogHosts(t, testToken)
 	gate := filepath.Join(h.dir, "go-on")
-	h.writeDAG(t, "talk.yaml", "tasks:\n  - id: say\n    bash: \"echo first line; while [ ! -e '"+gate+
-		"' ]; do sleep 0.02; done; echo second line\"\n")
+	said, err := testwait.NewPipe(filepath.Join(h.dir, "said"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer said.Close()
+	h.writeDAG(t, "talk.yaml", "tasks:\n  - id: say\n    bash: \"echo first line; echo said > '"+said.Path+
+		"'; while [ ! -e '"+gate+"' ]; do sleep 0.02; done; echo second line\"\n")
 	h.waitDAG(t, "talk")
 	if rec := h.trigger(t, "talk", "l1", ""); rec.Code != http.StatusOK {
 		t.Fatalf("trigger: %d %s", rec.Code, rec.Body)
 	}
 	path := "/api/v1/dags/talk/dagRuns/l1/taskInstances/say/logs/1"
 	first := "first line\n"
-	waitFor(t, "the first line through the other daemon", func() bool {
-		rec := get(h.other, path, bearer)
+	// The task says it wrote its first line; the runner copies it to the log on its own time, so
+	// the log is read again each time the file changes.
+	if _, err := said.Line(30 * time.Second); err != nil {
+		t.Fatalf("the attempt's first line: %v", err)
+	}
+	run, err := h.st.GetRun(context.Background(), "talk", "l1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec *httptest.ResponseRecorder
+	if err := testwait.Until(h.srv.LogPath(run, "say", 1), 30*time.Second, func() bool {
+		rec = get(h.other, path, bearer)
 		return rec.Code == http.StatusOK && rec.Body.String() == first
-	})
+	}); err != nil {
+		t.Fatalf("the first line through the other daemon: %d %q", rec.Code, rec.Body)
+	}
 	// Nothing new yet: the same 416 a local reader gets at the end of the file.
-	rec := get(h.other, path, withBearer("Range", "bytes=11-"))
+	rec = get(h.other, path, withBearer("Range", "bytes=11-"))
 	if rec.Code != http.StatusRequestedRangeNotSatisfiable || rec.Header().Get("Content-Range") != "bytes */11" {
 		t.Fatalf("at the end: %d %q %s", rec.Code, rec.Header().Get("Content-Range"), rec.Body)
 	}
 	touch(t, gate)
-	waitFor(t, "the second line through the other daemon", func() bool {
-		rec := get(h.other, path, withBearer("Range", "bytes=11-"))
-		return rec.Code == http.StatusPartialContent && rec.Body.String() == "second line\n"
-	})
 	if state := h.waitRunEnd(t, "talk", "l1"); state != "success" {
 		t.Fatalf("run ended %s", state)
+	}
+	if rec := get(h.other, path, withBearer("Range", "bytes=11-")); rec.Code != http.StatusPartialContent ||
+		rec.Body.String() != "second line\n" {
+		t.Fatalf("following the ended attempt through the other daemon: %d %q", rec.Code, rec.Body)
 	}
 	if rec := get(h.other, path, bearer); rec.Code != http.StatusOK || rec.Body.String() != first+"second line\n" {
 		t.Fatalf("after the end: %d %q", rec.Code, rec.Body)
@@ -344,17 +362,6 @@ func TestLogFollowThroughAnotherDaemon(t *testing.T) {
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(problemOf(t, rec).Detail,
 		"is on host "+here+" (daemon test-daemon), which is gone since") {
 		t.Fatalf("once test-daemon stopped: %d %s", rec.Code, rec.Body)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -214,14 +214,22 @@ func (s *Server) createPool(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	e := s.event(r, vocab.ActionPoolSet)
+	e.Pool, e.Params = spec.Name, givenParams(body)
 	err = s.writer.WithTx(r.Context(), func(tx store.Tx) error {
 		if _, err := tx.PoolByName(spec.Name); err == nil {
 			return conflict("pool %s already exists; change it with PATCH /api/v1/pools/%s", spec.Name, spec.Name)
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		return config.SetPool(tx, s.Settings(), s.loadedDAGs(), spec, false, s.now())
+		if err := config.SetPool(tx, s.Settings(), s.loadedDAGs(), spec, false, s.now()); err != nil {
+			return err
+		}
+		return tx.InsertEvent(&e)
 	})
+	if err != nil {
+		err = s.refused(r.Context(), e, err)
+	}
 	s.afterPoolWrite(w, r, spec.Name, http.StatusOK, err)
 }
 
@@ -243,6 +251,14 @@ func (s *Server) patchPool(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	e := s.event(r, vocab.ActionPoolSet)
+	e.Pool, e.Params = name, givenParams(body)
+	if force {
+		e.Params = givenParams(struct {
+			poolBody
+			Force bool `json:"force"`
+		}{body, true})
+	}
 	err = s.writer.WithTx(r.Context(), func(tx store.Tx) error {
 		prev, err := tx.PoolByName(name)
 		if errors.Is(err, store.ErrNotFound) {
@@ -259,8 +275,14 @@ func (s *Server) patchPool(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		return config.SetPool(tx, s.Settings(), s.loadedDAGs(), spec, force, s.now())
+		if err := config.SetPool(tx, s.Settings(), s.loadedDAGs(), spec, force, s.now()); err != nil {
+			return err
+		}
+		return tx.InsertEvent(&e)
 	})
+	if err != nil {
+		err = s.refused(r.Context(), e, err)
+	}
 	s.afterPoolWrite(w, r, name, http.StatusOK, err)
 }
 
@@ -273,15 +295,23 @@ func (s *Server) deletePool(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	e := s.event(r, vocab.ActionPoolDelete)
+	e.Pool = name
+	if force {
+		e.Params = jsonParams(map[string]bool{"force": true})
+	}
 	err = s.writer.WithTx(r.Context(), func(tx store.Tx) error {
 		err := config.DeletePool(tx, s.Settings(), s.loadedDAGs(), name, force, s.now())
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound("pool %s not found", name)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return tx.InsertEvent(&e)
 	})
 	if err != nil {
-		s.fail(w, r, err)
+		s.fail(w, r, s.refused(r.Context(), e, err))
 		return
 	}
 	s.wake()

@@ -136,6 +136,7 @@ func (s *Server) Call(ctx context.Context, method, path string, body any, token 
 	if err != nil {
 		return http.StatusBadRequest, nil
 	}
+	req.RemoteAddr = remoteOf(ctx) // the browser's, when ctx is the UI's request's (actor.go)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -183,11 +184,12 @@ var ErrCommandPending = errCommandPending
 
 // Command sends an operator command (fail, cancel, force, approve, reject) on a task instance,
 // the way the API's routes do: through this daemon's loop, or through the store to the process
-// that owns the run. It refuses an unknown run or task with a 404 error.
+// that owns the run. It refuses an unknown run or task with a 404 error. The actor is ctx's
+// (Actor).
 func (s *Server) Command(ctx context.Context, dagID, runID, taskID string, kind vocab.CommandKind, note string) error {
 	t, err := s.taskInstanceByID(ctx, dagID, runID, taskID)
 	if err != nil {
 		return err
 	}
-	return s.sendCommand(ctx, t.run, kind, taskID, note)
+	return s.sendCommand(ctx, t.run, store.Command{Kind: kind, TaskID: taskID, Who: Actor(ctx), Note: note})
 }

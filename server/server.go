@@ -141,8 +141,13 @@ func (s *Server) table() []route {
 		{http.MethodGet, v1 + "/dags/{dag_id}/dagRuns", s.listRuns, false, dagRunsParams},
 		{http.MethodPost, v1 + "/dags/{dag_id}/dagRuns", s.triggerRun, true, nil},
 		{http.MethodGet, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}", s.getRun, false, nil},
+		{http.MethodPatch, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}", s.patchRun, true, nil},
+		{http.MethodDelete, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}", s.deleteRun, true, forceParam},
+		{http.MethodPost, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}/clear", s.clearRun, true, nil},
+		{http.MethodPost, v1 + "/dags/{dag_id}/clearTaskInstances", s.clearTaskInstances, true, nil},
 		{http.MethodGet, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances", s.listTaskInstances, false, tisParams},
 		{http.MethodGet, ti, s.getTaskInstance, false, nil},
+		{http.MethodPatch, ti, s.patchTaskInstance, true, nil},
 		{http.MethodGet, ti + "/dependencies", s.getDependencies, false, nil},
 		{http.MethodGet, ti + "/logs/{try_number}", s.getLog, true, nil},
 		{http.MethodPost, ti + "/approve", s.decideGate(vocab.CommandApprove), true, nil},
@@ -154,6 +159,7 @@ func (s *Server) table() []route {
 		{http.MethodDelete, v1 + "/pools/{pool_name}", s.deletePool, true, forceParam},
 		{http.MethodGet, v1 + "/importErrors", s.listImportErrors, false, importErrsPars},
 		{http.MethodPost, v1 + "/rules/test", s.testRules, false, nil},
+		{http.MethodGet, v1 + "/eventLogs", s.listEvents, false, eventParams},
 		// The seed's routes (seed 000), outside /api/v1.
 		{http.MethodGet, "/pools", s.poolBoard, false, nil},
 		{http.MethodPost, "/pools/{name}/queue/{key}/cancel", s.cancelEntry, true, nil},
@@ -172,7 +178,7 @@ func (s *Server) routes() *mux.Router {
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
 	})
-	r.Use(s.recoverPanics)
+	r.Use(s.recoverPanics, keepClient)
 	for _, rt := range s.table() {
 		h := s.checkQuery(rt.query, rt.handler)
 		if rt.auth {

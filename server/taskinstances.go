@@ -37,6 +37,8 @@ type TaskInstanceJSON struct {
 	PriorityWeight *int            `json:"priority_weight"`
 	QueuedWhen     *time.Time      `json:"queued_when"`
 	Note           *string         `json:"note"`
+	NoteBy         *string         `json:"note_by"`
+	NoteAt         *time.Time      `json:"note_at"`
 
 	Requirements  map[string]int    `json:"requirements"`
 	Limits        []LimitJSON       `json:"limits"`
@@ -91,7 +93,8 @@ func splitNeeds(needs []store.Requirement) (map[string]int, []LimitJSON) {
 func tiView(run store.Run, ti store.TaskInstance, task *dag.Task, weight int, entry *store.Entry) TaskInstanceJSON {
 	v := TaskInstanceJSON{TaskID: ti.TaskID, DAGID: run.DAGID, DAGRunID: run.RunID, ExecutionDate: run.LogicalDate.UTC(),
 		StartDate: ts(ti.StartDate), EndDate: ts(ti.EndDate), State: ti.State, TryNumber: ti.TryNumber, MapIndex: -1,
-		Requirements: map[string]int{}, Limits: []LimitJSON{}, NextAt: ts(ti.NextAt), ReasonCode: codeOrNil(ti.ReasonCode), Reason: strOrNil(ti.ReasonCode.Say(ti.Reason))}
+		Requirements: map[string]int{}, Limits: []LimitJSON{}, NextAt: ts(ti.NextAt), ReasonCode: codeOrNil(ti.ReasonCode), Reason: strOrNil(ti.ReasonCode.Say(ti.Reason)),
+		Note: strOrNil(ti.Note), NoteBy: strOrNil(ti.NoteBy), NoteAt: ts(ti.NoteAt)}
 	if !ti.StartDate.IsZero() && !ti.EndDate.IsZero() {
 		d := ti.EndDate.Sub(ti.StartDate).Seconds()
 		v.Duration = &d

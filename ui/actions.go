@@ -29,6 +29,9 @@ func fromScript(r *http.Request) bool { return r.Header.Get("X-Poolflow-Fetch") 
 
 // done answers a successful action.
 func (u *UI) done(w http.ResponseWriter, r *http.Request, status int, msg, location string) {
+	if status == http.StatusNoContent { // the API's answer had no body; the script's has one
+		status = http.StatusOK
+	}
 	if fromScript(r) {
 		writeResult(w, status, actionResult{OK: true, Message: msg, Location: location})
 		return

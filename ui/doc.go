@@ -3,10 +3,20 @@
 // fetched at run time and there is no build step.
 //
 // Pages: the DAG list (with import errors), a DAG (graph view and grid of recent runs × tasks,
-// trigger form, pause), a run (tasks and a Gantt chart of its attempts), a task instance (its
-// attempts and logs, the wait reason, cancel, approve/reject, mark failed) and the Resource
-// pools page (capacity, occupancy, holders, the queue in admission order with reasons and cancel
-// buttons, recent terminal entries, and a timeline of slots used over the last hour).
+// trigger form, pause), a run (tasks and a Gantt chart of its attempts; clear failed tasks,
+// clear the run, mark it success or failed, delete it, its note), a task instance (its attempts
+// and logs, the wait reason, cancel, approve/reject; clear with its downstream or upstream or
+// only the failed ones, mark success, failed or skipped, its note), the Resource pools page
+// (capacity, occupancy, holders, the queue in admission order with reasons and cancel buttons,
+// recent terminal entries, and a timeline of slots used over the last hour) and the events page
+// (the audit log of §10.4, filtered and paged; the DAG, run and task pages show their own).
+//
+// Repairing runs (§10): a clear and a task's mark first post the API's dry run and show its
+// preview — for each task its state, its next try, the pools it will need and whether it would
+// be admitted at once or what it would wait for (pool, shortfall, place in line) — in a dialog
+// (without the script, on a page), and post again when the user confirms. Marking a run and
+// deleting it ask with the browser's confirmation, saying what happens to what is unfinished or
+// running. A note is saved with who wrote it and when.
 //
 // Reads go through the server's read models (server.Server's DAGs, TaskInstances, PoolBoard…),
 // so a page shows exactly what the API answers, wait reasons in the words of `poolflow tasks

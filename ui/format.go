@@ -20,6 +20,8 @@ var funcs = template.FuncMap{
 	"runPath":  runPath,
 	"taskPath": taskPath,
 	"poolPath": poolPath,
+	"eventsOf": eventsOf,
+	"targetOf": targetOf,
 	"esc":      escape,
 	"rel":      relTime,
 	"abs":      absTime,
@@ -30,13 +32,18 @@ var funcs = template.FuncMap{
 	"sortedReqs": func(m map[string]int) []poolSlots {
 		return sortedReqs(m)
 	},
-	"plural": func(n int, one, many string) string {
-		if n == 1 {
-			return one
-		}
-		return many
+	"plural":    plural,
+	"add":       func(a, b int) int { return a + b },
+	"ordinal":   ordinal,
+	"waitWords": waitWords,
+	// markStates are the states a task instance can be marked with (§10.2); markDanger says
+	// which of them the page shows in red.
+	"markStates": func() []vocab.TaskState {
+		return []vocab.TaskState{vocab.TaskSuccess, vocab.TaskFailed, vocab.TaskSkipped}
 	},
-	"add": func(a, b int) int { return a + b },
+	"markDanger": func(s vocab.TaskState) bool { return s != vocab.TaskSuccess },
+	"runSuccess": func() vocab.RunState { return vocab.RunSuccess },
+	"runFailed":  func() vocab.RunState { return vocab.RunFailed },
 	// tiName names a task instance: dag.task, or only the job's name for a job.
 	"tiName": func(dagID, taskID string) string {
 		if dagID == taskID {
@@ -215,4 +222,30 @@ func sortedReqs(m map[string]int) []poolSlots {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Pool < out[j].Pool })
 	return out
+}
+
+// ordinal is 1st, 2nd, 3rd, 4th… 11th, 12th, 13th, 21st…
+func ordinal(n int) string {
+	suffix := "th"
+	switch n % 10 {
+	case 1:
+		suffix = "st"
+	case 2:
+		suffix = "nd"
+	case 3:
+		suffix = "rd"
+	}
+	if n%100 >= 11 && n%100 <= 13 {
+		suffix = "th"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
+}
+
+// waitWords are the words of a clear preview's wait reason without what the preview shows
+// apart (the pool, the shortfall and the place in line): "would wait: pool db is full (…);
+// place 1 in line for db, 1 slot short" reads "pool db is full (…)".
+func waitWords(text string) string {
+	text = strings.TrimPrefix(text, "would wait: ")
+	text, _, _ = strings.Cut(text, "; place ")
+	return text
 }

@@ -37,7 +37,8 @@ pools:
 // testDAGs: quick succeeds at once; diamond has four tasks; hold keeps db until the file
 // "release" exists in the test's folder; held waits for db; gate is an approval gate; talk logs
 // a line, says so on the pipe "talked", waits for the file "go-on", then logs another; quotes
-// echoes its params.
+// echoes its params; flaky's extract (one slot of db) fails until the file "fixed" exists, then
+// load follows it.
 func testDAGs(dir string) map[string]string {
 	return map[string]string{
 		"quick.yaml": `
@@ -87,6 +88,16 @@ tasks:
 tasks:
   - id: say
     bash: "echo first line; echo said > '` + filepath.Join(dir, "talked") + `'; while [ ! -e '` + filepath.Join(dir, "go-on") + `' ]; do sleep 0.05; done; echo second line"
+`,
+		"flaky.yaml": `
+tasks:
+  - id: extract
+    bash: "test -e '` + filepath.Join(dir, "fixed") + `'"
+    pool_requirements: {db: 1}
+  - id: load
+    depends_on: [extract]
+    command: ["true"]
+    pool_requirements: {default: 2}
 `,
 		"quotes.yaml": `
 params: {name: world}

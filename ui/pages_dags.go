@@ -131,6 +131,7 @@ type dagData struct {
 	NextIs   string
 	Schedule string
 	Counts   map[vocab.RunState]int // run states among the grid's runs
+	Events   eventsCard             // the DAG's own recent events (§10.4)
 }
 
 func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
@@ -235,6 +236,10 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		data.Graph = graphSVG(def, info)
+	}
+	if data.Events, err = u.recentEventsOf(r, id, "", ""); err != nil {
+		u.fail(w, r, err)
+		return
 	}
 	u.render(w, r, http.StatusOK, "dag", id, "dags", data)
 }

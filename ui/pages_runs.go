@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gorilla/mux"
 
@@ -22,6 +23,13 @@ type runData struct {
 	// Counts are the task states of the run.
 	Counts map[vocab.TaskState]int
 	Loaded bool
+	// Repair (§10): how many task instances have not ended and how many attempts run (the
+	// confirmations say what a mark or a deletion does to them), the note, the run's events.
+	Unfinished int
+	Running    int
+	Failed     int
+	Note       noteView
+	Events     eventsCard
 }
 
 func (u *UI) runPage(w http.ResponseWriter, r *http.Request) {
@@ -55,6 +63,20 @@ func (u *UI) runPage(w http.ResponseWriter, r *http.Request) {
 		names[i] = ti.TaskID
 		hrefs[ti.TaskID] = taskPath(run.DAGID, run.RunID, ti.TaskID)
 		data.Counts[ti.State]++
+		switch {
+		case ti.State == vocab.TaskRunning:
+			data.Running++
+			data.Unfinished++
+		case ti.State == vocab.TaskFailed || ti.State == vocab.TaskUpstreamFailed:
+			data.Failed++
+		case !ti.State.Terminal():
+			data.Unfinished++
+		}
+	}
+	data.Note = noteView{Now: u.api.Now(), Text: run.Note, By: run.NoteBy, At: run.NoteAt, Action: runPath(run.DAGID, run.RunID) + "/note"}
+	if data.Events, err = u.recentEventsOf(r, run.DAGID, run.RunID, ""); err != nil {
+		u.fail(w, r, err)
+		return
 	}
 	data.Gantt = ganttSVG(names, hrefs, ganttBars(tis, attempts, u.api.Now()))
 	u.render(w, r, http.StatusOK, "run", run.RunID+" · "+run.DAGID, "dags", data)
@@ -85,10 +107,24 @@ type taskData struct {
 	IsGate     bool // a gate waiting for its decision: the approve/reject form
 	Gate       bool // an approval gate in any state: it runs nothing, so it has no log
 	CanCancel  bool
-	CanFail    bool
 	Terminal   bool
 	Running    bool
 	CancelPool string
+	// Repair (§10): whether it can be cleared (its task is in the loaded DAG), its note, the
+	// run's task instances (the strip that shows a clear's effect), its own events.
+	CanClear bool
+	Note     noteView
+	RunTasks []store.TaskInstance
+	Events   eventsCard
+}
+
+// noteView is a run's or a task instance's note with who wrote it and when (§10.3).
+type noteView struct {
+	Now    time.Time
+	Text   string
+	By     string
+	At     time.Time
+	Action string // the form's action
 }
 
 func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
@@ -114,7 +150,21 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 	data.IsGate = state == vocab.TaskAwaitingApproval
 	data.Gate = data.IsGate || d.Task != nil && d.Task.Kind == dag.KindApproval
 	data.CanCancel = d.Entry != nil && d.Entry.State == vocab.EntryWaiting
-	data.CanFail = !data.Terminal && d.Run.State.Open()
+	data.CanClear = d.Task != nil
+	data.RunTasks, err = u.api.Store().ListTaskInstances(ctx, d.Run.PK)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	here := taskPath(d.Run.DAGID, d.Run.RunID, d.View.TaskID)
+	data.Note = noteView{Now: u.api.Now(), Action: here + "/note", Text: deref(d.View.Note), By: deref(d.View.NoteBy)}
+	if d.View.NoteAt != nil {
+		data.Note.At = *d.View.NoteAt
+	}
+	if data.Events, err = u.recentEventsOf(r, d.Run.DAGID, d.Run.RunID, d.View.TaskID); err != nil {
+		u.fail(w, r, err)
+		return
+	}
 	byTry := map[int]store.Attempt{}
 	for _, a := range ended {
 		byTry[a.TryNumber] = a
@@ -193,4 +243,11 @@ func (u *UI) logTail(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Log-Running", map[bool]string{true: "1", false: "0"}[running])
 	w.Header().Set("X-Log-Size", strconv.FormatInt(part.Start+int64(len(part.Text)), 10))
 	_, _ = w.Write(part.Text)
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

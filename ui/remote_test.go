@@ -17,6 +17,8 @@ import (
 
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/executor/runner"
+	"github.com/poolflow/poolflow/internal/testwait"
 	"github.com/poolflow/poolflow/server"
 )
 
@@ -101,13 +103,17 @@ func TestTaskPageFromAnotherDaemon(t *testing.T) {
 	h.waitAdmitted(t, "talk", "l1", "say")
 	page := "/ui/dags/talk/runs/l1/tasks/say"
 	tail := page + "/logs/1"
-	deadline := time.Now().Add(30 * time.Second)
+	// The task says it wrote its first line; the runner copies it to the log on its own time, so
+	// the log is read again each time the file changes.
+	if _, err := h.talked.Line(30 * time.Second); err != nil {
+		t.Fatalf("say's first line: %v", err)
+	}
 	var rec *httptest.ResponseRecorder
-	for rec = h.getOther(tail, testToken); rec.Body.String() != "first line\n"; rec = h.getOther(tail, testToken) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the follower on the other daemon: %d %q", rec.Code, rec.Body)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := testwait.Until(runner.LogPath(h.stateDir, "talk", "l1", "say", 1), 30*time.Second, func() bool {
+		rec = h.getOther(tail, testToken)
+		return rec.Body.String() == "first line\n"
+	}); err != nil {
+		t.Fatalf("the follower on the other daemon: %d %q", rec.Code, rec.Body)
 	}
 	if rec.Header().Get("X-Log-Running") != "1" || rec.Header().Get("X-Log-Size") != "11" {
 		t.Errorf("running %q size %q", rec.Header().Get("X-Log-Running"), rec.Header().Get("X-Log-Size"))

@@ -55,6 +55,7 @@ func (u *UI) routes() *mux.Router {
 	get(ti, u.taskPage)
 	get(ti+"/logs/{try}", u.logTail)
 	get("/ui/pools", u.poolsPage)
+	get("/ui/events", u.eventsPage)
 	get("/ui/login", u.loginPage)
 	r.PathPrefix("/ui/static/").Handler(u.cacheStatic(u.static)).Methods(http.MethodGet, http.MethodHead)
 	post("/ui/login", u.login)
@@ -63,6 +64,14 @@ func (u *UI) routes() *mux.Router {
 	post("/ui/dags/{dag}/pause", u.pause)
 	post(ti+"/{action:approve|reject|fail|cancel}", u.taskAction)
 	post("/ui/pools/{pool}/queue/{id}/cancel", u.cancelEntry)
+	const run = "/ui/dags/{dag}/runs/{run}"
+	post(ti+"/clear", u.clearTask)
+	post(ti+"/mark", u.markTask)
+	post(ti+"/note", u.noteTask)
+	post(run+"/clear", u.clearRun)
+	post(run+"/mark", u.markRun)
+	post(run+"/note", u.noteRun)
+	post(run+"/delete", u.deleteRun)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u.errorPage(w, r, http.StatusNotFound, "There is no page at "+r.URL.Path+".")
 	})
@@ -101,7 +110,7 @@ func (u *UI) sameOrigin(next http.Handler) http.Handler {
 // page is what every page template gets.
 type page struct {
 	Title    string
-	Nav      string // dags | pools
+	Nav      string // dags | pools | events
 	Now      time.Time
 	Path     string // the request's path and query, for "next" links
 	SignedIn bool
@@ -198,7 +207,7 @@ func apiPath(parts ...string) string {
 func parsePages() map[string]*template.Template {
 	shared := []string{"templates/layout.html", "templates/parts.html"}
 	out := map[string]*template.Template{}
-	for _, name := range []string{"dags", "dag", "run", "task", "pools", "login", "error", "action"} {
+	for _, name := range []string{"dags", "dag", "run", "task", "pools", "events", "preview", "login", "error", "action"} {
 		t := template.New(name).Funcs(funcs)
 		t = template.Must(t.ParseFS(templateFS, append(shared, "templates/"+name+".html")...))
 		out[name] = t

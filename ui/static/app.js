@@ -2,7 +2,8 @@
 // - Regions marked data-live are refreshed from the same URL every couple of seconds.
 // - A running attempt's log (pre[data-log][data-running="1"]) is followed by its new bytes.
 // - <time> elements keep their relative text fresh.
-// - Forms marked data-action are sent in the background and answer next to the button.
+// - Forms marked data-action are sent in the background and answer next to the button; a
+//   clear or a mark (data-preview) shows the API's dry run in a dialog first.
 (function () {
   "use strict";
   var REFRESH_MS = 2000, LOG_MS = 1000;
@@ -48,6 +49,7 @@
         var all = fresh.querySelectorAll("[data-msg]");
         if (m.textContent && all[i]) { all[i].textContent = m.textContent; all[i].className = m.className; }
       });
+      keepInput(old, fresh);
       old.replaceWith(fresh);
       fresh.querySelectorAll("pre[data-scroll]").forEach(function (p) { p.scrollTop = +p.dataset.scroll; });
       bind(fresh);
@@ -55,8 +57,28 @@
     refreshTimes();
   }
 
+  // keepInput carries what the reader changed in a form (a ticked box, a note being written)
+  // into the fresh copy of its region; untouched fields take the fresh values.
+  function keepInput(old, fresh) {
+    old.querySelectorAll("form[id] [name]").forEach(function (el) {
+      var f = fresh.querySelector("#" + CSS.escape(el.form.id));
+      if (!f) return;
+      var sel = '[name="' + CSS.escape(el.name) + '"]';
+      if (el.type === "checkbox" || el.type === "radio") {
+        if (el.checked === el.defaultChecked) return;
+        var n = f.querySelector(sel + '[value="' + CSS.escape(el.value) + '"]');
+        if (n) n.checked = el.checked;
+      } else if ("defaultValue" in el && el.value !== el.defaultValue) {
+        var m = f.querySelector(sel);
+        if (m) m.value = el.value;
+      }
+    });
+  }
+
   function refresh() {
-    if (busy || document.hidden || !document.querySelector("[data-live]")) return Promise.resolve();
+    if (busy || document.hidden || !document.querySelector("[data-live]") || document.querySelector("dialog[open]")) {
+      return Promise.resolve();
+    }
     busy = true;
     return fetch(location.href, { headers: { "X-Poolflow-Live": "1" }, credentials: "same-origin" })
       .then(function (r) {
@@ -98,6 +120,61 @@
   }
 
   // Action forms: send in the background, show the answer beside the button, refresh.
+  // data-confirm asks first; data-preview posts once for the API's dry run, shows its preview
+  // in a dialog and posts again with confirm=1 when the user confirms; data-go follows the
+  // answer's location (a deleted run's page is gone).
+  function post(action, body) {
+    return fetch(action, {
+      method: "POST", body: body, credentials: "same-origin",
+      headers: { "X-Poolflow-Fetch": "1", "Accept": "application/json" }
+    }).then(function (r) { return r.json().catch(function () { return { ok: false, message: "HTTP " + r.status }; }); });
+  }
+
+  function say(form, res) {
+    // The live refresh may have swapped the form for a fresh copy while it was sent.
+    if (form.id && !document.contains(form)) form = document.getElementById(form.id) || form;
+    var msg = form.querySelector("[data-msg]");
+    if (!msg) return;
+    msg.className = "form-msg " + (res.ok ? "ok" : "err");
+    msg.textContent = res.message || (res.ok ? "Done." : "Refused.");
+    if (res.ok && res.location && res.location !== location.pathname && form.id === "trigger-form") {
+      var a = document.createElement("a");
+      a.href = res.location; a.textContent = " Open the run →";
+      msg.appendChild(a);
+    }
+  }
+
+  // ask shows a preview (HTML from the server's template) in a modal dialog and resolves to
+  // whether the user confirmed. Escape and Cancel say no; focus returns to the form's button.
+  function ask(html, label, danger, back) {
+    return new Promise(function (resolve) {
+      var dlg = document.createElement("dialog");
+      dlg.className = "dialog";
+      dlg.id = "confirm-dialog";
+      dlg.innerHTML = '<div class="dialog-body"></div><div class="dialog-buttons">' +
+        '<button type="button" class="button ghost" data-answer="no">Cancel</button>' +
+        '<button type="button" class="button" data-answer="yes" id="dialog-confirm"></button></div>';
+      dlg.querySelector(".dialog-body").innerHTML = html;
+      var yes = dlg.querySelector("[data-answer=yes]"), no = dlg.querySelector("[data-answer=no]");
+      var title = dlg.querySelector(".preview-title");
+      if (title) { title.id = "dialog-title"; dlg.setAttribute("aria-labelledby", "dialog-title"); }
+      if (label) yes.textContent = label; else yes.remove();
+      if (danger) yes.classList.add("danger");
+      if (!label) no.textContent = "Close";
+      var answer = false;
+      yes.addEventListener("click", function () { answer = true; dlg.close(); });
+      no.addEventListener("click", function () { dlg.close(); });
+      dlg.addEventListener("close", function () {
+        dlg.remove();
+        if (back && document.contains(back)) back.focus();
+        resolve(answer);
+      });
+      document.body.appendChild(dlg);
+      dlg.showModal();
+      (danger || !label ? no : yes).focus();
+    });
+  }
+
   function bind(root) {
     root.querySelectorAll("form[data-action]").forEach(function (form) {
       if (form.dataset.bound) return;
@@ -109,24 +186,34 @@
         var submitter = ev.submitter;
         var action = (submitter && submitter.getAttribute("formaction")) || form.action;
         var body = new URLSearchParams(new FormData(form));
-        var msg = form.querySelector("[data-msg]");
+        if (submitter && submitter.name) body.set(submitter.name, submitter.value);
         var buttons = form.querySelectorAll("button");
+        var msg = form.querySelector("[data-msg]");
+        if (msg) { msg.textContent = ""; msg.className = "form-msg"; }
         buttons.forEach(function (b) { b.disabled = true; });
-        fetch(action, {
-          method: "POST", body: body, credentials: "same-origin",
-          headers: { "X-Poolflow-Fetch": "1", "Accept": "application/json" }
-        })
-          .then(function (r) { return r.json().catch(function () { return { ok: false, message: "HTTP " + r.status }; }); })
+        var step = Promise.resolve(null);
+        if (form.hasAttribute("data-preview")) {
+          step = post(action, body).then(function (res) {
+            if (!res.ok || !res.preview) return res;
+            buttons.forEach(function (b) { b.disabled = false; });
+            return ask(res.preview, res.confirm, submitter && submitter.classList.contains("danger"), submitter)
+              .then(function (yes) {
+                if (!yes) return { cancelled: true };
+                buttons.forEach(function (b) { b.disabled = true; });
+                body.set("confirm", "1");
+                return null;
+              });
+          });
+        }
+        step
+          .then(function (res) { return res || post(action, body); })
           .then(function (res) {
-            if (msg) {
-              msg.className = "form-msg " + (res.ok ? "ok" : "err");
-              msg.textContent = res.message || (res.ok ? "Done." : "Refused.");
-              if (res.ok && res.location && res.location !== location.pathname && form.id === "trigger-form") {
-                var a = document.createElement("a");
-                a.href = res.location; a.textContent = " Open the run →";
-                msg.appendChild(a);
-              }
+            if (res.cancelled) return;
+            if (res.ok && res.location && form.hasAttribute("data-go")) {
+              location.assign(res.location);
+              return;
             }
+            say(form, res);
             return refresh();
           })
           .catch(function (e) {
