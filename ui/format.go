@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
 )
 
@@ -52,6 +53,8 @@ var funcs = template.FuncMap{
 		return dagID + "." + taskID
 	},
 	"words": func(v any) string { return strings.ReplaceAll(text(v), "_", " ") },
+	// nodeRun says whether a run is an every_node fire, bound to the daemon that fired it.
+	"nodeRun": func(r store.Run) bool { return r.RunType == vocab.RunNode },
 	"legendStates": func() []vocab.TaskState {
 		return []vocab.TaskState{vocab.TaskNone, vocab.TaskScheduled, vocab.TaskRunning, vocab.TaskSuccess,
 			vocab.TaskFailed, vocab.TaskUpForRetry, vocab.TaskUpForReschedule, vocab.TaskAwaitingApproval,

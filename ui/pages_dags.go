@@ -132,6 +132,7 @@ type dagData struct {
 	Schedule string
 	Counts   map[vocab.RunState]int // run states among the grid's runs
 	Events   eventsCard             // the DAG's own recent events (§10.4)
+	Nodes    []nodeRow              // an every_node DAG's fires per daemon (§9)
 }
 
 func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
@@ -240,6 +241,12 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 	if data.Events, err = u.recentEventsOf(r, id, "", ""); err != nil {
 		u.fail(w, r, err)
 		return
+	}
+	if view.EveryNode {
+		if data.Nodes, err = u.nodeRows(ctx, id); err != nil {
+			u.fail(w, r, err)
+			return
+		}
 	}
 	u.render(w, r, http.StatusOK, "dag", id, "dags", data)
 }
