@@ -21,7 +21,7 @@ func TestExampleDAGs(t *testing.T) {
 	for _, d := range dags {
 		byID[d.ID] = d
 	}
-	for _, id := range []string{"hello", "warehouse_export", "nightly_job"} {
+	for _, id := range []string{"hello", "warehouse_export", "nightly_job", "host_report"} {
 		if byID[id] == nil {
 			t.Errorf("example DAG %s missing", id)
 		}
@@ -36,6 +36,9 @@ func TestExampleDAGs(t *testing.T) {
 		if req := d.Task("transfer").PoolRequirements; req["source_db"] != 1 || req["destination_db"] != 2 {
 			t.Errorf("warehouse_export transfer requirements %v", req)
 		}
+	}
+	if d := byID["host_report"]; d != nil && (!d.EveryNode || !d.IsJob || d.Schedule == "") {
+		t.Errorf("host_report: a scheduled every_node job, got every_node %v, job %v, schedule %q", d.EveryNode, d.IsJob, d.Schedule)
 	}
 	if d := byID["nightly_job"]; d != nil {
 		task := d.Tasks[0]
