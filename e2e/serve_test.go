@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/poolflow/poolflow/internal/testwait"
 )
 
 // serveProc is one `poolflow serve` process of a test, its stderr kept for assertions.
@@ -32,21 +33,15 @@ type serveProc struct {
 // pass it commits ("msg=notice kind=pass"), and one for every failed pass; the tests wait on
 // those lines.
 type logBuf struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	grew chan struct{}          // closed when a line is added (then replaced)
-	subs map[chan struct{}]bool // told of every line
+	testwait.Log // the lines: String, and Wait for a text
+	mu           sync.Mutex
+	subs         map[chan struct{}]bool // told of every line
 }
 
 func (b *logBuf) add(line string) {
+	_, _ = b.Log.Write([]byte(line + "\n"))
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.buf.WriteString(line)
-	b.buf.WriteByte('\n')
-	if b.grew != nil {
-		close(b.grew)
-		b.grew = nil
-	}
 	for ch := range b.subs {
 		select {
 		case ch <- struct{}{}:
@@ -149,34 +144,8 @@ func runEnded(t *testing.T, limit time.Duration, dagID, runID string, logs ...*l
 
 // waitLine waits until a line containing s was logged, woken by each new line, and reports
 // whether one was within limit.
-func (b *logBuf) waitLine(s string, limit time.Duration) bool {
-	timeout := time.After(limit)
-	for {
-		b.mu.Lock()
-		found := strings.Contains(b.buf.String(), s)
-		if b.grew == nil {
-			b.grew = make(chan struct{})
-		}
-		grew := b.grew
-		b.mu.Unlock()
-		if found {
-			return true
-		}
-		select {
-		case <-grew:
-		case <-timeout:
-			return false
-		}
-	}
-}
+func (b *logBuf) waitLine(s string, limit time.Duration) bool { return b.Wait(s, limit) }
 
-func (b *logBuf) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// count counts the lines containing s.
 func (b *logBuf) count(s string) int { return strings.Count(b.String(), s) }
 
 var servingRE = regexp.MustCompile(`msg="poolflow serving" listen=(http://\S+)`)
