@@ -125,7 +125,7 @@ func sendCommand(ctx context.Context, st store.Store, run store.Run, c *store.Co
 		return false, "", err
 	}
 	if c.Kind == vocab.CommandDelete {
-		gone, msg, err := server.AwaitDeletion(ctx, st, st, run.PK, c.ID, wait)
+		gone, msg, err := server.AwaitDeletion(ctx, st, run.PK, c.ID, wait)
 		switch {
 		case err != nil:
 			return false, "", err

@@ -123,7 +123,7 @@ func (e *env) serveCmd() *cobra.Command {
 				}
 				return err
 			}
-			go e.watchReload(ctx, dm, log) // SIGHUP re-reads poolflow.yaml (reload.go)
+			go e.watchReload(ctx, dm, st, log) // SIGHUP re-reads poolflow.yaml (reload.go)
 			token := cfg.APIToken
 			if t := os.Getenv("POOLFLOW_API_TOKEN"); t != "" {
 				token = t

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Issue 12: the CLI, the API and the daemon agree on what is valid, reads never write, and
@@ -326,6 +327,11 @@ func TestConfigReloadsLive(t *testing.T) {
 	}
 	os.WriteFile(marker, nil, 0o644)
 	st := p.open(t)
+	// The reload SIGHUP asked for is in the audit log, with serve's user as its actor.
+	if evs, _, err := st.ListEvents(context.Background(), store.EventFilter{Action: vocab.ActionReload}); err != nil ||
+		len(evs) != 1 || !strings.HasPrefix(evs[0].Actor, "cli:") || evs[0].Outcome != "ok" || !strings.Contains(evs[0].Params, "SIGHUP") {
+		t.Errorf("reload events %+v %v", evs, err)
+	}
 	until(t, 30*time.Second, "w to succeed and the drain to finish", func() bool {
 		r, err := st.GetRun(context.Background(), "wait", "w")
 		v := pool()

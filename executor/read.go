@@ -108,10 +108,13 @@ func (l *loop) read(ctx context.Context, tx store.Tx, now time.Time) (*decide.In
 		}
 	}
 	l.regChanged = false
-	if in.Load != nil || in.Refresh != nil {
+	// The pending commands, after an outside change, and at every pass while one waits for
+	// something of this daemon's own (a forced deletion, for the attempts it stopped).
+	if in.Load != nil || in.Refresh != nil || l.dec.CommandsWait {
 		if in.Commands, err = tx.PendingCommands(owners.CommandOwners(mem.View, l.cfg.DaemonID, l.serve())); err != nil {
 			return nil, false, err
 		}
+		in.CommandsRead = true
 	}
 	if err := l.commandRuns(tx, in); err != nil {
 		return nil, false, err

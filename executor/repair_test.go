@@ -120,6 +120,10 @@ func TestClearAndMarkTransitions(t *testing.T) {
 		}
 		w.want("a", vocab.TaskRunning, 3) // cleared, ready and admitted in the same pass
 		w.want("b", vocab.TaskNone, 0)
+		// Its entry is due at the clear, not at the run's due time (§10.1), as the preview says.
+		if e, err := w.b.latest(w.run.PK, "a"); err != nil || !e.Due.Equal(w.b.clock.Now()) || e.Due.Equal(w.run.QueuedAt) {
+			t.Errorf("try 3's entry is due at %v (%v), want the clear's time %v", e.Due, err, w.b.clock.Now())
+		}
 		if ti := w.ti("a"); ti.MaxTries != 2+1+1 {
 			t.Errorf("a's tries allowed %d, want 4 (try 2 + retries 1 + 1)", ti.MaxTries)
 		}
@@ -157,6 +161,30 @@ func TestClearAndMarkTransitions(t *testing.T) {
 		w.want("a", vocab.TaskSuccess, 1)
 		if got := started(w.p); !slices.Contains(got, "b") {
 			t.Fatalf("b does not start after a was marked success: %v", got)
+		}
+	})
+	t.Run("mark a failed task success: the upstream_failed task after it runs, in the reopened run", func(t *testing.T) {
+		t.Parallel()
+		w := newRepairWorld(t, false)
+		cmd, _ := w.h.Command(store.Command{Kind: vocab.CommandApprove, Run: w.run.PK, TaskID: "gate", Who: "t"})
+		w.pass(cmd)
+		w.end("a", false) // try 1 fails, up for retry in 1 h; hog takes p
+		w.end("hog", true)
+		if err := w.command(vocab.CommandMark, store.MarkParams{State: "failed", TaskIDs: []string{"a"}}); err != nil {
+			t.Fatal(err)
+		}
+		w.want("b", vocab.TaskUpstreamFailed, 0)
+		if r := w.b.mustRun(t, "r", "x"); r.State != vocab.RunFailed {
+			t.Fatalf("run %s after a was marked failed", r.State)
+		}
+		if err := w.command(vocab.CommandMark, store.MarkParams{State: "success", TaskIDs: []string{"a"}}); err != nil {
+			t.Fatal(err)
+		}
+		w.want("a", vocab.TaskSuccess, 1)
+		w.want("b", vocab.TaskRunning, 1)
+		w.end("b", true)
+		if r := w.b.mustRun(t, "r", "x"); r.State != vocab.RunSuccess {
+			t.Fatalf("run %s after a was marked success and b ran", r.State)
 		}
 	})
 	t.Run("mark a waiting task failed: its entry retired, no retry", func(t *testing.T) {
@@ -242,9 +270,9 @@ func TestDeleteRunAndAuditEvents(t *testing.T) {
 	if _, err := w.b.st.GetRun(context.Background(), "r", "x"); err != nil {
 		t.Fatalf("the run went before its attempt ended: %v", err)
 	}
-	w.end("a", false) // the stopped attempt ends; the pending deletion is applied by the next load
-	w.h.l.mem.Invalidate()
-	w.pass()
+	// The stopped attempt ends: the pending deletion is applied in the same pass, with nothing
+	// else to make the daemon read its pending commands again (it read them at every pass since).
+	w.end("a", false)
 	if _, err := w.b.st.GetRun(context.Background(), "r", "x"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the run after its attempts ended: %v", err)
 	}
@@ -264,5 +292,22 @@ func TestDeleteRunAndAuditEvents(t *testing.T) {
 		"delete_run/cli:test@host/ok"}
 	if n != len(want) || !slices.Equal(got, want) {
 		t.Fatalf("events:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestTriggerNoteNamesItsAuthor: a note given with a trigger says who wrote it and when, as
+// any other note does (§10.3).
+func TestTriggerNoteNamesItsAuthor(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", map[string]string{"quick.yaml": "tasks:\n  - id: a\n    command: ['true']\n"})
+	h, clock := b.harness(t, nil)
+	trig, reply := h.Trigger(TriggerRequest{DAGID: "quick", RunID: "n1", Note: "rerun for the audit", Who: "api:10.0.0.7"})
+	h.mustPass(t, trig)
+	if r := <-reply; r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	r := b.mustRun(t, "quick", "n1")
+	if r.Note != "rerun for the audit" || r.NoteBy != "api:10.0.0.7" || !r.NoteAt.Equal(clock.Now()) {
+		t.Fatalf("note %q by %q at %v", r.Note, r.NoteBy, r.NoteAt)
 	}
 }

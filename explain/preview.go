@@ -237,11 +237,15 @@ func runWaits(ctx context.Context, st store.Store, d *dag.DAG, run store.Run) (s
 	if err != nil {
 		return "", err
 	}
+	again := " again" // an ended run is queued again
+	if run.State == vocab.RunQueued {
+		again = ""
+	}
 	switch {
 	case d.MaxActiveRuns > 0 && n >= d.MaxActiveRuns:
-		return fmt.Sprintf("its run waits to start again: max_active_runs %d of dag %s reached", d.MaxActiveRuns, d.ID), nil
+		return fmt.Sprintf("its run waits to start%s: max_active_runs %d of dag %s reached", again, d.MaxActiveRuns, d.ID), nil
 	case d.ConcurrencyPolicy == dag.PolicyForbid && n > 0:
-		return fmt.Sprintf("its run waits to start again: concurrency_policy forbid waits for run %s", running[0].RunID), nil
+		return fmt.Sprintf("its run waits to start%s: concurrency_policy forbid waits for run %s", again, running[0].RunID), nil
 	}
 	return "", nil
 }

@@ -62,7 +62,7 @@ func (s *Server) sendCommand(ctx context.Context, run store.Run, c store.Command
 	}
 	s.wake()
 	if c.Kind == vocab.CommandDelete {
-		gone, refused, err := AwaitDeletion(ctx, s.cfg.Store, s.writer, run.PK, c.ID, s.cfg.CommandWait)
+		gone, refused, err := AwaitDeletion(ctx, s.cfg.Store, run.PK, c.ID, s.cfg.CommandWait)
 		switch {
 		case err != nil:
 			return err

@@ -17,6 +17,10 @@ var fuzzRoutes = []struct{ method, path string }{
 	{http.MethodPost, "/api/v1/dags/gate/dagRuns/g1/taskInstances/approve/approve"},
 	{http.MethodPost, "/api/v1/dags/gate/dagRuns/g1/taskInstances/approve/reject"},
 	{http.MethodPost, "/pools/db/queue/1/cancel"},
+	{http.MethodPost, "/api/v1/dags/gate/clearTaskInstances"},
+	{http.MethodPost, "/api/v1/dags/gate/dagRuns/g1/clear"},
+	{http.MethodPatch, "/api/v1/dags/gate/dagRuns/g1/taskInstances/approve"},
+	{http.MethodPatch, "/api/v1/dags/gate/dagRuns/g1"},
 }
 
 // FuzzRequestBodies sends arbitrary bodies to every route that reads one and asserts the server
@@ -34,6 +38,10 @@ func FuzzRequestBodies(f *testing.F) {
 		`{"params": {"a": [1, {"b": null}]}, "try_number": 2, "kind": "sensor", "trigger": "catchup"}`,
 		`{"note": "` + strings.Repeat("n", 1000) + `"}`, `{"a":` + strings.Repeat("[", 20000) + `}`, `{"x": 1e999}`,
 		"{\"note\": \"\xff\xfe\"}", `{"conf": {"a": 1}} trailing`, `{"slots": 1.5}`, `{"dag_run_id": "` + strings.Repeat("r", 300) + `"}`,
+		`{"dag_run_id": "g1", "task_ids": ["approve"], "include_downstream": true, "dry_run": false}`,
+		`{"dag_run_id": "g1", "task_ids": [1]}`, `{"dag_run_id": "g1", "task_ids": ["nosuch"], "only_running": true}`,
+		`{"dry_run": false, "only_failed": "yes"}`, `{"new_state": "success", "include_upstream": true, "dry_run": true}`,
+		`{"new_state": "queued"}`, `{"new_state": null, "note": null}`, `{"state": "queued", "note": ""}`, `{"state": 7}`,
 	}
 	for i := range fuzzRoutes {
 		for _, s := range seeds {

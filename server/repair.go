@@ -474,27 +474,21 @@ func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) {
 // awaitDeletion waits up to CommandWait for run to be gone after its deletion was accepted
 // (AwaitDeletion).
 func (s *Server) awaitDeletion(ctx context.Context, run store.Run) (bool, error) {
-	gone, _, err := AwaitDeletion(ctx, s.cfg.Store, s.writer, run.PK, 0, s.cfg.CommandWait)
+	gone, _, err := AwaitDeletion(ctx, s.cfg.Store, run.PK, 0, s.cfg.CommandWait)
 	return gone, err
 }
 
 // AwaitDeletion waits up to wait for run pk to be gone after its deletion was sent (as stored
 // command cmd, or 0 for one sent through a daemon's loop), and says whether it is, or why the
-// daemon refused it. A forced deletion first stops the run's attempts, and the daemon keeps
-// it pending until they ended; but it reads the store's pending commands again only at a load
-// or when another process committed, so a daemon alone would keep it until something else
-// happens. Once nothing of the run runs, AwaitDeletion gives it that commit through writer (a
-// handle the daemon sees as another process): the run's note written again as it is, which
-// changes nothing but stamps the run. The API and the CLI both wait with it.
-func AwaitDeletion(ctx context.Context, st, writer store.Store, pk, cmd int64, wait time.Duration) (gone bool, refused string, err error) {
+// daemon refused it. A forced deletion first stops the run's attempts; the daemon applies it
+// once they ended. The API and the CLI both wait with it.
+func AwaitDeletion(ctx context.Context, st store.Store, pk, cmd int64, wait time.Duration) (gone bool, refused string, err error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	var nudged time.Time
 	for {
-		run, err := st.GetRunByPK(ctx, pk)
-		if errors.Is(err, store.ErrNotFound) {
+		if _, err := st.GetRunByPK(ctx, pk); errors.Is(err, store.ErrNotFound) {
 			return true, "", nil
 		} else if err != nil {
 			return false, "", err
@@ -505,19 +499,6 @@ func AwaitDeletion(ctx context.Context, st, writer store.Store, pk, cmd int64, w
 				return false, msg, nil
 			}
 		}
-		if time.Since(nudged) > 250*time.Millisecond {
-			running, err := runsAttempts(ctx, st, pk)
-			if err != nil {
-				return false, "", err
-			}
-			if !running && (cmd == 0 || pending(ctx, st, cmd)) {
-				nudged = time.Now()
-				err := writer.WithTx(ctx, func(tx store.Tx) error { return tx.SetNote(pk, "", run.Note, run.NoteBy, run.NoteAt) })
-				if err != nil && !errors.Is(err, store.ErrNotFound) {
-					return false, "", err
-				}
-			}
-		}
 		select {
 		case <-ctx.Done():
 			return false, "", ctx.Err()
@@ -526,27 +507,6 @@ func AwaitDeletion(ctx context.Context, st, writer store.Store, pk, cmd int64, w
 		case <-tick.C:
 		}
 	}
-}
-
-// pending reports whether stored command id is not done yet (a forced deletion waiting for its
-// attempts to end is not).
-func pending(ctx context.Context, st store.Store, id int64) bool {
-	done, _, err := st.CommandOutcome(ctx, id)
-	return err == nil && !done
-}
-
-// runsAttempts reports whether an attempt of run pk is admitted (running, or stopping).
-func runsAttempts(ctx context.Context, st store.Store, pk int64) (bool, error) {
-	entries, err := st.LatestEntries(ctx, pk)
-	if err != nil {
-		return false, err
-	}
-	for _, e := range entries {
-		if e.State == vocab.EntryAdmitted {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // notes writes note on the task instances taskIDs of run (on the run itself when none), each

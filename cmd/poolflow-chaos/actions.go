@@ -22,6 +22,8 @@ const (
 	kTest    kind = "dags-test"    // poolflow dags test in a slot
 	kDelete  kind = "delete-dag"   // remove a DAG file, restore it later
 	kResize  kind = "resize"       // poolflow pools set on a stored pool
+	kClear   kind = "clear"        // clear task instances of a run: poolflow tasks clear or POST clearTaskInstances
+	kMark    kind = "mark"         // mark a task instance: poolflow tasks mark or PATCH .../taskInstances/{task}
 	kRestart kind = "restart"      // start a killed daemon again (scheduled by its kill)
 	kRestore kind = "restore"      // put a deleted DAG file back (scheduled by its delete)
 )
@@ -40,6 +42,14 @@ type action struct {
 	slots  int
 	force  bool
 	down   time.Duration // kill of a daemon: until its restart; delete-dag: until the file is back
+	// clear and mark: which run and task (indexes into what exists when the action comes), over
+	// HTTP (to daemon target) or the CLI, with the downstream tasks, only the failed ones (a
+	// clear that names no task), the state a mark gives.
+	pick, task int
+	http       bool
+	downstream bool
+	onlyFailed bool
+	state      vocab.TaskState
 }
 
 func (a action) String() string {
@@ -55,17 +65,29 @@ func (a action) String() string {
 		s += fmt.Sprintf(" %s for %s", a.dag, a.down.Round(time.Millisecond))
 	case kResize:
 		s += fmt.Sprintf(" %s to %d force=%v", a.pool, a.slots, a.force)
+	case kClear, kMark:
+		via := "cli"
+		if a.http {
+			via = fmt.Sprintf("http %d", a.target)
+		}
+		s += fmt.Sprintf(" run #%d task #%d via %s downstream=%v", a.pick, a.task, via, a.downstream)
+		if a.kind == kClear {
+			s += fmt.Sprintf(" only_failed=%v", a.onlyFailed)
+		} else {
+			s += " to " + string(a.state)
+		}
 	}
 	return s
 }
 
 // rates are the mean intervals between actions of each kind.
 type rates struct {
-	kill, http, cli, test, del, resize, slow time.Duration
+	kill, http, cli, test, del, resize, slow, clear, mark time.Duration
 }
 
 var defaultRates = rates{kill: 8 * time.Second, http: 2500 * time.Millisecond, cli: 4 * time.Second,
-	test: 6 * time.Second, del: 40 * time.Second, resize: 15 * time.Second, slow: 25 * time.Second}
+	test: 6 * time.Second, del: 40 * time.Second, resize: 15 * time.Second, slow: 25 * time.Second,
+	clear: 5 * time.Second, mark: 8 * time.Second}
 
 // makePlan draws every action of a chaos of length total from seed.
 func makePlan(seed uint64, total time.Duration, daemons, slots int, lease time.Duration, long bool, rt rates) []action {
@@ -129,6 +151,20 @@ func makePlan(seed uint64, total time.Duration, daemons, slots int, lease time.D
 		pd := poolDefs[rng.IntN(len(poolDefs))]
 		return action{kind: kResize, pool: pd.name, slots: pd.sizes[rng.IntN(len(pd.sizes))], force: rng.Float64() < 0.5}
 	})
+	repair := func(k kind) action {
+		return action{kind: k, pick: rng.IntN(1 << 20), task: rng.IntN(1 << 20), http: rng.Float64() < 0.5,
+			target: rng.IntN(daemons), downstream: rng.Float64() < 0.5}
+	}
+	poisson(rt.clear, func() action {
+		a := repair(kClear)
+		a.onlyFailed = rng.Float64() < 0.3
+		return a
+	})
+	poisson(rt.mark, func() action {
+		a := repair(kMark)
+		a.state = []vocab.TaskState{vocab.TaskSuccess, vocab.TaskFailed, vocab.TaskSkipped}[rng.IntN(3)]
+		return a
+	})
 	sort.SliceStable(plan, func(i, j int) bool { return plan[i].at < plan[j].at })
 	for i := range plan {
 		plan[i].seq = i + 1
@@ -179,6 +215,8 @@ func (h *harness) do(a action) {
 		h.logf("restore %s", a.dag)
 	case kResize:
 		h.resize(a.pool, a.slots, a.force, a.String())
+	case kClear, kMark:
+		h.async(func() { h.repair(a) })
 	case kRestart:
 		if h.isQuiet() {
 			return // the quiet period starts every daemon itself

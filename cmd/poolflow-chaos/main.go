@@ -1,7 +1,7 @@
 // Command poolflow-chaos is poolflow's chaos harness (issue 9): several `poolflow serve`
 // daemons and `poolflow dags test` processes on one store, DAGs with overlapping multi-pool
 // requirements, random kill -9 and restarts, DAG files deleted and restored, pools shrunk and
-// grown, for a bounded time; then a quiet period, and checks from the intervals the tasks
+// grown, task instances cleared and marked (over HTTP and the CLI, repair.go), for a bounded time; then a quiet period, and checks from the intervals the tasks
 // really ran and from the store: no pool over capacity, no attempt running twice, every run
 // final, no claim held and no orphan process after the lease bound.
 //
@@ -78,6 +78,8 @@ func parseFlags(args []string) (options, error) {
 		{&o.rates.cli, "cli-every", "dags trigger commands"}, {&o.rates.test, "test-every", "dags test starts"},
 		{&o.rates.del, "delete-every", "DAG file deletions"}, {&o.rates.resize, "resize-every", "pool resizes"},
 		{&o.rates.slow, "slow-every", "HTTP triggers of the slow DAG"},
+		{&o.rates.clear, "clear-every", "clears of task instances (tasks clear, clearTaskInstances)"},
+		{&o.rates.mark, "mark-every", "marks of a task instance (tasks mark, PATCH taskInstances)"},
 	} {
 		fs.DurationVar(f.p, f.name, *f.p, "mean interval between "+f.what+" (0 = none)")
 	}

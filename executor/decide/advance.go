@@ -21,6 +21,15 @@ type readyTask struct {
 	try int
 }
 
+// due is the due time of the ready task's entry: its run's, or, for a task a clear queued
+// again, the time of the clear (§10.1).
+func (r readyTask) due() time.Time {
+	if !r.ti.Due.IsZero() {
+		return r.ti.Due
+	}
+	return r.run.Due()
+}
+
 // advanceAll moves every changed run forward: queued runs start when max_active_runs allows,
 // trigger rules turn finished upstream tasks into ready (or skipped, upstream_failed) ones, due
 // retries come back, and every task that became ready is queued before the pass admits (§4.4).
@@ -40,7 +49,7 @@ func (ps *pass) advanceAll() {
 	// Queue IDs follow (due time, run_id, task order in the DAG) (§4.4).
 	sort.Slice(ready, func(i, j int) bool {
 		a, b := ready[i], ready[j]
-		if da, db := a.run.Due(), b.run.Due(); !da.Equal(db) {
+		if da, db := a.due(), b.due(); !da.Equal(db) {
 			return da.Before(db)
 		}
 		if a.run.RunID != b.run.RunID {
@@ -177,7 +186,7 @@ func (ps *pass) newEntry(r readyTask) store.Entry {
 		run.LastNeeds = needs
 	}
 	e := store.Entry{ID: ps.st.NextEntryID, Run: run.PK, TaskID: ti.TaskID, TryNumber: r.try,
-		Label: label(run.DAGID, ti.TaskID, r.try), Priority: run.Weights[ti.TaskID], Due: run.Due(), State: vocab.EntryWaiting,
+		Label: label(run.DAGID, ti.TaskID, r.try), Priority: run.Weights[ti.TaskID], Due: r.due(), State: vocab.EntryWaiting,
 		Rule: rule, CreatedAt: ps.now, Needs: needs, Owner: ps.cfg.DaemonID, DAGID: run.DAGID, RunID: run.RunID,
 		RunType: run.RunType, Fingerprint: ti.Fingerprint()}
 	ps.st.NextEntryID++

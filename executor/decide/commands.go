@@ -22,7 +22,8 @@ func (ps *pass) command(ev *Command) {
 		return // another live daemon owns the ended run: it applies the command
 	case errors.Is(err, errWaits):
 		// A forced deletion waits for the attempts it stopped: the stored command stays
-		// pending, and every load or refresh applies it again until they ended.
+		// pending, and every pass reads it and applies it again until they ended.
+		ps.p.CommandsWait = true
 		if !ev.FromStore {
 			ps.p.add(EnsureCommand{c})
 			reply := ev.Reply
@@ -70,6 +71,11 @@ func (ps *pass) audit(c store.Command, err error) {
 		e.DAGID, e.RunID = r.DAGID, r.RunID
 	} else if cr := ps.in.CommandRuns[c.Run]; cr != nil {
 		e.DAGID, e.RunID = cr.Run.DAGID, cr.Run.RunID
+	}
+	for _, r := range ps.p.Deleted { // a run the command deleted is no longer in memory
+		if r.PK == c.Run {
+			e.DAGID, e.RunID = r.DAGID, r.RunID
+		}
 	}
 	if err != nil {
 		e.Outcome = err.Error()

@@ -3,6 +3,7 @@ package decide
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/poolflow/poolflow/config"
@@ -64,6 +65,10 @@ type Decider struct {
 	MinLease time.Time
 	// passedAt is the clock of the last committed pass: the fires it saw (nextFire).
 	passedAt time.Time
+	// CommandsWait: a stored command waits for something of this daemon's own (a forced
+	// deletion, for the attempts it stopped): every pass reads the pending commands until it
+	// is done, since nothing outside will change to make the daemon read them.
+	CommandsWait bool
 
 	testRun  store.Run
 	testDone bool
@@ -125,6 +130,7 @@ type Input struct {
 	DV, Seq         int64            // the store's change version and sequence this pass read at
 	Claims          []store.Claim    // every claim, read in this pass
 	Commands        []store.Command
+	CommandsRead    bool                  // Commands are every pending command of this daemon's (read in this pass)
 	CommandRuns     map[int64]*CommandRun // the runs commands name that memory does not hold
 	TakenRunIDs     map[string]bool       // "dag\x00run" of the triggers' run ids that exist already
 	TestRunEnded    *store.Run            // the test run, ended by another process
@@ -159,6 +165,9 @@ type Plan struct {
 	NodeFires map[string]time.Time
 	// TestPK is the dags test run this pass created.
 	TestPK int64
+	// CommandsRead: the pass saw every pending command; CommandsWait: one of them (or a command
+	// this pass stored) waits for something of this daemon's own to end.
+	CommandsRead, CommandsWait bool
 	// Again: pass again at once, with these events still to do (a takeover was planned; the
 	// next pass loads memory after it). Wake: pass again at once (memory must read what this
 	// pass wrote, or a queued run may start now).
@@ -216,7 +225,7 @@ func (d *Decider) serve() bool { return d.cfg.Test == nil }
 // Decide makes one pass's plan (see the package comment). A pass that plans the takeover of a
 // dead owner does only that (Again): the next pass loads memory after it.
 func (d *Decider) Decide(in *Input) *Plan {
-	p := &Plan{Now: in.Now, Daemon: d.cfg.DaemonID, Epoch: in.Epoch}
+	p := &Plan{Now: in.Now, Daemon: d.cfg.DaemonID, Epoch: in.Epoch, CommandsRead: in.CommandsRead}
 	ps := &pass{Decider: d, in: in, p: p, now: in.Now, st: d.St}
 	if in.NoWait {
 		// A shutdown's last writes: the ends of its attempts and the runs they end.
@@ -228,6 +237,7 @@ func (d *Decider) Decide(in *Input) *Plan {
 	}
 	if in.View != nil && ps.takeovers() {
 		p.Again = true
+		p.CommandsRead = false // this pass looked at no command
 		d.St.Invalidate()
 		return p
 	}
@@ -261,15 +271,23 @@ type pass struct {
 	pgids    map[int64]int    // the process groups of attempts that started, by entry
 	stops    []int64          // waiting entries of this daemon's runs that carry a stop request
 	admitted []*state.Entry
+	deleted  map[int64]bool // runs deleted in this pass
 }
 
 // flush writes what the pass kept to write once: the attempts that ended, then the runs and
 // task instances it changed.
 func (ps *pass) flush() {
+	runs, tis := ps.st.Flush()
+	if len(ps.deleted) > 0 {
+		// A run deleted in this pass once its last attempt ended, in the same pass: the end's
+		// rows have nowhere to go.
+		ps.attempts = slices.DeleteFunc(ps.attempts, func(a *store.Attempt) bool { return ps.deleted[a.Run] })
+		runs = slices.DeleteFunc(runs, func(r *store.Run) bool { return ps.deleted[r.PK] })
+		tis = slices.DeleteFunc(tis, func(ti *store.TaskInstance) bool { return ps.deleted[ti.Run] })
+	}
 	if len(ps.attempts) > 0 {
 		ps.p.add(PutAttempts{ps.attempts})
 	}
-	runs, tis := ps.st.Flush()
 	if len(runs) > 0 {
 		ps.p.add(PutRuns{runs})
 	}

@@ -149,10 +149,49 @@ func (ps *pass) mark(c store.Command) error {
 		}
 		n++
 	}
+	if n > 0 {
+		ps.rederive(run, tis)
+	}
 	if ended && n > 0 {
 		ps.reopen(run)
 	}
 	return nil
+}
+
+// rederive puts back to none the tasks downstream of marked ones whose state only their
+// trigger rule gave them (upstream_failed, or skipped without running), so that they follow
+// their trigger rules again over the marked states (§10.2: marked a success, a task after it
+// that was upstream_failed runs). It walks on through the tasks it resets only: a task that ran
+// keeps its result, and what lies after it depended on that result, not on the mark.
+func (ps *pass) rederive(run *state.Run, marked []*state.TI) {
+	if run.Layout == nil {
+		return
+	}
+	var stack []int32
+	for _, ti := range marked {
+		if ti.Idx >= 0 {
+			stack = append(stack, run.Layout.Down[ti.Idx]...)
+		}
+	}
+	for len(stack) > 0 {
+		idx := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		ti := run.ByIdx[idx]
+		if ti == nil || !derivedByTrigger(ti) {
+			continue
+		}
+		ti.State, ti.ReasonCode, ti.Reason = vocab.TaskNone, "", ""
+		ps.st.Touch(ti)
+		stack = append(stack, run.Layout.Down[idx]...)
+	}
+}
+
+// derivedByTrigger reports whether a task instance's state came from its trigger rule alone
+// (advance): upstream_failed, or skipped, with no reason code of its own and never started.
+// A person's skip is marked, a sensor's soft fail or timeout ran.
+func derivedByTrigger(ti *state.TI) bool {
+	return (ti.State == vocab.TaskUpstreamFailed || ti.State == vocab.TaskSkipped) && ti.ReasonCode == "" &&
+		ti.StartDate.IsZero()
 }
 
 // markRun marks a whole run (§10.2): its tasks as mark says, and the run itself ends as asked
@@ -252,6 +291,10 @@ func (ps *pass) deleteRun(c store.Command) error {
 	}
 	ps.st.RemoveRun(run)
 	ps.p.add(DeleteRun{run.PK})
+	if ps.deleted == nil {
+		ps.deleted = map[int64]bool{}
+	}
+	ps.deleted[run.PK] = true // what the pass wrote of it before goes with it (flush)
 	ps.p.Deleted = append(ps.p.Deleted, run.Run)
 	ps.p.info("run deleted", keyDAG, run.DAGID, keyRun, run.RunID, "by", orDefault(c.Who, "api"))
 	return nil

@@ -47,6 +47,9 @@ func (ps *pass) trigger(ev *Trigger) {
 		ps.p.reply(func() { reply <- TriggerReply{Err: err} })
 		return
 	}
+	if r.Note != "" {
+		r.NoteBy, r.NoteAt = orDefault(req.Who, "api"), ps.now // who wrote it, and when (§10.3)
+	}
 	run := ps.newRun(d, r)
 	ps.triggers = append(ps.triggers, &pendingTrigger{ev: ev, run: run})
 }

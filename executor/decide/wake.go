@@ -53,6 +53,9 @@ func (d *Decider) Committed(p *Plan, drained []string) {
 	if p.TestPK != 0 {
 		d.St.TestPK = p.TestPK
 	}
+	if p.CommandsRead || p.CommandsWait {
+		d.CommandsWait = p.CommandsWait
+	}
 	for _, s := range p.Starts {
 		d.St.Running[s.Entry] = true
 	}
