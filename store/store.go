@@ -73,6 +73,11 @@ type Reader interface {
 	DaemonHeartbeat(ctx context.Context, id string) (time.Time, error)
 	// ListEvents lists the audit events f selects, newest first, and how many it selects in all.
 	ListEvents(ctx context.Context, f EventFilter) ([]Event, int, error)
+	// ListDAGVersions lists a DAG's versions (§12), newest first, without their texts, and how
+	// many it has; GetDAGVersion reads one with its text (n 0: the current one), ErrNotFound
+	// when it is not stored.
+	ListDAGVersions(ctx context.Context, dagID string, limit, offset int) ([]DAGVersion, int, error)
+	GetDAGVersion(ctx context.Context, dagID string, n int) (DAGVersion, error)
 }
 
 // Tx is one write transaction: an admission pass, a CLI command, or a daemon's recovery. Every
@@ -122,6 +127,14 @@ type Tx interface {
 	// (run, task, try) the later wins.
 	PutAttempts(as []*Attempt) error
 	UpsertDAG(dagID, file, schedule string, now time.Time) error
+	// VersionKeys lists every stored DAG version's number and hash (§12); VersionOf is the
+	// number of a DAG's version with a hash, 0 for none.
+	VersionKeys() ([]VersionKey, error)
+	VersionOf(dagID, hash string) (int, error)
+	// PutDAGVersion records v as its DAG's current version: inserted when v.Source is set (a
+	// new version), else seen again. The DAG's row must exist (UpsertDAG). A number or hash
+	// another version of the DAG holds is ErrConflict.
+	PutDAGVersion(v *DAGVersion, now time.Time) error
 	DAGStates() (map[string]DAGState, error)
 	SetCheckpoint(dagID string, at time.Time) error
 	SetPaused(dagID string, paused bool, now time.Time) error
@@ -225,7 +238,7 @@ const OpTimeout = 5 * time.Second
 func SchemaVersion() int { return schemaVersion }
 
 // schemaVersion is raised with a migration of every driver (their tests check they agree).
-const schemaVersion = 8
+const schemaVersion = 9
 
 // Micros converts a time to the stored form: microseconds since the Unix epoch, UTC.
 func Micros(t time.Time) int64 { return t.UnixMicro() }

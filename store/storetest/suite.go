@@ -50,6 +50,9 @@ func Run(t *testing.T, h Harness) {
 		{"Events", testEvents},
 		{"MigrateRepair", testMigrateRepair},
 		{"CopyRepair", testCopyRepair},
+		{"DAGVersions", testDAGVersions},
+		{"RunVersions", testRunVersions},
+		{"CopyVersions", testCopyVersions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -329,6 +329,14 @@ func timeOf(v sql.NullInt64) time.Time {
 	return store.FromMicros(v.Int64)
 }
 
+// nullInt is a number whose 0 means none (a version not known).
+func nullInt(v int) any {
+	if v == 0 {
+		return nil
+	}
+	return v
+}
+
 func nullString(s string) any {
 	if s == "" {
 		return nil
