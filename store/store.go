@@ -78,6 +78,10 @@ type Reader interface {
 	// when it is not stored.
 	ListDAGVersions(ctx context.Context, dagID string, limit, offset int) ([]DAGVersion, int, error)
 	GetDAGVersion(ctx context.Context, dagID string, n int) (DAGVersion, error)
+	// CountPrunable counts what retention with these cutoffs would delete (zero: nothing of
+	// that kind); PrunableRuns lists up to limit of the runs, oldest first (Tx.PruneRuns).
+	CountPrunable(ctx context.Context, runsBefore, eventsBefore time.Time) (PruneCounts, error)
+	PrunableRuns(ctx context.Context, before time.Time, limit int) ([]PrunedRun, error)
 }
 
 // Tx is one write transaction: an admission pass, a CLI command, or a daemon's recovery. Every
@@ -149,6 +153,16 @@ type Tx interface {
 	// requirement rows and claims) and commands, and leaves a tombstone ChangesSince reports.
 	// A run with an admitted entry is ErrConflict: its attempt must end first.
 	DeleteRun(pk int64) error
+	// PruneRuns deletes up to limit runs that ended before `before`, oldest first, with
+	// everything they hold (as DeleteRun), and returns them (§12). It never deletes an open
+	// run, a run with a waiting or admitted entry, the newest run of a DAG, or the highest run
+	// id. A run that ended less than a day before now leaves a tombstone ChangesSince reports.
+	PruneRuns(before, now time.Time, limit int) ([]PrunedRun, error)
+	// PruneEvents deletes up to limit audit events older than before, oldest first.
+	PruneEvents(before time.Time, limit int) (int, error)
+	// PruneVersions deletes up to limit DAG versions last seen before `before` that are
+	// neither their DAG's current nor its highest and that no run, entry or attempt records.
+	PruneVersions(before time.Time, limit int) (int, error)
 	PendingCommands(owners []string) ([]Command, error)
 	HasPendingCommand(run int64, kind vocab.CommandKind) (bool, error)
 	DoneCommand(id int64, now time.Time, refused error) error

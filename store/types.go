@@ -307,3 +307,17 @@ type Holding struct {
 	AdmittedAt time.Time
 	EndedAt    time.Time
 }
+
+// PrunedRun is a run retention deleted (or would delete): its logs go after the commit.
+type PrunedRun struct {
+	PK    int64
+	DAGID string
+	RunID string
+}
+
+// PruneCounts are the rows a retention with given cutoffs would delete (a dry run): the runs
+// with their task instances, attempts and queue entries, the audit events, the DAG versions
+// no row records any more.
+type PruneCounts struct {
+	Runs, TaskInstances, Attempts, Entries, Events, Versions int
+}

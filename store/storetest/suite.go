@@ -53,6 +53,9 @@ func Run(t *testing.T, h Harness) {
 		{"DAGVersions", testDAGVersions},
 		{"RunVersions", testRunVersions},
 		{"CopyVersions", testCopyVersions},
+		{"PruneRuns", testPruneRuns},
+		{"PruneHighestRun", testPruneHighestRun},
+		{"PruneEventsAndVersions", testPruneEventsAndVersions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,8 +25,8 @@ ALTER TABLE dag_runs ADD COLUMN version BIGINT;
 ALTER TABLE queue_entries ADD COLUMN version BIGINT;
 ALTER TABLE attempts ADD COLUMN version BIGINT;
 
--- Retention walks the ended runs by their end, oldest first; deleting a run cascades into its
--- commands, which had no index on run but a partial one for the pending ones (a scan of the
--- whole table per deleted run).
-CREATE INDEX dag_runs_ended ON dag_runs (end_date) WHERE state IN ('success', 'failed');
+-- Retention walks the ended runs by their end (their queueing when they have none), oldest
+-- first; deleting a run cascades into its commands, which had no index on run but a partial one
+-- for the pending ones (a scan of the whole table per deleted run).
+CREATE INDEX dag_runs_ended ON dag_runs ((COALESCE(end_date, queued_at))) WHERE state IN ('success', 'failed');
 CREATE INDEX commands_run ON commands (run);
