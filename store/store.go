@@ -82,6 +82,9 @@ type Reader interface {
 	// that kind); PrunableRuns lists up to limit of the runs, oldest first (Tx.PruneRuns).
 	CountPrunable(ctx context.Context, runsBefore, eventsBefore time.Time) (PruneCounts, error)
 	PrunableRuns(ctx context.Context, before time.Time, limit int) ([]PrunedRun, error)
+	// RunEnds says, of the runs of dagID named, which exist and when each ended (zero: open):
+	// a run missing from the answer is not in the store.
+	RunEnds(ctx context.Context, dagID string, runIDs []string) (map[string]time.Time, error)
 }
 
 // Tx is one write transaction: an admission pass, a CLI command, or a daemon's recovery. Every
@@ -156,7 +159,7 @@ type Tx interface {
 	// PruneRuns deletes up to limit runs that ended before `before`, oldest first, with
 	// everything they hold (as DeleteRun), and returns them (§12). It never deletes an open
 	// run, a run with a waiting or admitted entry, the newest run of a DAG, or the highest run
-	// id. A run that ended less than a day before now leaves a tombstone ChangesSince reports.
+	// id. A run that ended less than an hour before now leaves a tombstone ChangesSince reports.
 	PruneRuns(before, now time.Time, limit int) ([]PrunedRun, error)
 	// PruneEvents deletes up to limit audit events older than before, oldest first.
 	PruneEvents(before time.Time, limit int) (int, error)

@@ -73,7 +73,7 @@ func seedRetention(t testing.TB, st store.Store, runs []retentionRun) map[string
 // testPruneRuns (§12): retention deletes ended runs older than the cutoff, oldest first and as
 // many as asked, with everything they hold; never an open run, a run with a waiting or
 // admitted entry (a live attempt), the newest run of a DAG, or the highest run id. A dry run
-// counts exactly what it deletes; a run that ended within a day leaves a tombstone.
+// counts exactly what it deletes; a run that ended within the hour leaves a tombstone.
 func testPruneRuns(t *testing.T, h Harness) {
 	st := h.New(t)
 	d := 24 * time.Hour
@@ -84,7 +84,7 @@ func testPruneRuns(t *testing.T, h Harness) {
 		{dag: "a", id: "live", end: now.Add(-10 * d), entry: vocab.EntryAdmitted},
 		{dag: "a", id: "orphan", end: now.Add(-10 * d), entry: vocab.EntryWaiting},
 		{dag: "a", id: "open"},
-		{dag: "a", id: "recent", end: now.Add(-time.Hour)},
+		{dag: "a", id: "recent", end: now.Add(-10 * time.Minute)},
 		{dag: "a", id: "a-last", end: now.Add(-8 * d)},
 		{dag: "b", id: "b-last", end: now.Add(-10 * d)},
 		{dag: "c", id: "c-last", end: now.Add(-d)},
@@ -131,7 +131,7 @@ func testPruneRuns(t *testing.T, h Harness) {
 	if n := Count(t, st, `SELECT COUNT(*) FROM deleted_runs`); n != 0 {
 		t.Errorf("%d tombstones for runs that ended days ago", n)
 	}
-	// With the cutoff at now, the run that ended an hour ago goes, and leaves a tombstone;
+	// With the cutoff at now, the run that ended minutes ago goes, and leaves a tombstone;
 	// the others stay whatever their age.
 	seq := Count(t, st, `SELECT seq FROM poolflow_changes`)
 	must(t, st.WithTx(bg(), func(tx store.Tx) error {
@@ -152,6 +152,12 @@ func testPruneRuns(t *testing.T, h Harness) {
 	}
 	if c, err := st.CountPrunable(bg(), now.Add(time.Hour), time.Time{}); err != nil || c.Runs != 0 {
 		t.Fatalf("left to prune %+v %v", c, err)
+	}
+	// What the logs folder's walk reads: a deleted run is missing, an open one has no end.
+	ends, err := st.RunEnds(bg(), "a", []string{"old", "live", "open", "never"})
+	if _, gone := ends["old"]; err != nil || gone || len(ends) != 2 || !ends["live"].Equal(now.Add(-10*d)) ||
+		!ends["open"].IsZero() {
+		t.Fatalf("run ends %v %v", ends, err)
 	}
 }
 

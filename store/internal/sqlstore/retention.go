@@ -24,11 +24,18 @@ const prunableRuns = `FROM dag_runs r WHERE r.state IN ('success', 'failed') AND
 	AND r.id <> (SELECT l.id FROM dag_runs l WHERE l.dag_id = r.dag_id ORDER BY l.queued_at DESC, l.id DESC LIMIT 1)
 	AND NOT EXISTS (SELECT 1 FROM queue_entries e WHERE e.run = r.id AND e.state IN ('waiting', 'admitted'))`
 
+// tombstoneRecent is how recently a run retention deletes must have ended for it to leave a
+// tombstone. A live daemon reads what others committed at every pass, and passes at least at
+// each lease renewal (10 s); one that could not for longer than its lease (30 s) is taken over
+// and reads its memory again. So a run that ended an hour ago is known ended by every daemon,
+// and only a cutoff close to now (db clean --before a minute ago) writes tombstones.
+const tombstoneRecent = time.Hour
+
 // PruneRuns deletes up to limit runs that ended before `before` (see prunableRuns), oldest
 // first, with everything they hold (ON DELETE CASCADE, as DeleteRun), and returns them. A run
-// that ended less than tombstoneAge before now leaves a tombstone, as a deletion does: another
-// daemon may still hold it as open until its next refresh, which then forgets it. One that
-// ended before that is known ended by every live daemon.
+// that ended less than tombstoneRecent before now leaves a tombstone, as a deletion does:
+// another daemon may still hold it as open until its next refresh, which then forgets it.
+// Tombstones older than tombstoneAge go as DeleteRun's do.
 func (t *Tx) PruneRuns(before, now time.Time, limit int) ([]store.PrunedRun, error) {
 	rows, err := t.query(`SELECT r.id, r.dag_id, r.run_id, COALESCE(r.end_date, r.queued_at) `+prunableRuns+`
 		ORDER BY COALESCE(r.end_date, r.queued_at), r.id LIMIT ?`, store.Micros(before), limit)
@@ -44,7 +51,7 @@ func (t *Tx) PruneRuns(before, now time.Time, limit int) ([]store.PrunedRun, err
 			rows.Close()
 			return nil, unavailable(err)
 		}
-		if store.FromMicros(ended).After(now.Add(-tombstoneAge)) {
+		if store.FromMicros(ended).After(now.Add(-tombstoneRecent)) {
 			recent = append(recent, p.PK)
 		}
 		out = append(out, p)
@@ -182,4 +189,44 @@ func (s *DB) PrunableRuns(ctx context.Context, before time.Time, limit int) ([]s
 		out = append(out, p)
 	}
 	return out, unavailable(rows.Err())
+}
+
+// RunEnds says, of the runs of dagID named, which exist and when each ended (zero while open;
+// an ended run without an end date, its queueing): the logs folder's walk (package retention)
+// tells a deleted run's logs from a kept one's this way.
+func (s *DB) RunEnds(ctx context.Context, dagID string, runIDs []string) (map[string]time.Time, error) {
+	out := make(map[string]time.Time, len(runIDs))
+	const chunk = 500
+	for len(runIDs) > 0 {
+		n := min(len(runIDs), chunk)
+		args := make([]any, 0, n+1)
+		args = append(args, dagID)
+		for _, id := range runIDs[:n] {
+			args = append(args, id)
+		}
+		rows, err := s.query(ctx, `SELECT run_id, CASE WHEN state IN ('queued', 'running') THEN 0
+			ELSE COALESCE(end_date, queued_at) END FROM dag_runs WHERE dag_id = ? AND run_id IN (?`+
+			strings.Repeat(", ?", n-1)+`)`, args...)
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		for rows.Next() {
+			var id string
+			var end int64
+			if err := rows.Scan(&id, &end); err != nil {
+				rows.Close()
+				return nil, unavailable(err)
+			}
+			out[id] = time.Time{}
+			if end != 0 {
+				out[id] = store.FromMicros(end)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, unavailable(err)
+		}
+		runIDs = runIDs[n:]
+	}
+	return out, nil
 }
