@@ -36,8 +36,10 @@ const (
 	versionsPerBatch      = 100
 )
 
-// Cutoffs are what is deleted: runs that ended before Runs, the logs of runs that ended before
-// Logs, events before Events; a zero cutoff deletes nothing of its kind.
+// Cutoffs are what is deleted: runs that ended before Runs (their logs with them), the logs of
+// runs that ended before Logs (their rows stay), events before Events; a zero cutoff deletes
+// nothing of its kind. The logs of a run that is kept (the last of its DAG, say) stay unless
+// Logs is set.
 type Cutoffs struct {
 	Runs, Logs, Events time.Time
 }
@@ -45,7 +47,7 @@ type Cutoffs struct {
 // Any reports whether a cutoff is set.
 func (c Cutoffs) Any() bool { return !c.Runs.IsZero() || !c.Logs.IsZero() || !c.Events.IsZero() }
 
-// CutoffsAt are the cutoffs of retention r at now. Logs go with their runs at the latest.
+// CutoffsAt are the cutoffs of retention r at now.
 func CutoffsAt(r config.Retention, now time.Time) Cutoffs {
 	var c Cutoffs
 	at := func(age time.Duration) time.Time {
@@ -55,9 +57,6 @@ func CutoffsAt(r config.Retention, now time.Time) Cutoffs {
 		return now.Add(-age)
 	}
 	c.Runs, c.Logs, c.Events = at(r.Runs), at(r.Logs), at(r.Events)
-	if !c.Runs.IsZero() && (c.Logs.IsZero() || c.Runs.After(c.Logs)) {
-		c.Logs = c.Runs
-	}
 	return c
 }
 

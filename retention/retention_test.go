@@ -111,13 +111,16 @@ func TestWalk(t *testing.T) {
 	}
 }
 
-// Logs go with their runs at the latest: a logs age longer than the runs' is the runs'.
+// Each age is its own cutoff; without a logs age, logs go with their runs only.
 func TestCutoffsAt(t *testing.T) {
 	t.Parallel()
 	d := 24 * time.Hour
 	c := CutoffsAt(config.Retention{Runs: 10 * d, Logs: 30 * d}, now)
-	if !c.Runs.Equal(now.Add(-10*d)) || !c.Logs.Equal(c.Runs) || !c.Events.IsZero() {
+	if !c.Runs.Equal(now.Add(-10*d)) || !c.Logs.Equal(now.Add(-30*d)) || !c.Events.IsZero() {
 		t.Fatalf("cutoffs %+v", c)
+	}
+	if c := CutoffsAt(config.Retention{Runs: 10 * d}, now); !c.Logs.IsZero() {
+		t.Fatalf("runs only %+v", c)
 	}
 	if c := CutoffsAt(config.Retention{Logs: 3 * d}, now); !c.Runs.IsZero() || !c.Logs.Equal(now.Add(-3*d)) {
 		t.Fatalf("logs only %+v", c)
