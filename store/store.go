@@ -263,6 +263,20 @@ func Micros(t time.Time) int64 { return t.UnixMicro() }
 // FromMicros converts the stored form to a UTC time.
 func FromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
 
+// Vacuum gives the space deleted rows left back (db clean --vacuum): SQLite rewrites the file,
+// and a database created before auto_vacuum was set becomes incremental, so that retention
+// shrinks it from then on; PostgreSQL runs a plain VACUUM. It holds the writers' lock for as
+// long as it takes.
+func Vacuum(ctx context.Context, st Store) error {
+	v, ok := st.(interface {
+		Vacuum(ctx context.Context) error
+	})
+	if !ok {
+		return fmt.Errorf("%w: a %s store cannot be vacuumed", ErrInvalidOption, st.Driver())
+	}
+	return v.Vacuum(ctx)
+}
+
 // TableCount is how many rows Copy moved into one table.
 type TableCount struct {
 	Table string

@@ -56,6 +56,8 @@ func Run(t *testing.T, h Harness) {
 		{"PruneRuns", testPruneRuns},
 		{"PruneHighestRun", testPruneHighestRun},
 		{"PruneEventsAndVersions", testPruneEventsAndVersions},
+		{"Vacuum", testVacuum},
+		{"PruneShrinks", testPruneShrinks},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

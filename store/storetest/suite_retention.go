@@ -245,3 +245,51 @@ func testPruneEventsAndVersions(t *testing.T, h Harness) {
 		t.Fatalf("pruned %d versions, left %v; want 2 gone", n, left)
 	}
 }
+
+// testVacuum: Vacuum runs on an open store, and a SQLite database is incremental afterwards
+// (a new one is from its creation), so retention's batches shrink it.
+func testVacuum(t *testing.T, h Harness) {
+	st := h.New(t)
+	if h.Driver == "sqlite" {
+		if n := Count(t, st, `PRAGMA auto_vacuum`); n != 2 {
+			t.Fatalf("a new database has auto_vacuum %d, want 2 (incremental)", n)
+		}
+		Exec(t, st, `PRAGMA auto_vacuum = NONE; VACUUM`) // as an older binary created it
+		if n := Count(t, st, `PRAGMA auto_vacuum`); n != 0 {
+			t.Fatalf("auto_vacuum %d after turning it off", n)
+		}
+	}
+	seedRetention(t, st, []retentionRun{{dag: "a", id: "r", end: day}})
+	must(t, store.Vacuum(bg(), st))
+	if h.Driver == "sqlite" {
+		if n := Count(t, st, `PRAGMA auto_vacuum`); n != 2 {
+			t.Fatalf("auto_vacuum %d after Vacuum, want 2 (incremental)", n)
+		}
+	}
+	if _, err := st.GetRun(bg(), "a", "r"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testPruneShrinks: on SQLite, the pages a retention batch freed go back to the file system at
+// its end (incremental_vacuum), so the file shrinks with the history.
+func testPruneShrinks(t *testing.T, h Harness) {
+	if h.Driver != "sqlite" {
+		t.Skip("PostgreSQL reuses the space of deleted rows after autovacuum; its files keep their size")
+	}
+	st := h.New(t)
+	runs := make([]retentionRun, 600)
+	for i := range runs {
+		runs[i] = retentionRun{dag: "a", id: "r" + itoa(i), end: day.Add(-48 * time.Hour)}
+	}
+	seedRetention(t, st, runs)
+	before := Count(t, st, `PRAGMA page_count`)
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		_, err := tx.PruneRuns(day, day, 1000)
+		return err
+	}))
+	after, free := Count(t, st, `PRAGMA page_count`), Count(t, st, `PRAGMA freelist_count`)
+	if free != 0 || after > before/2 {
+		t.Fatalf("pages %d before, %d after with %d free: the file did not shrink", before, after, free)
+	}
+}

@@ -90,8 +90,28 @@ func (t *Tx) PruneRuns(before, now time.Time, limit int) ([]store.PrunedRun, err
 			store.Micros(now.Add(-tombstoneAge))); err != nil {
 			return nil, err
 		}
+		if err := t.compact(); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
+}
+
+// compact gives the pages this transaction's deletes freed back to the file system, where
+// the dialect does (Dialect.Compact).
+func (t *Tx) compact() error {
+	if t.s.d.Compact == "" {
+		return nil
+	}
+	// Stepped to its end as a query: SQLite's incremental_vacuum frees one page per step.
+	rows, err := t.query(t.s.d.Compact)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+	}
+	rows.Close()
+	return unavailable(rows.Err())
 }
 
 // PruneEvents deletes up to limit audit events older than before, oldest first, and says how
@@ -103,6 +123,11 @@ func (t *Tx) PruneEvents(before time.Time, limit int) (int, error) {
 		return 0, err
 	}
 	n, _ := res.RowsAffected()
+	if n > 0 {
+		if err := t.compact(); err != nil {
+			return 0, err
+		}
+	}
 	return int(n), nil
 }
 
@@ -141,6 +166,11 @@ func (t *Tx) PruneVersions(before time.Time, limit int) (int, error) {
 	}
 	for _, k := range keys {
 		if _, err := t.exec(`DELETE FROM dag_versions WHERE dag_id = ? AND version = ?`, k.DAGID, k.Version); err != nil {
+			return 0, err
+		}
+	}
+	if len(keys) > 0 {
+		if err := t.compact(); err != nil {
 			return 0, err
 		}
 	}
@@ -229,4 +259,20 @@ func (s *DB) RunEnds(ctx context.Context, dagID string, runIDs []string) (map[st
 		runIDs = runIDs[n:]
 	}
 	return out, nil
+}
+
+// Vacuum rewrites the database to give freed space back (Dialect.Vacuum), holding the writers'
+// lock for as long as that takes: for db clean --vacuum, not for a daemon.
+func (s *DB) Vacuum(ctx context.Context) error {
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return unavailable(s.d.Classify(err))
+	}
+	defer conn.Close()
+	for _, q := range s.d.Vacuum {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return unavailable(s.d.Classify(err))
+		}
+	}
+	return nil
 }
