@@ -24,9 +24,9 @@ func (e *env) dbCmd() *cobra.Command {
 
 func (e *env) dbCleanCmd() *cobra.Command {
 	var before string
-	var dryRun, yes bool
+	var dryRun, yes, vacuum bool
 	c := &cobra.Command{
-		Use:   "clean --before T [--dry-run] [--yes]",
+		Use:   "clean --before T [--dry-run] [--yes] [--vacuum]",
 		Short: "Delete the runs that ended before T with their task instances, attempts and logs, and older events",
 		Long: "Delete what retention (retention: in poolflow.yaml) would delete at a cutoff of T: the runs that ended\n" +
 			"before T with their task instances, attempts, queue entries and logs; the audit events before T; the\n" +
@@ -34,7 +34,11 @@ func (e *env) dbCleanCmd() *cobra.Command {
 			"are kept. T is a time (2025-01-31, 2025-01-31T12:00:00Z) or an age (90d, 36h: that long ago); a moment\n" +
 			"in the future is refused. It deletes in batches of 100 runs, each a short transaction, so running\n" +
 			"daemons go on. Logs are removed from this host's state folder; other hosts' daemons remove theirs at\n" +
-			"their next walk of their logs folder (hourly). It asks before deleting unless --yes.",
+			"their next walk of their logs folder (hourly). It asks before deleting unless --yes.\n\n" +
+			"A SQLite database created by this version gives the freed pages back as it deletes, so the file\n" +
+			"shrinks; one created before keeps its size and reuses them. --vacuum then rewrites the file once\n" +
+			"(and makes it shrink from then on): the daemons' writes wait until it is done, so run it when they\n" +
+			"are stopped or quiet. On PostgreSQL it runs VACUUM.",
 		Example: "  poolflow db clean --before 90d --dry-run\n  poolflow db clean --before 2025-01-01 --yes",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -99,12 +103,21 @@ func (e *env) dbCleanCmd() *cobra.Command {
 			_ = st.WithTx(ctx, func(tx store.Tx) error { return tx.InsertEvent(&ev) })
 			fmt.Fprintf(e.stdout, "Deleted %d runs, %d events, %d dag versions and %d run log folders, in %d transactions.\n",
 				res.Runs, res.Events, res.Versions, res.LogDirs, res.Batches)
-			return err
+			if err != nil || !vacuum {
+				return err
+			}
+			began := time.Now()
+			if err := store.Vacuum(ctx, st); err != nil {
+				return fmt.Errorf("vacuum: %w", err)
+			}
+			fmt.Fprintf(e.stdout, "Vacuumed %s in %v.\n", st.Path(), time.Since(began).Round(time.Millisecond))
+			return nil
 		},
 	}
 	c.Flags().StringVar(&before, "before", "", "delete what is older than this time (2025-01-31, RFC 3339) or age (90d, 36h)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "say what would be deleted, delete nothing")
 	c.Flags().BoolVar(&yes, "yes", false, "delete without asking")
+	c.Flags().BoolVar(&vacuum, "vacuum", false, "then rewrite the database to give the freed space back (writes wait meanwhile)")
 	return c
 }
 

@@ -72,8 +72,9 @@ func TestDBClean(t *testing.T) {
 		t.Fatalf("an unconfirmed clean deleted: %v", err)
 	}
 
-	out, errs, code = p.run("db", "clean", "--before", "0s", "--yes")
-	if code != 0 || !strings.Contains(out, "Deleted 1 runs, ") || !strings.Contains(out, "and 1 run log folders") {
+	out, errs, code = p.run("db", "clean", "--before", "0s", "--yes", "--vacuum")
+	if code != 0 || !strings.Contains(out, "Deleted 1 runs, ") || !strings.Contains(out, "and 1 run log folders") ||
+		!strings.Contains(out, "Vacuumed ") {
 		t.Fatalf("clean: %d\n%s%s", code, out, errs)
 	}
 	if _, err := st.GetRunByPK(context.Background(), older.PK); err == nil || logs(older) {
