@@ -282,6 +282,12 @@ func createManualRun(ctx context.Context, st store.Store, d *dag.DAG, runID stri
 		if err := tx.UpsertDAG(d.ID, d.File, d.Schedule, now); err != nil {
 			return err
 		}
+		// The version it is created with (§12), when a daemon recorded this text already; if
+		// not, the daemon that takes the run gives it the version it loaded.
+		var err error
+		if r.Version, err = tx.VersionOf(d.ID, d.SourceHash()); err != nil {
+			return err
+		}
 		if err := tx.InsertRun(&r); err != nil {
 			if errors.Is(err, store.ErrConflict) {
 				return fmt.Errorf("dag run %s of dag %s already exists", runID, d.ID)

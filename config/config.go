@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/rules"
@@ -30,7 +31,20 @@ type Config struct {
 	// AllowedHosts (server.allowed_hosts) are the host names, optionally with a port, the HTTP
 	// server answers besides loopback names when it listens on loopback (DNS rebinding guard).
 	AllowedHosts []string
+	// Retention is retention: how long history is kept (§12); it applies live.
+	Retention Retention
 }
+
+// Retention is how long the daemon keeps history (§12); 0 keeps it for good, the default. An
+// ended run older than Runs goes with its task instances, attempts, entries and logs (never
+// an open run, one with a live attempt, or the last run of a DAG); the log files of a run that
+// ended before Logs go while its rows stay; audit events older than Events go.
+type Retention struct {
+	Runs, Logs, Events time.Duration
+}
+
+// Any reports whether anything is pruned.
+func (r Retention) Any() bool { return r.Runs > 0 || r.Logs > 0 || r.Events > 0 }
 
 // store.synchronous values. full: no acknowledged write is lost, even on power loss (one fsync
 // per commit). normal: a crash of the process loses nothing either, but a power loss or an OS

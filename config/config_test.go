@@ -294,3 +294,44 @@ func TestParseAliasesNotSupported(t *testing.T) {
 		}
 	}
 }
+
+// TestParseRetention: retention's ages in days or with a Go duration's unit; absent, null or 0
+// keeps everything; a bare number, a negative or unknown age, an unknown key are refused with
+// the field named.
+func TestParseRetention(t *testing.T) {
+	t.Parallel()
+	day := 24 * time.Hour
+	tests := []struct {
+		name, src string
+		want      Retention
+		err       string
+	}{
+		{"spec's example", "retention: {runs: 90d, logs: 30d, events: 365d}\n", Retention{90 * day, 30 * day, 365 * day}, ""},
+		{"hours and minutes", "retention:\n  runs: 36h\n  logs: 90m\n", Retention{Runs: 36 * time.Hour, Logs: 90 * time.Minute}, ""},
+		{"absent", "max_running: 4\n", Retention{}, ""},
+		{"null and zero", "retention:\n  runs:\n  events: 0\n", Retention{}, ""},
+		{"a bare number", "retention:\n  runs: 90\n", Retention{},
+			`p.yaml:2:9: retention.runs: invalid value 90 (want an age such as 90d, 36h or 30m; 0 keeps everything)`},
+		{"negative", "retention:\n  logs: -3d\n", Retention{}, `p.yaml:2:9: retention.logs: invalid value "-3d"`},
+		{"no unit", "retention:\n  events: soon\n", Retention{}, `p.yaml:2:11: retention.events: invalid value "soon"`},
+		{"unknown key", "retention:\n  attempts: 3d\n", Retention{}, "p.yaml:2:3: retention.attempts: unknown field"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := Parse("p.yaml", []byte(tt.src))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want it to contain %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Retention != tt.want {
+				t.Fatalf("Retention = %+v, want %+v", c.Retention, tt.want)
+			}
+		})
+	}
+}

@@ -317,6 +317,39 @@ func (r *reader) duration(f field) (time.Duration, bool) {
 	return d, true
 }
 
+// age reads how long history is kept (retention): days ("90d"), or a Go duration with its unit
+// ("36h", "90m"); null or 0 keeps it for good. A bare number is refused: days or seconds?
+func (r *reader) age(f field) (time.Duration, bool) {
+	const want = "an age such as 90d, 36h or 30m; 0 keeps everything"
+	if yamlfile.IsNull(f.value) {
+		return 0, true
+	}
+	v := f.value.Value
+	if tag(f.value) == "!!int" && v == "0" {
+		return 0, true
+	}
+	if tag(f.value) != "!!str" {
+		r.fail(f.valuePos(), f.path, "invalid value %s (want %s)", v, want)
+		return 0, false
+	}
+	var d time.Duration
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 || n > 100*365 {
+			r.fail(f.valuePos(), f.path, "invalid value %q (want %s)", v, want)
+			return 0, false
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil || d < 0 {
+			r.fail(f.valuePos(), f.path, "invalid value %q (want %s)", v, want)
+			return 0, false
+		}
+	}
+	return d, true
+}
+
 // blockStart is where the text of a literal or folded scalar (`|`, `>`) begins: the first
 // line after its indicator that holds something, at its indentation.
 func (r *reader) blockStart(n *yaml.Node) pos {

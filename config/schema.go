@@ -16,7 +16,7 @@ import (
 
 func (r *reader) root(n *yaml.Node, c *Config) []pools.Spec {
 	var specs []pools.Spec
-	for _, f := range r.fields(n, "", pos{1, 1}, "state", "store", "max_running", "pools", "rules", "api", "server") {
+	for _, f := range r.fields(n, "", pos{1, 1}, "state", "store", "max_running", "pools", "rules", "api", "server", "retention") {
 		switch f.key {
 		case "state":
 			for _, g := range r.fields(f.value, f.path, f.at, "path") {
@@ -46,6 +46,18 @@ func (r *reader) root(n *yaml.Node, c *Config) []pools.Spec {
 		case "server":
 			for _, g := range r.fields(f.value, f.path, f.at, "allowed_hosts") {
 				c.AllowedHosts = r.hosts(g)
+			}
+		case "retention":
+			for _, g := range r.fields(f.value, f.path, f.at, "runs", "logs", "events") {
+				d, _ := r.age(g)
+				switch g.key {
+				case "runs":
+					c.Retention.Runs = d
+				case "logs":
+					c.Retention.Logs = d
+				case "events":
+					c.Retention.Events = d
+				}
 			}
 		}
 	}

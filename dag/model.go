@@ -79,6 +79,9 @@ type DAG struct {
 
 	// src locates the YAML tokens of the fields, for errors found after parsing; nil for Go DAGs.
 	src *lazySource
+	// text is the YAML file's bytes, its source (Source); nil for Go DAGs. A clean file's
+	// bytes are the ones src keeps, not a copy.
+	text []byte
 	// derived caches the id index, Order and Weights (graph.go).
 	derived derived
 }

@@ -49,6 +49,7 @@ func Parse(path string, data []byte, opts LoadOptions) (*DAG, []*ImportError) {
 	if d != nil && d.src.data != nil {
 		// A clean DAG keeps the bytes to decode again for positions; the caller's may change.
 		d.src.data = bytes.Clone(data)
+		d.text = d.src.data
 	}
 	return validated(d, errs, opts)
 }
@@ -66,6 +67,9 @@ func decodeFile(path string, data []byte, mapped bool) (*DAG, []*ImportError) {
 // decodeWith is decodeFile with a big file's task list cut as ch says.
 func decodeWith(path string, data []byte, mapped bool, ch chunking) (*DAG, []*ImportError) {
 	d, errs := decodeOnce(path, data, mapped, ch)
+	if d != nil {
+		d.text = data // its source (§12)
+	}
 	switch {
 	case mapped || d == nil && len(errs) == 1 && errs[0].Field == "":
 		return d, errs // mapped, or the file itself is refused (no field involved)

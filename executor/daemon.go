@@ -37,6 +37,9 @@ type Config struct {
 	KillGrace     time.Duration // SIGTERM→SIGKILL on execution_timeout; default 10s
 	ShutdownGrace time.Duration // SIGTERM→SIGKILL on shutdown; default 30s
 	PollEvery     time.Duration // how often outside writes and DAG files are checked; default 50ms
+	// PruneEvery is how often retention (poolflow.yaml's retention:) deletes history past its
+	// age; default 1 min. A dags test process never does.
+	PruneEvery time.Duration
 
 	// Notify, when set, is called on the loop goroutine after each committed pass with what it
 	// did (attempts ended, runs ended, admissions). It must not block.
@@ -131,11 +134,15 @@ func (d *Daemon) Start(ctx context.Context) error {
 			d.loop.reg.watch(ctx, 10*d.cfg.PollEvery, d.loop.wake)
 		}
 	}()
+	if d.cfg.Test == nil {
+		d.loop.pruner.Start(ctx)
+	}
 	go func() {
 		defer close(d.done)
 		d.err = d.loop.run(ctx)
 		d.cancel()
 		<-watched
+		d.loop.pruner.Stop()
 	}()
 	return nil
 }

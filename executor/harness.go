@@ -10,6 +10,7 @@ import (
 	"github.com/poolflow/poolflow/executor/attempt"
 	"github.com/poolflow/poolflow/executor/decide"
 	"github.com/poolflow/poolflow/executor/state"
+	"github.com/poolflow/poolflow/retention"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -106,6 +107,13 @@ func (h *Harness) Reload() bool { return h.l.reg.refresh(&refreshReq{}) }
 // ReloadConfig re-reads poolflow.yaml now, as Daemon.Reload does on SIGHUP, and answers as it
 // does; the next Pass applies it.
 func (h *Harness) ReloadConfig(ctx context.Context) error { return h.l.reload(ctx) }
+
+// Prune runs one cycle of the daemon's retention (poolflow.yaml's retention:) at the clock's
+// time, as its pruner does every minute off the loop; walk makes it walk the logs folder too
+// (the pruner does hourly).
+func (h *Harness) Prune(walk bool) (retention.Result, error) {
+	return h.l.pruner.Cycle(context.Background(), walk)
+}
 
 // State is the daemon's memory after the last pass.
 func (h *Harness) State() *state.State { return h.l.mem }

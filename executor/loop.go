@@ -10,10 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/executor/attempt"
 	"github.com/poolflow/poolflow/executor/decide"
 	"github.com/poolflow/poolflow/executor/runner"
 	"github.com/poolflow/poolflow/executor/state"
+	"github.com/poolflow/poolflow/retention"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -41,6 +43,9 @@ type loop struct {
 	clock Clock
 	reg   *registry
 	host  string
+	// pruner deletes history past its age (retention.Pruner), off the loop: its batches are
+	// write transactions of their own.
+	pruner *retention.Pruner
 
 	events  chan event
 	wakeCh  chan struct{}
@@ -107,6 +112,12 @@ func newLoop(cfg *Config) (*loop, error) {
 	l.runner = runner.New(runner.Config{StateDir: cfg.StateDir, DaemonID: cfg.DaemonID, StorePath: cfg.Store.Path(),
 		KillGrace: cfg.KillGrace, Clock: cfg.Clock, Logger: cfg.Logger, Post: l.post})
 	l.mem = state.New(cfg.DaemonID, cfg.Test == nil)
+	l.pruner = &retention.Pruner{Cleaner: retention.Cleaner{Store: cfg.Store, StateDir: cfg.StateDir, Logger: cfg.Logger},
+		Retention: func() config.Retention {
+			eff, _ := l.reg.effective()
+			return eff.Settings.Retention
+		},
+		Now: cfg.Clock.Now, Every: cfg.PruneEvery}
 	// A test run's id ends with a random suffix, fixed before any pass needs it.
 	l.dec = decide.New(decide.Config{DaemonID: cfg.DaemonID, Host: l.host, Lease: cfg.Lease, Test: cfg.Test,
 		TestSuffix: fmt.Sprintf("_%06x", rand.IntN(1<<24)), Notices: cfg.Notify != nil}, l.mem, cfg.Settings, nil, 0)

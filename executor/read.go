@@ -127,6 +127,11 @@ func (l *loop) read(ctx context.Context, tx store.Tx, now time.Time) (*decide.In
 	if err := l.triggerIDs(tx, in); err != nil {
 		return nil, false, err
 	}
+	if in.SyncDAGs {
+		if in.VersionKeys, err = tx.VersionKeys(); err != nil {
+			return nil, false, err
+		}
+	}
 	in.Effective, in.EffectiveGen = l.reg.effective()
 	in.Seq = tx.Seq()
 	return in, renewed, nil

@@ -39,6 +39,8 @@ type DAGRunJSON struct {
 	// Daemon is the owner that holds the run: the daemon that took a manual start or fired an
 	// every_node run (bound to it), the one that leads a scheduled run, a dags test process.
 	Daemon *string `json:"daemon"`
+	// DAGVersion is the version of its DAG the run was created with (§12); null when unknown.
+	DAGVersion *int `json:"dag_version"`
 }
 
 // TriggerJSON is the answer to a manual start: the run, and when something must wait for a
@@ -60,7 +62,8 @@ func runView(r store.Run) DAGRunJSON {
 		QueuedAt: ts(r.QueuedAt), StartDate: ts(r.StartDate), EndDate: ts(r.EndDate), RunType: r.RunType.Word(),
 		State: r.State, ExternalTrigger: r.RunType == vocab.RunManual, Conf: rawConf(r.Conf), Note: strOrNil(r.Note),
 		NoteBy: strOrNil(r.NoteBy), NoteAt: ts(r.NoteAt),
-		ReasonCode: codeOrNil(r.ReasonCode), Reason: strOrNil(r.ReasonCode.Say(r.Reason)), Daemon: strOrNil(r.Owner)}
+		ReasonCode: codeOrNil(r.ReasonCode), Reason: strOrNil(r.ReasonCode.Say(r.Reason)), Daemon: strOrNil(r.Owner),
+		DAGVersion: intOrNil(r.Version)}
 }
 
 // listRuns is GET /api/v1/dags/{dag_id}/dagRuns, newest first; dag_id "~" lists every DAG's

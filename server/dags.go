@@ -37,6 +37,8 @@ type DAGJSON struct {
 	ConcurrencyPolicy        string         `json:"concurrency_policy"`
 	IsJob                    bool           `json:"is_job"`
 	TaskIDs                  []string       `json:"task_ids"`
+	// DAGVersion is its current version (§12): the one the last load recorded; null when none.
+	DAGVersion *int `json:"dag_version"`
 }
 
 // TagJSON is a DAG tag in Airflow's shape.
@@ -82,7 +84,7 @@ func dagView(d *dag.DAG, row store.DAGRow) DAGJSON {
 	v := DAGJSON{DAGID: d.ID, Description: strOrNil(d.Description), FileLoc: d.File, IsPaused: row.Paused, IsActive: true,
 		Owners: []string{}, Tags: []TagJSON{}, StartDate: ts(d.StartDate), Catchup: d.Catchup, EveryNode: d.EveryNode, MaxActiveRuns: d.MaxActiveRuns,
 		MaxActiveTasks: d.MaxActiveTasks, Params: d.Params, ConcurrencyPolicy: d.ConcurrencyPolicy, IsJob: d.IsJob,
-		TaskIDs: []string{}}
+		TaskIDs: []string{}, DAGVersion: intOrNil(row.Version)}
 	if d.Owner != "" {
 		v.Owners = []string{d.Owner}
 	}
@@ -108,7 +110,8 @@ func dagView(d *dag.DAG, row store.DAGRow) DAGJSON {
 // inactiveView is a DAG the store knows but that is not loaded now (removed, or broken).
 func inactiveView(row store.DAGRow, broken bool) DAGJSON {
 	v := DAGJSON{DAGID: row.DAGID, FileLoc: row.File, IsPaused: row.Paused, Owners: []string{}, Tags: []TagJSON{},
-		Params: map[string]any{}, ConcurrencyPolicy: dag.PolicyAllow, HasImportErrors: broken, TaskIDs: []string{}}
+		Params: map[string]any{}, ConcurrencyPolicy: dag.PolicyAllow, HasImportErrors: broken, TaskIDs: []string{},
+		DAGVersion: intOrNil(row.Version)}
 	if row.Schedule != "" {
 		v.ScheduleInterval = &ScheduleJSON{Type: "CronExpression", Value: row.Schedule}
 	}

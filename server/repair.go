@@ -56,6 +56,10 @@ type ClearPreviewJSON struct {
 	Rule          *string         `json:"rule"`
 	Admitted      bool            `json:"admitted"`
 	WaitReason    *PreviewWait    `json:"wait_reason"`
+	// DAGVersion is the version of the DAG the cleared task runs: the current one, which may
+	// not be RunDAGVersion, the one the run was created with (§12). null when unknown.
+	DAGVersion    *int `json:"dag_version"`
+	RunDAGVersion *int `json:"run_dag_version"`
 }
 
 // PreviewWait is why a cleared task would wait: the reason's code, the words (those of tasks
@@ -98,9 +102,12 @@ func (s *Server) ClearPreview(ctx context.Context, run store.Run, p store.ClearP
 	if err != nil {
 		return nil, err
 	}
+	version := intOrNil(s.loadedVersion(ctx, d))
 	out := make([]ClearPreviewJSON, 0, len(rows))
 	for _, row := range rows {
-		out = append(out, PreviewView(run, row))
+		v := PreviewView(run, row)
+		v.DAGVersion, v.RunDAGVersion = version, intOrNil(run.Version)
+		out = append(out, v)
 	}
 	return out, nil
 }

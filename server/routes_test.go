@@ -36,6 +36,8 @@ func TestRoutesGolden(t *testing.T) {
 		{"dags_page", "/api/v1/dags?limit=1&offset=1"},
 		{"dags_tags", "/api/v1/dags?tags=demo&dag_id_pattern=QUI"},
 		{"dag", "/api/v1/dags/held"},
+		{"dag_versions", "/api/v1/dags/quick/versions"},
+		{"dag_source", "/api/v1/dagSources/quick?version_number=1"},
 		{"dag_runs", "/api/v1/dags/held/dagRuns"},
 		{"dag_runs_all", "/api/v1/dags/~/dagRuns?limit=2"},
 		{"dag_run", run},

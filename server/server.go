@@ -138,6 +138,8 @@ func (s *Server) table() []route {
 		{http.MethodGet, v1 + "/dags", s.listDAGs, false, dagsParams},
 		{http.MethodGet, v1 + "/dags/{dag_id}", s.getDAG, false, nil},
 		{http.MethodPatch, v1 + "/dags/{dag_id}", s.patchDAG, true, updateMask},
+		{http.MethodGet, v1 + "/dags/{dag_id}/versions", s.listDAGVersions, false, versionsParams},
+		{http.MethodGet, v1 + "/dagSources/{dag_id}", s.getDAGSource, false, sourceParams},
 		{http.MethodGet, v1 + "/dags/{dag_id}/dagRuns", s.listRuns, false, dagRunsParams},
 		{http.MethodPost, v1 + "/dags/{dag_id}/dagRuns", s.triggerRun, true, nil},
 		{http.MethodGet, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}", s.getRun, false, nil},

@@ -73,6 +73,18 @@ type Reader interface {
 	DaemonHeartbeat(ctx context.Context, id string) (time.Time, error)
 	// ListEvents lists the audit events f selects, newest first, and how many it selects in all.
 	ListEvents(ctx context.Context, f EventFilter) ([]Event, int, error)
+	// ListDAGVersions lists a DAG's versions (§12), newest first, without their texts, and how
+	// many it has; GetDAGVersion reads one with its text (n 0: the current one), ErrNotFound
+	// when it is not stored.
+	ListDAGVersions(ctx context.Context, dagID string, limit, offset int) ([]DAGVersion, int, error)
+	GetDAGVersion(ctx context.Context, dagID string, n int) (DAGVersion, error)
+	// CountPrunable counts what retention with these cutoffs would delete (zero: nothing of
+	// that kind); PrunableRuns lists up to limit of the runs, oldest first (Tx.PruneRuns).
+	CountPrunable(ctx context.Context, runsBefore, eventsBefore time.Time) (PruneCounts, error)
+	PrunableRuns(ctx context.Context, before time.Time, limit int) ([]PrunedRun, error)
+	// RunEnds says, of the runs of dagID named, which exist and when each ended (zero: open):
+	// a run missing from the answer is not in the store.
+	RunEnds(ctx context.Context, dagID string, runIDs []string) (map[string]time.Time, error)
 }
 
 // Tx is one write transaction: an admission pass, a CLI command, or a daemon's recovery. Every
@@ -122,6 +134,14 @@ type Tx interface {
 	// (run, task, try) the later wins.
 	PutAttempts(as []*Attempt) error
 	UpsertDAG(dagID, file, schedule string, now time.Time) error
+	// VersionKeys lists every stored DAG version's number and hash (§12); VersionOf is the
+	// number of a DAG's version with a hash, 0 for none.
+	VersionKeys() ([]VersionKey, error)
+	VersionOf(dagID, hash string) (int, error)
+	// PutDAGVersion records v as its DAG's current version: inserted when v.Source is set (a
+	// new version), else seen again. The DAG's row must exist (UpsertDAG). A number or hash
+	// another version of the DAG holds is ErrConflict.
+	PutDAGVersion(v *DAGVersion, now time.Time) error
 	DAGStates() (map[string]DAGState, error)
 	SetCheckpoint(dagID string, at time.Time) error
 	SetPaused(dagID string, paused bool, now time.Time) error
@@ -136,6 +156,16 @@ type Tx interface {
 	// requirement rows and claims) and commands, and leaves a tombstone ChangesSince reports.
 	// A run with an admitted entry is ErrConflict: its attempt must end first.
 	DeleteRun(pk int64) error
+	// PruneRuns deletes up to limit runs that ended before `before`, oldest first, with
+	// everything they hold (as DeleteRun), and returns them (§12). It never deletes an open
+	// run, a run with a waiting or admitted entry, the newest run of a DAG, or the highest run
+	// id. A run that ended less than an hour before now leaves a tombstone ChangesSince reports.
+	PruneRuns(before, now time.Time, limit int) ([]PrunedRun, error)
+	// PruneEvents deletes up to limit audit events older than before, oldest first.
+	PruneEvents(before time.Time, limit int) (int, error)
+	// PruneVersions deletes up to limit DAG versions last seen before `before` that are
+	// neither their DAG's current nor its highest and that no run, entry or attempt records.
+	PruneVersions(before time.Time, limit int) (int, error)
 	PendingCommands(owners []string) ([]Command, error)
 	HasPendingCommand(run int64, kind vocab.CommandKind) (bool, error)
 	DoneCommand(id int64, now time.Time, refused error) error
@@ -225,13 +255,27 @@ const OpTimeout = 5 * time.Second
 func SchemaVersion() int { return schemaVersion }
 
 // schemaVersion is raised with a migration of every driver (their tests check they agree).
-const schemaVersion = 8
+const schemaVersion = 9
 
 // Micros converts a time to the stored form: microseconds since the Unix epoch, UTC.
 func Micros(t time.Time) int64 { return t.UnixMicro() }
 
 // FromMicros converts the stored form to a UTC time.
 func FromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+// Vacuum gives the space deleted rows left back (db clean --vacuum): SQLite rewrites the file,
+// and a database created before auto_vacuum was set becomes incremental, so that retention
+// shrinks it from then on; PostgreSQL runs a plain VACUUM. It holds the writers' lock for as
+// long as it takes.
+func Vacuum(ctx context.Context, st Store) error {
+	v, ok := st.(interface {
+		Vacuum(ctx context.Context) error
+	})
+	if !ok {
+		return fmt.Errorf("%w: a %s store cannot be vacuumed", ErrInvalidOption, st.Driver())
+	}
+	return v.Vacuum(ctx)
+}
 
 // TableCount is how many rows Copy moved into one table.
 type TableCount struct {

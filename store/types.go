@@ -30,6 +30,10 @@ type Run struct {
 	// Say puts before them.
 	ReasonCode vocab.ReasonCode
 	Reason     string
+	// Version is the version of its DAG the run was created with (§12); 0 when unknown (a run
+	// from before versions were kept, or one dags trigger created that no daemon took yet).
+	// Cleared tasks run the DAG's current version: their attempts say which.
+	Version int
 }
 
 // TaskInstance is one task of one run.
@@ -86,7 +90,10 @@ type Entry struct {
 	CreatedAt   time.Time
 	AdmittedAt  time.Time
 	EndedAt     time.Time
-	Needs       []Requirement
+	// Version is the version of its DAG in force when it was admitted (Admit writes it): the
+	// one its attempt runs. 0 before.
+	Version int
+	Needs   []Requirement
 	// Owner is the daemon of the entry's run, for admission across daemons; RunType is the
 	// run's type (a leader-owned run's entries may be admitted by any live daemon, §9).
 	Owner   string
@@ -216,6 +223,9 @@ type Attempt struct {
 	// Daemon is the daemon that ran it ("" when none did: it expired, was cancelled or
 	// rejected while waiting); the attempt's log is in that daemon's state folder.
 	Daemon string
+	// Version is the version of its DAG it ran (§12), or for one that never started the
+	// version in force when it ended; 0 when unknown.
+	Version int
 }
 
 // Owner is one row of the owners table: a process that can own runs, entries and claims, with
@@ -254,6 +264,31 @@ type DAGRow struct {
 	File      string
 	Schedule  string
 	UpdatedAt time.Time
+	// Version is its current version (the one the last load recorded); 0 when none was.
+	Version int
+}
+
+// DAGVersion is one version of a DAG (§12): a distinct source, kept once, numbered per DAG
+// from 1. Source is a YAML file's text or a Go DAG's canonical JSON (Format says which); lists
+// leave it "".
+type DAGVersion struct {
+	DAGID     string
+	Version   int
+	Hash      string
+	Format    string // "yaml" or "go" (dag.SourceYAML, dag.SourceGo)
+	File      string
+	Source    string
+	FirstSeen time.Time
+	LastSeen  time.Time
+	// Current: it is the DAG's current version (reads only).
+	Current bool
+}
+
+// VersionKey names a stored version by its number and hash, without its text.
+type VersionKey struct {
+	DAGID   string
+	Version int
+	Hash    string
 }
 
 // ImportErrorRow is one stored import error.
@@ -271,4 +306,18 @@ type Holding struct {
 	Slots      int
 	AdmittedAt time.Time
 	EndedAt    time.Time
+}
+
+// PrunedRun is a run retention deleted (or would delete): its logs go after the commit.
+type PrunedRun struct {
+	PK    int64
+	DAGID string
+	RunID string
+}
+
+// PruneCounts are the rows a retention with given cutoffs would delete (a dry run): the runs
+// with their task instances, attempts and queue entries, the audit events, the DAG versions
+// no row records any more.
+type PruneCounts struct {
+	Runs, TaskInstances, Attempts, Entries, Events, Versions int
 }

@@ -174,8 +174,8 @@ func clearNotes(rows []clearRow) []string {
 			running++
 		}
 	}
-	notes := []string{"Each runs again under the DAG's current definition, with a fresh set of retries; " +
-		"earlier attempts and their logs stay."}
+	notes := []string{"Each runs again under the DAG's current definition" + versionWords(rows) +
+		", with a fresh set of retries; earlier attempts and their logs stay."}
 	if running > 0 {
 		notes = append(notes, fmt.Sprintf("%d %s running: %s stopped first and %s up no retry.", running,
 			plural(running, "is", "are"), plural(running, "it is", "they are"), plural(running, "uses", "use")))
@@ -299,3 +299,16 @@ func plural(n int, one, many string) string {
 }
 
 func words[S ~string](s S) string { return strings.ReplaceAll(string(s), "_", " ") }
+
+// versionWords names the version a clear runs (§12), and the run's when it is another: " (version
+// 3; this run was created with version 2)".
+func versionWords(rows []clearRow) string {
+	if len(rows) == 0 || rows[0].DAGVersion == nil {
+		return ""
+	}
+	now := *rows[0].DAGVersion
+	if run := rows[0].RunDAGVersion; run != nil && *run != now {
+		return fmt.Sprintf(" (version %d; this run was created with version %d)", now, *run)
+	}
+	return fmt.Sprintf(" (version %d, the run's own)", now)
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/poolflow/poolflow/internal/linediff"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
 )
@@ -33,7 +34,26 @@ var funcs = template.FuncMap{
 	"sortedReqs": func(m map[string]int) []poolSlots {
 		return sortedReqs(m)
 	},
-	"plural":    plural,
+	"plural": plural,
+	// diffClass and diffSign show a line of a diff of two versions (§12).
+	"diffClass": func(k linediff.Kind) string { return [...]string{"same", "del", "add"}[k] },
+	"diffSign":  func(k linediff.Kind) string { return [...]string{" ", "-", "+"}[k] },
+	"codePath":  codePath,
+	// ver is a version number that may be unknown (nil: 0).
+	"ver": func(n *int) int {
+		if n == nil {
+			return 0
+		}
+		return *n
+	},
+	// dict builds a template's argument from name, value pairs.
+	"dict": func(kv ...any) map[string]any {
+		m := make(map[string]any, len(kv)/2)
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	},
 	"add":       func(a, b int) int { return a + b },
 	"ordinal":   ordinal,
 	"waitWords": waitWords,

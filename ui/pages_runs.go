@@ -30,12 +30,15 @@ type runData struct {
 	Failed     int
 	Note       noteView
 	Events     eventsCard
+	// Current is the DAG's current version (§12), for saying when the run's is another.
+	Current int
 }
 
 func (u *UI) runPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	v := mux.Vars(r)
-	if _, _, err := u.api.DAG(ctx, v["dag"]); err != nil {
+	dagView, _, err := u.api.DAG(ctx, v["dag"])
+	if err != nil {
 		u.fail(w, r, err)
 		return
 	}
@@ -55,6 +58,9 @@ func (u *UI) runPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := runData{Run: run, View: server.RunView(run), Tasks: tis, Counts: map[vocab.TaskState]int{}}
+	if dagView.DAGVersion != nil {
+		data.Current = *dagView.DAGVersion
+	}
 	_, def, _ := u.api.DAG(ctx, run.DAGID)
 	data.Loaded = def != nil
 	names := make([]string, len(tis))
@@ -98,6 +104,8 @@ type attemptView struct {
 	Current   bool // the task instance's latest try
 	Running   bool
 	Queued    bool // the current try waits for admission and has not started: no log yet
+	Version   int  // the DAG version it ran (§12); 0 when unknown
+	DAGID     string
 }
 
 type taskData struct {
@@ -174,9 +182,9 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 		last = ended[a-1].TryNumber
 	}
 	for try := last; try >= 1; try-- {
-		av := attemptView{Try: try, Current: try == d.View.TryNumber}
+		av := attemptView{Try: try, Current: try == d.View.TryNumber, DAGID: d.View.DAGID}
 		if a, ok := byTry[try]; ok {
-			av.State, av.Reason = a.State, a.ReasonCode.Say(a.Reason)
+			av.State, av.Reason, av.Version = a.State, a.ReasonCode.Say(a.Reason), a.Version
 			av.Start, av.End = a.StartDate, a.EndDate
 		} else if av.Current {
 			av.State = state

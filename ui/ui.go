@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +52,7 @@ func (u *UI) routes() *mux.Router {
 	const ti = "/ui/dags/{dag}/runs/{run}/tasks/{task}"
 	get("/ui/", u.dagList)
 	get("/ui/dags/{dag}", u.dagPage)
+	get("/ui/dags/{dag}/code", u.codePage)
 	get("/ui/dags/{dag}/runs/{run}", u.runPage)
 	get(ti, u.taskPage)
 	get(ti+"/logs/{try}", u.logTail)
@@ -192,6 +194,23 @@ func taskPath(dag, run, task string) string {
 
 func poolPath(pool string) string { return "/ui/pools#pool-" + url.PathEscape(pool) }
 
+// codePath is the DAG's Code tab at version n (0: the current one), compared with version
+// against when it is set.
+func codePath(dag string, n, against int) string {
+	p := dagPath(dag) + "/code"
+	q := url.Values{}
+	if n > 0 {
+		q.Set("version", strconv.Itoa(n))
+	}
+	if against > 0 {
+		q.Set("diff", strconv.Itoa(against))
+	}
+	if len(q) > 0 {
+		p += "?" + q.Encode()
+	}
+	return p
+}
+
 func apiPath(parts ...string) string {
 	var b strings.Builder
 	b.WriteString("/api/v1")
@@ -207,7 +226,7 @@ func apiPath(parts ...string) string {
 func parsePages() map[string]*template.Template {
 	shared := []string{"templates/layout.html", "templates/parts.html"}
 	out := map[string]*template.Template{}
-	for _, name := range []string{"dags", "dag", "run", "task", "pools", "events", "preview", "login", "error", "action"} {
+	for _, name := range []string{"dags", "dag", "code", "run", "task", "pools", "events", "preview", "login", "error", "action"} {
 		t := template.New(name).Funcs(funcs)
 		t = template.Must(t.ParseFS(templateFS, append(shared, "templates/"+name+".html")...))
 		out[name] = t

@@ -22,6 +22,7 @@ const (
 	ActionForce      Action = "force"       // a waiting entry force-started
 	ActionFail       Action = "fail"        // a task marked failed (tasks fail)
 	ActionReload     Action = "reload"      // poolflow.yaml reloaded
+	ActionDBClean    Action = "db_clean"    // history deleted by poolflow db clean (§12)
 )
 
 // What the scheduler decides that a person should find later.
@@ -37,7 +38,7 @@ const (
 func Actions() []Action {
 	return []Action{ActionTrigger, ActionClear, ActionMark, ActionNote, ActionDeleteRun, ActionPause, ActionUnpause,
 		ActionBackfill, ActionPoolSet, ActionPoolDelete, ActionApprove, ActionReject, ActionCancel, ActionForce,
-		ActionFail, ActionReload, ActionTakeover, ActionLeaseLost, ActionReplay, ActionExpired, ActionRejected}
+		ActionFail, ActionReload, ActionDBClean, ActionTakeover, ActionLeaseLost, ActionReplay, ActionExpired, ActionRejected}
 }
 
 // Valid reports whether a is one of Actions.

@@ -11,8 +11,9 @@
 // the peak RSS of every poolflow run, a scheduled fan-out run by one and by three `poolflow
 // serve` daemons on one store — SQLite, and PostgreSQL on a throw-away server when its binaries
 // are installed (cluster.go), the memory per byte of YAML of `dags validate` and of a daemon
-// loading four 5.4 MB DAG files (yaml_memory.go) — and the admission-pass benchmarks of
-// package pools.
+// loading four 5.4 MB DAG files (yaml_memory.go), the store's size after 100,000 runs were
+// pruned to 10,000 against a store of 10,000 with the pass latency while pruning
+// (retention.go) — and the admission-pass benchmarks of package pools.
 // -large adds the 100,000-task fan-out (`make bench-large`).
 package main
 
@@ -75,6 +76,13 @@ func run(large bool, rounds, parallel int, only string, admission, cluster bool)
 			return fmt.Errorf("yaml-memory: %w", err)
 		}
 		printYAMLMemory(os.Stdout, ms)
+	}
+	if selected(only, "retention") {
+		f, err := b.measureRetention()
+		if err != nil {
+			return fmt.Errorf("retention: %w", err)
+		}
+		printRetention(os.Stdout, f)
 	}
 	if cluster {
 		if err := b.runCluster(os.Stdout, only); err != nil {

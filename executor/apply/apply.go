@@ -58,6 +58,16 @@ func write(tx store.Tx, p *decide.Plan, op decide.Op, out *Outcome) error {
 				return err
 			}
 		}
+		for _, v := range op.Versions {
+			sv := store.DAGVersion{DAGID: v.DAG.ID, Version: v.Version, Hash: v.DAG.SourceHash(), File: v.DAG.File}
+			if v.New {
+				sv.Format, sv.Source = v.DAG.Source()
+			}
+			// Numbered from what this pass read under the lock: a refusal is memory behind.
+			if err := stale(tx.PutDAGVersion(&sv, now), store.ErrConflict); err != nil {
+				return err
+			}
+		}
 		return tx.SetImportErrors(op.ImportErrors, now)
 	case decide.RetireOrphans:
 		n, err := tx.RetireOrphans(now)

@@ -38,12 +38,15 @@ func (ps *pass) admit() {
 		if le == nil {
 			continue
 		}
+		// The attempt runs the version of its DAG loaded now (§12): its entry records it.
+		le.Version = ps.versionOf(le.Run.DAG)
 		debit := le.Entry
 		debit.Needs, _ = le.Remaining() // a re-poking sensor already holds its kept claims
 		ps.p.add(Admit{debit, lease})
 		le.State, le.ReasonCode, le.Reason, le.Holder = vocab.EntryAdmitted, "", "", ps.cfg.DaemonID
 		ti := le.TI
 		ti.State, ti.TryNumber = vocab.TaskRunning, le.TryNumber
+		ti.RanTry, ti.RanVersion = le.TryNumber, le.Version
 		// start_date is taken when the process starts, after this commit (§3.1); a reschedule
 		// sensor keeps its first poke's.
 		if le.Pokes == 0 {

@@ -77,7 +77,7 @@ func (ps *pass) catchUp() {
 	switch {
 	case in.Load != nil:
 		if in.SyncDAGs {
-			ps.p.add(SyncDAGs{ps.dags.List, ps.dags.Errors})
+			ps.p.add(SyncDAGs{ps.dags.List, ps.dags.Errors, ps.numberVersions()})
 		}
 		ps.p.add(RetireOrphans{})
 		f := st.Load(in.Load, in.DV, in.Seq)

@@ -56,6 +56,9 @@ type Decider struct {
 	nodeFires map[string]time.Time
 	scheds    map[*dag.DAG]*schedule
 	dags      *DAGs
+	// versions are the numbers of the loaded DAGs' versions (§12), given at the last load that
+	// recorded them (SyncDAGs).
+	versions map[*dag.DAG]int
 
 	ruleCache map[ruleKey]assignment
 	// RuleMisses counts assignments evaluated during a decision rather than ahead of it.
@@ -79,8 +82,10 @@ var timeZero time.Time
 // New makes the decider of a daemon with memory st and the configuration it starts with.
 func New(cfg Config, st *state.State, settings *config.Config, rs *rules.Set, gen uint64) *Decider {
 	d := &Decider{cfg: cfg, St: st, Settings: settings, Rules: rs, CfgGen: gen, Reboot: cfg.Test == nil,
-		dropped: map[string]time.Time{}, nodeFires: map[string]time.Time{}, scheds: map[*dag.DAG]*schedule{}, dags: &DAGs{}}
+		dropped: map[string]time.Time{}, nodeFires: map[string]time.Time{}, scheds: map[*dag.DAG]*schedule{}, dags: &DAGs{},
+		versions: map[*dag.DAG]int{}}
 	st.MaxRunning = settings.MaxRunning
+	st.Version = d.versionOf
 	return d
 }
 
@@ -110,6 +115,10 @@ func (d *Decider) SetDAGs(g *DAGs) {
 // DAG is the loaded DAG id, or nil.
 func (d *Decider) DAG(id string) *dag.DAG { return d.dags.Get(id) }
 
+// versionOf is the number of a loaded DAG's version (§12), 0 when it is not known (a DAG
+// that is gone).
+func (d *Decider) versionOf(g *dag.DAG) int { return d.versions[g] }
+
 // Input is what one pass decides on: its time and events, and what the daemon read in its
 // transaction, under the writers' lock.
 type Input struct {
@@ -122,13 +131,14 @@ type Input struct {
 	// those it is killing.
 	View            *owners.View
 	Reaped, Reaping map[string]int64
-	TookOver        map[string]int64 // per dead owner, the epoch whose end this daemon handled
-	Load            *state.Rows      // memory is loaded from these (nil: no load)
-	Refresh         *state.Changes   // or refreshed from these (nil: no outside change)
-	SyncDAGs        bool             // record the loaded DAGs and import errors (a load after they changed)
-	DAGsChanged     bool             // the DAGs were validated again: open runs follow their new definitions
-	DV, Seq         int64            // the store's change version and sequence this pass read at
-	Claims          []store.Claim    // every claim, read in this pass
+	TookOver        map[string]int64   // per dead owner, the epoch whose end this daemon handled
+	Load            *state.Rows        // memory is loaded from these (nil: no load)
+	Refresh         *state.Changes     // or refreshed from these (nil: no outside change)
+	SyncDAGs        bool               // record the loaded DAGs and import errors (a load after they changed)
+	VersionKeys     []store.VersionKey // with SyncDAGs: the stored versions, to number the loaded DAGs'
+	DAGsChanged     bool               // the DAGs were validated again: open runs follow their new definitions
+	DV, Seq         int64              // the store's change version and sequence this pass read at
+	Claims          []store.Claim      // every claim, read in this pass
 	Commands        []store.Command
 	CommandsRead    bool                  // Commands are every pending command of this daemon's (read in this pass)
 	CommandRuns     map[int64]*CommandRun // the runs commands name that memory does not hold

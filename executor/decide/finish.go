@@ -75,13 +75,13 @@ func (ps *pass) finish(ev *attempt.Ended) {
 	case ev.OK:
 		ti.State, ti.ReasonCode, ti.Reason = vocab.TaskSuccess, "", ""
 		ps.retireJobRetries(run.DAG, run, "retry retired by a success") // a job is never shared
-		ps.attempts = append(ps.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
+		ps.addAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
 			State: vocab.TaskSuccess, StartDate: ev.Start, EndDate: ev.End, Daemon: ps.cfg.DaemonID})
 		ps.st.Touch(ti)
 		return
 	case ev.Skip:
 		ti.State, ti.ReasonCode, ti.Reason = vocab.TaskSkipped, "", ev.Reason
-		ps.attempts = append(ps.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
+		ps.addAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
 			State: vocab.TaskSkipped, StartDate: ev.Start, EndDate: ev.End, Reason: ev.Reason, Daemon: ps.cfg.DaemonID})
 		ps.st.Touch(ti)
 		return
@@ -120,7 +120,7 @@ func (ps *pass) stoppedEnd(le *state.Entry, ev *attempt.Ended, held bool, to voc
 	case ev.OK:
 		st = vocab.TaskSuccess
 	}
-	ps.attempts = append(ps.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: le.TryNumber, State: st,
+	ps.addAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: le.TryNumber, State: st,
 		StartDate: ev.Start, EndDate: ev.End, ReasonCode: code, Reason: reason, Daemon: ps.cfg.DaemonID})
 	ps.notify(Notice{Kind: NoticeAttemptEnded, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: le.TryNumber,
 		State: string(st), Reason: reason, Duration: ev.End.Sub(ev.Start)})
@@ -169,7 +169,7 @@ func (ps *pass) failAttempt(run *state.Run, ti *state.TI, try int, code vocab.Re
 	if !ti.StartDate.IsZero() {
 		ranBy = ps.cfg.DaemonID
 	}
-	ps.attempts = append(ps.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: try, State: vocab.TaskFailed,
+	ps.addAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: try, State: vocab.TaskFailed,
 		StartDate: ti.StartDate, EndDate: ti.EndDate, ReasonCode: code, Reason: reason, Daemon: ranBy})
 	said := code.Say(reason)
 	ps.notify(Notice{Kind: NoticeAttemptEnded, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: try,

@@ -62,7 +62,7 @@ func (ps *pass) decideGate(run *state.Run, ti *state.TI, approved bool, reason s
 	if !approved {
 		ti.State = vocab.TaskFailed
 	}
-	ps.attempts = append(ps.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: 1, State: ti.State,
+	ps.addAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: 1, State: ti.State,
 		StartDate: ti.StartDate, EndDate: ti.EndDate, Reason: reason})
 	ps.st.Touch(ti)
 }

@@ -18,10 +18,11 @@ type Op interface{ op() }
 
 // The ops, one per kind of write.
 type (
-	// SyncDAGs records the loaded DAGs and the current import errors.
+	// SyncDAGs records the loaded DAGs, their versions (§12) and the current import errors.
 	SyncDAGs struct {
 		DAGs         []*dag.DAG
 		ImportErrors map[string]string
+		Versions     []Version
 	}
 	// RetireOrphans retires the waiting entries of runs that have ended (§4.6).
 	RetireOrphans struct{}

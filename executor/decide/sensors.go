@@ -90,7 +90,7 @@ func (ps *pass) sensorTimedOut(le *state.Entry, at time.Time) {
 	ti.EndDate = at
 	if s.SoftFail {
 		ti.State, ti.ReasonCode, ti.Reason, ti.NextAt = vocab.TaskSkipped, vocab.ReasonTimeout, reason, time.Time{}
-		ps.attempts = append(ps.attempts, &store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: le.TryNumber,
+		ps.addAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: le.TryNumber,
 			State: vocab.TaskSkipped, StartDate: ti.StartDate, EndDate: at, ReasonCode: vocab.ReasonTimeout, Reason: reason,
 			Daemon: ps.cfg.DaemonID})
 		ps.st.Touch(ti)

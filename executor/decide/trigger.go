@@ -74,6 +74,7 @@ func (d *Decider) TriggerRunID(req TriggerRequest, now time.Time) string {
 // of the store, and queues its insert.
 func (ps *pass) newRun(d *dag.DAG, r store.Run) *state.Run {
 	r.PK = ps.nextRunPK()
+	r.Version = ps.versionOf(d) // the version it is created with (§12)
 	lr := state.NewRun(r, d)
 	ps.p.add(InsertRun{&lr.Run})
 	for _, t := range d.Tasks {

@@ -111,6 +111,9 @@ func RunLogDir(stateDir, dagID, runID string) string {
 
 func cleanPath(s string) string { return strings.ReplaceAll(s, string(filepath.Separator), "_") }
 
+// LogName is the name of a DAG's or a run's folder under the logs folder (RunLogDir).
+func LogName(id string) string { return cleanPath(id) }
+
 // Begin makes this process the subreaper of the attempts' orphans, runs the attempts in cgroups
 // where cgroup v2 is writable (Isolation says which), and starts the watchdog that kills the
 // attempts of this epoch if the process dies (§9). Without a watchdog the runner still runs

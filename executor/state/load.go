@@ -76,6 +76,9 @@ func (s *State) place(r store.Run, tis []store.TaskInstance, found *Found) {
 		r.Owner = s.Self
 	}
 	lr := NewRun(r, s.DAG(r.DAGID)) // with no DAG it is gone: the pass retires the run
+	if f == owners.Take && lr.Version == 0 && lr.DAG != nil && s.Version != nil {
+		lr.Version = s.Version(lr.DAG) // created by dags trigger: it runs the version loaded here
+	}
 	lr.Away, lr.Shared = f == owners.Away, f == owners.Shared
 	for _, ti := range tis {
 		lti := &TI{TaskInstance: ti}
@@ -110,6 +113,9 @@ func (s *State) placeEntry(e store.Entry, ix claimIndex, old *Entry) *Entry {
 		le.Kept = ix.kept[e.ID] // a reschedule sensor's include_deferred claims
 	case vocab.EntryAdmitted:
 		le.Holder = ix.holder[e.ID]
+		if le.TI != nil && e.Version != 0 {
+			le.TI.RanTry, le.TI.RanVersion = e.TryNumber, e.Version
+		}
 	}
 	if !e.NotBefore.IsZero() {
 		le.Pokes = 1

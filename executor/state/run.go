@@ -67,6 +67,9 @@ type TI struct {
 	// Due, when set, is the due time of its next entry instead of its run's: a clear queues a
 	// task again as of the clear (§10.1). Memory only: after a load the run's due time holds.
 	Due time.Time
+	// RanTry was admitted under version RanVersion of its DAG (§12): the version its attempt
+	// ran. Memory, from the admitted entry's row after a load.
+	RanTry, RanVersion int
 }
 
 // TriesAllowed is how many tries the task instance may take in all (§3.3): its own bound when a

@@ -20,6 +20,8 @@ type State struct {
 	// View is the owners' liveness memory was built under; DAG finds a loaded DAG by id.
 	View *owners.View
 	DAG  func(id string) *dag.DAG
+	// Version is the number of a loaded DAG's version (§12); 0 when not known.
+	Version func(*dag.DAG) int
 
 	Runs      map[int64]*Run      // the open runs in memory: this daemon's, dead owners' bound ones, shared ones
 	Entries   map[int64]*Entry    // waiting and admitted entries of the runs in memory

@@ -87,6 +87,7 @@ func Open(ctx context.Context, dsn string, opts store.Options) (store.Store, err
 				return err
 			},
 			Classify: classify, ResetSequences: resetSequences, NextIDs: nextIDs, IDsTaken: idsTaken,
+			Vacuum:   []string{`VACUUM`},
 			Snapshot: &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}},
 		Changes: ch,
 		Writer:  db, Reader: db, Path: path, Options: opts,

@@ -64,6 +64,11 @@ func Open(ctx context.Context, path string, opts store.Options) (store.Store, er
 	q.Set("_foreign_keys", "on")
 	q.Set("_busy_timeout", strconv.Itoa(int(opts.Timeout()/time.Millisecond)))
 	q.Set("_txlock", "immediate")
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		if err := create(ctx, path, q); err != nil {
+			return nil, err
+		}
+	}
 	w, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -82,11 +87,39 @@ func Open(ctx context.Context, path string, opts store.Options) (store.Store, er
 	return newDB(ctx, w, r, path, opts)
 }
 
+// create makes a new database file with auto_vacuum=incremental, which takes effect only before
+// the file's first page is written (see Compact), on a connection of its own: the pragma takes
+// the write lock, so the pools' connections, which may open while another process writes, do
+// not set it. Another process creating the same file at once is harmless: the setting is the
+// same, and the migrations that follow take the lock.
+func create(ctx context.Context, path string, q url.Values) error {
+	cq := url.Values{}
+	for k, v := range q {
+		cq[k] = v
+	}
+	cq.Set("_auto_vacuum", "incremental")
+	db, err := sql.Open("sqlite3", "file:"+path+"?"+cq.Encode())
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	defer db.Close()
+	if err := db.PingContext(ctx); err != nil {
+		return fmt.Errorf("create %s: %w", path, store.Unavailable(classify(err)))
+	}
+	return nil
+}
+
 func newDB(ctx context.Context, w, r *sql.DB, path string, opts store.Options) (store.Store, error) {
 	return sqlstore.New(ctx, sqlstore.Config{
 		Dialect: &sqlstore.Dialect{Name: "sqlite", Prepare: true, Uncancelled: true, Migrations: Migrations(),
 			Lock:     func(context.Context, *sql.Tx) error { return nil }, // BEGIN IMMEDIATE took it
 			Classify: classify, ResetSequences: func(context.Context, *sql.Tx) error { return nil },
+			// A database created by this binary has auto_vacuum=incremental (Open): the pages a
+			// retention batch freed go back to the file system at its end, so the file shrinks
+			// with the history. On an older database (auto_vacuum none) it does nothing: freed
+			// pages are reused by later rows (db clean --vacuum rewrites the file).
+			Compact: `PRAGMA incremental_vacuum`,
+			Vacuum:  []string{`PRAGMA auto_vacuum = INCREMENTAL`, `VACUUM`},
 			// dag_runs would hand out MAX(id)+1 again after the newest run was deleted: the
 			// tombstone of the highest deleted id is kept (DeleteRun) and counted, so a deleted
 			// run's id is never given again. queue_entries (AUTOINCREMENT) never reuses an id.

@@ -50,6 +50,14 @@ func Run(t *testing.T, h Harness) {
 		{"Events", testEvents},
 		{"MigrateRepair", testMigrateRepair},
 		{"CopyRepair", testCopyRepair},
+		{"DAGVersions", testDAGVersions},
+		{"RunVersions", testRunVersions},
+		{"CopyVersions", testCopyVersions},
+		{"PruneRuns", testPruneRuns},
+		{"PruneHighestRun", testPruneHighestRun},
+		{"PruneEventsAndVersions", testPruneEventsAndVersions},
+		{"Vacuum", testVacuum},
+		{"PruneShrinks", testPruneShrinks},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@
 // - <time> elements keep their relative text fresh.
 // - Forms marked data-action are sent in the background and answer next to the button; a
 //   clear or a mark (data-preview) shows the API's dry run in a dialog first.
+// - A select marked data-autosubmit sends its form when it changes (the Code tab's versions).
 (function () {
   "use strict";
   var REFRESH_MS = 2000, LOG_MS = 1000;
@@ -224,8 +225,16 @@
     });
   }
 
+  // A picker (select[data-autosubmit], the Code tab's versions) shows its choice at once.
+  function autosubmit(root) {
+    root.querySelectorAll("select[data-autosubmit]").forEach(function (sel) {
+      sel.addEventListener("change", function () { if (sel.form) sel.form.submit(); });
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     bind(document);
+    autosubmit(document);
     refreshTimes();
     if (document.querySelector("[data-live]")) {
       if (live) live.hidden = false;

@@ -71,7 +71,8 @@ func (s *DB) RecentEntries(ctx context.Context, perPool int) (map[string][]store
 
 // ListDAGRows lists every DAG the store has seen, by id.
 func (s *DB) ListDAGRows(ctx context.Context) ([]store.DAGRow, error) {
-	rows, err := s.query(ctx, `SELECT dag_id, paused, file, schedule, updated_at FROM dags ORDER BY dag_id`)
+	rows, err := s.query(ctx, `SELECT dag_id, paused, file, schedule, updated_at, COALESCE(version, 0) FROM dags
+		ORDER BY dag_id`)
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -80,7 +81,7 @@ func (s *DB) ListDAGRows(ctx context.Context) ([]store.DAGRow, error) {
 	for rows.Next() {
 		var d store.DAGRow
 		var updated int64
-		if err := rows.Scan(&d.DAGID, &d.Paused, &d.File, &d.Schedule, &updated); err != nil {
+		if err := rows.Scan(&d.DAGID, &d.Paused, &d.File, &d.Schedule, &updated, &d.Version); err != nil {
 			return nil, unavailable(err)
 		}
 		d.UpdatedAt = store.FromMicros(updated)

@@ -51,6 +51,14 @@ type Dialect struct {
 	// sequences; SQLite's follow by themselves).
 	NextIDs  string
 	IDsTaken func(q RowQuerier, table string, max int64) error
+	// Compact, when set, runs at the end of a transaction that pruned history (retention.go):
+	// it gives the pages the deletes freed back to the file system (SQLite's
+	// incremental_vacuum). PostgreSQL reuses its dead rows' space after autovacuum instead.
+	Compact string
+	// Vacuum are the statements that rewrite the whole database outside a transaction (db
+	// clean --vacuum): SQLite's switch to auto_vacuum=incremental with the VACUUM that makes it
+	// hold; PostgreSQL's plain VACUUM (the space is reused, the files keep their size).
+	Vacuum []string
 }
 
 // Changes is how a driver tells outside commits from a handle's own (store.Store.DataVersion).
@@ -327,6 +335,14 @@ func timeOf(v sql.NullInt64) time.Time {
 		return time.Time{}
 	}
 	return store.FromMicros(v.Int64)
+}
+
+// nullInt is a number whose 0 means none (a version not known).
+func nullInt(v int) any {
+	if v == 0 {
+		return nil
+	}
+	return v
 }
 
 func nullString(s string) any {

@@ -109,7 +109,7 @@ func rowsOf(n int, tuple string) string {
 
 const entryCols = `e.id, e.run, e.task_id, e.try_number, e.label, e.priority, e.due, e.deadline, e.state, e.force,
 	COALESCE(e.reason_code, ''), COALESCE(e.reason, ''), COALESCE(e.rule, ''), e.replay, e.not_before, e.fingerprint,
-	e.created_at, e.admitted_at, e.ended_at, COALESCE(r.owner, ''), r.dag_id, r.run_id, r.run_type`
+	e.created_at, e.admitted_at, e.ended_at, COALESCE(r.owner, ''), r.dag_id, r.run_id, r.run_type, COALESCE(e.version, 0)`
 
 func scanEntry(sc interface{ Scan(...any) error }) (store.Entry, error) {
 	var e store.Entry
@@ -117,7 +117,7 @@ func scanEntry(sc interface{ Scan(...any) error }) (store.Entry, error) {
 	var deadline, admitted, ended, notBefore sql.NullInt64
 	err := sc.Scan(&e.ID, &e.Run, &e.TaskID, &e.TryNumber, &e.Label, &e.Priority, &due, &deadline, &e.State, &e.Force,
 		&e.ReasonCode, &e.Reason, &e.Rule, &e.Replay, &notBefore, &e.Fingerprint, &created, &admitted, &ended, &e.Owner,
-		&e.DAGID, &e.RunID, &e.RunType)
+		&e.DAGID, &e.RunID, &e.RunType, &e.Version)
 	e.Due, e.CreatedAt, e.NotBefore = store.FromMicros(due), store.FromMicros(created), timeOf(notBefore)
 	e.Deadline, e.AdmittedAt, e.EndedAt = timeOf(deadline), timeOf(admitted), timeOf(ended)
 	return e, err
@@ -149,10 +149,10 @@ func (t *Tx) SetForce(id int64) error {
 // Admit debits every requirement of an entry in claims rows and marks it admitted. Together
 // with the other admissions of a pass it commits or rolls back as one (§4.3).
 func (t *Tx) Admit(e *store.Entry, daemon string, epoch int64, now, leaseUntil time.Time) error {
-	const set = `admitted_at = ?, reason_code = NULL, reason = NULL`
+	const set = `admitted_at = ?, version = ?, reason_code = NULL, reason = NULL`
 	if t.s.d.WritingWith && t.failAfter == nil && len(e.Needs) > 0 {
 		// The move and the claims in one statement: no claim is written unless the move is.
-		q, args := t.moveStatement(e.ID, vocab.EntryAdmitted, set, store.Micros(now))
+		q, args := t.moveStatement(e.ID, vocab.EntryAdmitted, set, store.Micros(now), nullInt(e.Version))
 		args = append(args, daemon, epoch, store.Micros(leaseUntil))
 		for _, n := range e.Needs {
 			args = append(args, n.Pool, n.Slots)
@@ -168,7 +168,7 @@ func (t *Tx) Admit(e *store.Entry, daemon string, epoch int64, now, leaseUntil t
 		}
 		return nil
 	}
-	if err := t.moveEntry(e.ID, vocab.EntryAdmitted, set, store.Micros(now)); err != nil {
+	if err := t.moveEntry(e.ID, vocab.EntryAdmitted, set, store.Micros(now), nullInt(e.Version)); err != nil {
 		return err
 	}
 	if t.failAfter != nil {
@@ -423,8 +423,13 @@ func (t *Tx) Reschedule(id int64, keep []string, notBefore time.Time) error {
 // memory: the attempt row, and the task instance's final state and dates if it still shows the
 // attempt running.
 func (t *Tx) RecordEnd(id int64, a *store.Attempt) error {
-	if err := t.queryRow(`SELECT run, task_id FROM queue_entries WHERE id = ?`, id).Scan(&a.Run, &a.TaskID); err != nil {
+	var version int
+	if err := t.queryRow(`SELECT run, task_id, COALESCE(version, 0) FROM queue_entries WHERE id = ?`, id).Scan(&a.Run,
+		&a.TaskID, &version); err != nil {
 		return unavailable(err)
+	}
+	if a.Version == 0 {
+		a.Version = version // the version it was admitted under: the one it ran
 	}
 	if err := t.InsertAttempt(a); err != nil {
 		return err

@@ -14,14 +14,15 @@ import (
 )
 
 const runCols = `id, dag_id, run_id, run_type, logical_date, state, conf, note, note_by, note_at, no_queue,
-	COALESCE(owner, ''), queued_at, start_date, end_date, COALESCE(reason_code, ''), COALESCE(reason, '')`
+	COALESCE(owner, ''), queued_at, start_date, end_date, COALESCE(reason_code, ''), COALESCE(reason, ''),
+	COALESCE(version, 0)`
 
 func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
 	var r store.Run
 	var logical, queued int64
 	var noteAt, start, end sql.NullInt64
 	err := sc.Scan(&r.PK, &r.DAGID, &r.RunID, &r.RunType, &logical, &r.State, &r.Conf, &r.Note, &r.NoteBy, &noteAt,
-		&r.NoQueue, &r.Owner, &queued, &start, &end, &r.ReasonCode, &r.Reason)
+		&r.NoQueue, &r.Owner, &queued, &start, &end, &r.ReasonCode, &r.Reason, &r.Version)
 	r.LogicalDate, r.QueuedAt, r.StartDate, r.EndDate = store.FromMicros(logical), store.FromMicros(queued), timeOf(start), timeOf(end)
 	r.NoteAt = timeOf(noteAt)
 	return r, err
@@ -42,11 +43,12 @@ func (t *Tx) InsertRun(r *store.Run) error {
 	// ON CONFLICT DO NOTHING rather than a unique violation: on PostgreSQL a failed statement
 	// would end the whole pass's transaction.
 	id, ok, err := t.insertID(`INSERT INTO dag_runs (id, dag_id, run_id, run_type, logical_date, state, conf, note,
-		note_by, note_at, no_queue, owner, queued_at, start_date, end_date, reason_code, reason, seq)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		note_by, note_at, no_queue, owner, queued_at, start_date, end_date, reason_code, reason, version, seq)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING RETURNING id`, pk, r.DAGID, r.RunID, r.RunType, store.Micros(r.LogicalDate), r.State,
 		orJSON(r.Conf), r.Note, r.NoteBy, nullMicros(r.NoteAt), r.NoQueue, nullString(r.Owner), store.Micros(r.QueuedAt),
-		nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(string(r.ReasonCode)), nullString(r.Reason), t.stamp())
+		nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(string(r.ReasonCode)), nullString(r.Reason),
+		nullInt(r.Version), t.stamp())
 	switch {
 	case err != nil:
 		return err
@@ -91,11 +93,12 @@ func orJSON(s string) string {
 }
 
 // UpdateRun writes a run's state, dates, reason and owner; never its note, which the caller's
-// copy may hold from before a SetNote.
+// copy may hold from before a SetNote. A run's version is what it was created with: written
+// only when it had none (a run dags trigger created, taken by a daemon).
 func (t *Tx) UpdateRun(r *store.Run) error {
-	_, err := t.exec(`UPDATE dag_runs SET state = ?, start_date = ?, end_date = ?, reason_code = ?, reason = ?, owner = ?, seq = ?
-		WHERE id = ?`, r.State, nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(string(r.ReasonCode)),
-		nullString(r.Reason), nullString(r.Owner), t.stamp(), r.PK)
+	_, err := t.exec(`UPDATE dag_runs SET state = ?, start_date = ?, end_date = ?, reason_code = ?, reason = ?, owner = ?,
+		version = COALESCE(version, ?), seq = ? WHERE id = ?`, r.State, nullMicros(r.StartDate), nullMicros(r.EndDate),
+		nullString(string(r.ReasonCode)), nullString(r.Reason), nullString(r.Owner), nullInt(r.Version), t.stamp(), r.PK)
 	return err
 }
 
@@ -236,15 +239,16 @@ func (t *Tx) PutAttempts(as []*store.Attempt) error {
 	}
 	for len(rows) > 0 {
 		n := min(len(rows), putAttemptsChunk)
-		args := make([]any, 0, 9*n)
+		args := make([]any, 0, 10*n)
 		for _, a := range rows[:n] {
 			args = append(args, a.Run, a.TaskID, a.TryNumber, a.State, nullMicros(a.StartDate), nullMicros(a.EndDate),
-				nullString(string(a.ReasonCode)), nullString(a.Reason), nullString(a.Daemon))
+				nullString(string(a.ReasonCode)), nullString(a.Reason), nullString(a.Daemon), nullInt(a.Version))
 		}
 		if _, err := t.exec(`INSERT INTO attempts (run, task_id, try_number, state, start_date, end_date, reason_code, reason,
-			daemon) VALUES `+rowsOf(n, "(?, ?, ?, ?, ?, ?, ?, ?, ?)")+` ON CONFLICT (run, task_id, try_number) DO UPDATE SET
+			daemon, version) VALUES `+rowsOf(n, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")+` ON CONFLICT (run, task_id, try_number) DO UPDATE SET
 			state = excluded.state, start_date = excluded.start_date, end_date = excluded.end_date,
-			reason_code = excluded.reason_code, reason = excluded.reason, daemon = excluded.daemon`, args...); err != nil {
+			reason_code = excluded.reason_code, reason = excluded.reason, daemon = excluded.daemon,
+			version = excluded.version`, args...); err != nil {
 			return err
 		}
 		rows = rows[n:]
