@@ -156,6 +156,9 @@ func runFilterOf(r *http.Request) (store.RunFilter, error) {
 	if f.EndFrom, f.EndTo, err = timeRange(r, "end_date"); err != nil {
 		return f, err
 	}
+	if f.Text = r.URL.Query().Get("q"); len(f.Text) > 200 {
+		return f, badRequest("q", "at most 200 characters, got %d", len(f.Text))
+	}
 	field, desc, err := orderQuery(r, runOrders, "-queued_at")
 	if err != nil {
 		return f, err

@@ -23,7 +23,7 @@ var (
 		return out
 	}
 	dagsParams     = append(slices.Clone(pageParams), "only_active", "paused", "dag_id_pattern", "tags", "order_by")
-	dagRunsParams  = slices.Concat(pageParams, []string{"state", "run_type", "daemon", "order_by"}, rangeParams("execution_date", "logical_date", "start_date", "end_date"))
+	dagRunsParams  = slices.Concat(pageParams, []string{"state", "run_type", "daemon", "order_by", "q"}, rangeParams("execution_date", "logical_date", "start_date", "end_date"))
 	tisParams      = slices.Concat(pageParams, []string{"state", "pool", "order_by"}, rangeParams("start_date", "end_date", "duration"))
 	poolsParams    = append(slices.Clone(pageParams), "order_by")
 	importErrsPars = append(slices.Clone(pageParams), "order_by")

@@ -103,7 +103,7 @@ func New(cfg Config) *Server {
 		}
 	}
 	s.router = s.routes()
-	s.handler = s.guard(s.router)
+	s.handler = s.guard(conditional(s.router))
 	return s
 }
 

@@ -13,6 +13,8 @@ type RunFilter struct {
 	States   []vocab.RunState // any of
 	RunTypes []vocab.RunType  // any of
 	Owners   []string         // held by any of these owners (an every_node run's is its daemon)
+	// Text keeps the runs whose run id, DAG id or note contains it, ignoring case ("" = all).
+	Text string
 	// Time ranges, inclusive; zero = open.
 	LogicalFrom, LogicalTo time.Time
 	StartFrom, StartTo     time.Time

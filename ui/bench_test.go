@@ -14,7 +14,7 @@ import (
 // fill writes n finished runs of diamond straight into the store, each with its four task
 // instances, attempts and done queue entries (admitted and ended within the last hour, so the
 // pool timeline has them all), as a daemon that ran them would have left them.
-func fill(b *testing.B, bd *bundle, n int) {
+func fill(b testing.TB, bd *bundle, n int) {
 	b.Helper()
 	now := time.Now().UTC()
 	const batch = 250 // short transactions: one long one exceeds the store's 5 s bound on a busy machine
@@ -23,7 +23,7 @@ func fill(b *testing.B, bd *bundle, n int) {
 	}
 }
 
-func fillBatch(b *testing.B, bd *bundle, now time.Time, lo, hi, n int) {
+func fillBatch(b testing.TB, bd *bundle, now time.Time, lo, hi, n int) {
 	b.Helper()
 	err := bd.st.WithTx(context.Background(), func(tx store.Tx) error {
 		for i := lo; i < hi; i++ {

@@ -39,6 +39,8 @@ var funcs = template.FuncMap{
 	"diffClass": func(k linediff.Kind) string { return [...]string{"same", "del", "add"}[k] },
 	"diffSign":  func(k linediff.Kind) string { return [...]string{" ", "-", "+"}[k] },
 	"codePath":  codePath,
+	"runsPath":  runsListPath,
+	"graphOf":   graphOf,
 	// ver is a version number that may be unknown (nil: 0).
 	"ver": func(n *int) int {
 		if n == nil {

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -133,6 +134,8 @@ type dagData struct {
 	Counts   map[vocab.RunState]int // run states among the grid's runs
 	Events   eventsCard             // the DAG's own recent events (§10.4)
 	Nodes    []nodeRow              // an every_node DAG's fires per daemon (§9)
+	Pager    gridPager              // the grid's window of runs
+	Picker   []store.Run            // the runs the graph's picker offers, newest first
 }
 
 func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
@@ -143,7 +146,9 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	runs, _, err := u.api.Store().ListRuns(ctx, id, gridRuns, 0)
+	offset, _ := strconv.Atoi(r.URL.Query().Get("grid"))
+	offset = max(offset, 0)
+	runs, total, err := u.api.Store().ListRuns(ctx, id, gridRuns, offset)
 	if err != nil {
 		u.fail(w, r, err)
 		return
@@ -151,6 +156,7 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 	recent := slices.Clone(runs)
 	slices.Reverse(runs)
 	data := dagData{DAG: view, Def: def, Runs: runs, Recent: recent, Counts: map[vocab.RunState]int{}}
+	data.Pager = newGridPager(id, r.URL.Query().Get("run"), offset, len(runs), total)
 	if view.ScheduleInterval != nil {
 		data.Schedule = view.ScheduleInterval.Value
 	}
@@ -200,7 +206,7 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 		}
 		data.Grid = append(data.Grid, row)
 	}
-	// The graph shows the selected run (?run=), else the newest.
+	// The graph shows the selected run (?run=), else the newest that has started.
 	if sel := r.URL.Query().Get("run"); sel != "" {
 		for i := range runs {
 			if runs[i].RunID == sel {
@@ -215,8 +221,23 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 			}
 			data.Selected = &run
 		}
-	} else if len(runs) > 0 {
-		data.Selected = &runs[len(runs)-1]
+	} else if first := newestStarted(recent); offset == 0 && first != nil && !first.StartDate.IsZero() {
+		data.Selected = first
+	} else { // the grid's window has no started run: look further back
+		started, _, err := u.api.Store().ListRunsWhere(ctx, store.RunFilter{DAGID: id, StartFrom: time.Unix(0, 1),
+			OrderBy: "queued_at", Desc: true, Limit: 1})
+		if err != nil {
+			u.fail(w, r, err)
+			return
+		}
+		if len(started) == 0 && offset == 0 {
+			started = recent
+		}
+		data.Selected = newestStarted(started)
+	}
+	data.Picker = recent
+	if data.Selected != nil && !slices.ContainsFunc(recent, func(r store.Run) bool { return r.PK == data.Selected.PK }) {
+		data.Picker = append([]store.Run{*data.Selected}, recent...)
 	}
 	if def != nil {
 		info := map[string]nodeInfo{}

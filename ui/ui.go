@@ -53,6 +53,8 @@ func (u *UI) routes() *mux.Router {
 	get("/ui/", u.dagList)
 	get("/ui/dags/{dag}", u.dagPage)
 	get("/ui/dags/{dag}/code", u.codePage)
+	get("/ui/dags/{dag}/runs", u.runsList)
+	get("/ui/runs", u.runsList)
 	get("/ui/dags/{dag}/runs/{run}", u.runPage)
 	get(ti, u.taskPage)
 	get(ti+"/logs/{try}", u.logTail)
@@ -140,7 +142,7 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name, ti
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
+	h.Set("Cache-Control", "no-cache, private") // revalidated: the ETag of server/compress.go makes that a 304
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "same-origin")
@@ -226,7 +228,7 @@ func apiPath(parts ...string) string {
 func parsePages() map[string]*template.Template {
 	shared := []string{"templates/layout.html", "templates/parts.html"}
 	out := map[string]*template.Template{}
-	for _, name := range []string{"dags", "dag", "code", "run", "task", "pools", "events", "preview", "login", "error", "action"} {
+	for _, name := range []string{"dags", "dag", "code", "runs", "run", "task", "pools", "events", "preview", "login", "error", "action"} {
 		t := template.New(name).Funcs(funcs)
 		t = template.Must(t.ParseFS(templateFS, append(shared, "templates/"+name+".html")...))
 		out[name] = t

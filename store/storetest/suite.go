@@ -30,6 +30,7 @@ func Run(t *testing.T, h Harness) {
 		{"OwnerRows", testOwnerRows},
 		{"Takeover", testTakeover},
 		{"Reads", testReads},
+		{"RunText", testRunText},
 		{"SchemaNewerAtOpen", testSchemaNewerAtOpen},
 		{"SchemaNewerWhileRunning", testSchemaNewerWhileRunning},
 		{"SchemaNewerGoneAgain", testSchemaNewerGoneAgain},

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -186,5 +187,48 @@ func testReads(t *testing.T, h Harness) {
 	}))
 	if _, err := st.GetRun(bg(), "etl", "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown run: %v", err)
+	}
+}
+
+// testRunText: the runs list's text filter finds runs by a part of their run id, DAG id or
+// note, ignoring case, and takes LIKE's wildcards literally.
+func testRunText(t *testing.T, h Harness) {
+	st := h.New(t)
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		for i, r := range []struct{ dag, id, note string }{
+			{"etl", "manual__Nightly_1", ""}, {"etl", "scheduled__2", "the DB was down"},
+			{"report", "manual__3", ""}, {"report", "50%_off", ""},
+		} {
+			at := day.Add(time.Duration(i) * time.Minute)
+			run := store.Run{DAGID: r.dag, RunID: r.id, RunType: vocab.RunManual, LogicalDate: at, State: vocab.RunSuccess,
+				QueuedAt: at, Note: r.note}
+			if err := tx.InsertRun(&run); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	for _, c := range []struct {
+		text string
+		dag  string
+		want []string
+	}{
+		{"nightly", "", []string{"manual__Nightly_1"}},
+		{"REPORT", "", []string{"50%_off", "manual__3"}},
+		{"db was", "", []string{"scheduled__2"}},
+		{"manual", "report", []string{"manual__3"}},
+		{"%", "", []string{"50%_off"}},
+		{"_o", "", []string{"50%_off"}},
+		{"nothing", "", nil},
+	} {
+		runs, total, err := st.ListRunsWhere(bg(), store.RunFilter{Text: c.text, DAGID: c.dag, OrderBy: "queued_at", Desc: true})
+		must(t, err)
+		var got []string
+		for _, r := range runs {
+			got = append(got, r.RunID)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) || total != len(c.want) {
+			t.Errorf("text %q dag %q: %v (total %d), want %v", c.text, c.dag, got, total, c.want)
+		}
 	}
 }

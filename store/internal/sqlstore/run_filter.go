@@ -9,6 +9,8 @@ import (
 	"github.com/poolflow/poolflow/vocab"
 )
 
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
 // ListRunsWhere lists the runs f selects in f's order, and how many it selects in all.
 func (s *DB) ListRunsWhere(ctx context.Context, f store.RunFilter) ([]store.Run, int, error) {
 	var where []string
@@ -36,6 +38,13 @@ func (s *DB) ListRunsWhere(ctx context.Context, f store.RunFilter) ([]store.Run,
 	in("state", vocab.Strings(f.States))
 	in("run_type", vocab.Strings(f.RunTypes))
 	in("owner", f.Owners)
+	if f.Text != "" {
+		// LIKE with its wildcards escaped, on lowered text: the same answer on both drivers
+		// (PostgreSQL's LIKE heeds case, SQLite's does not).
+		pat := "%" + likeEscaper.Replace(strings.ToLower(f.Text)) + "%"
+		where = append(where, `(LOWER(run_id) LIKE ? ESCAPE '\' OR LOWER(dag_id) LIKE ? ESCAPE '\' OR LOWER(note) LIKE ? ESCAPE '\')`)
+		args = append(args, pat, pat, pat)
+	}
 	between("logical_date", f.LogicalFrom, f.LogicalTo)
 	between("start_date", f.StartFrom, f.StartTo)
 	between("end_date", f.EndFrom, f.EndTo)
