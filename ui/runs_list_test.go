@@ -1,9 +1,9 @@
 package ui
 
 import (
-	"fmt"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
