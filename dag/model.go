@@ -53,6 +53,10 @@ type TaskContext struct {
 	Params      map[string]any
 	// Log receives the attempt's log lines (the attempt log file).
 	Log func(format string, args ...any)
+	// Output is what the task publishes when it succeeds (§14): a value that encodes as one JSON
+	// object of at most 64 KiB (a map or a struct), read by downstream templates as
+	// tasks.<id>.output. nil publishes nothing; anything else fails the attempt.
+	Output any
 }
 
 // DAG is one loaded DAG, from YAML or Go. A job is a one-task DAG whose task id is the DAG id.

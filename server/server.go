@@ -151,6 +151,7 @@ func (s *Server) table() []route {
 		{http.MethodGet, ti, s.getTaskInstance, false, nil},
 		{http.MethodPatch, ti, s.patchTaskInstance, true, nil},
 		{http.MethodGet, ti + "/dependencies", s.getDependencies, false, nil},
+		{http.MethodGet, ti + "/output", s.getOutput, true, nil},
 		{http.MethodGet, ti + "/logs/{try_number}", s.getLog, true, nil},
 		{http.MethodPost, ti + "/approve", s.decideGate(vocab.CommandApprove), true, nil},
 		{http.MethodPost, ti + "/reject", s.decideGate(vocab.CommandReject), true, nil},

@@ -58,6 +58,9 @@ type TaskInstance struct {
 	Note   string
 	NoteBy string
 	NoteAt time.Time
+	// Output is the JSON object its successful attempt wrote (§14), "" when it wrote none or
+	// the task instance has not succeeded. Read only: it is stored with the attempt.
+	Output string
 }
 
 // Requirement is one normalized requirement row of a queue entry.
@@ -226,6 +229,8 @@ type Attempt struct {
 	// Version is the version of its DAG it ran (§12), or for one that never started the
 	// version in force when it ended; 0 when unknown.
 	Version int
+	// Output is the JSON object a successful attempt wrote (§14), compact; "" for none.
+	Output string
 }
 
 // Owner is one row of the owners table: a process that can own runs, entries and claims, with

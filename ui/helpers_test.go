@@ -99,6 +99,12 @@ tasks:
     command: ["true"]
     pool_requirements: {default: 2}
 `,
+		"emits.yaml": `
+tasks:
+  - id: emit
+    bash: |
+      printf '%s' '{"files": ["<b>a.csv</b>"], "n": 1}' > "$POOLFLOW_OUTPUT"
+`,
 		"quotes.yaml": `
 params: {name: world}
 tasks:

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"encoding/json"
 	"errors"
 	"html/template"
 	"net/http"
@@ -124,6 +125,8 @@ type taskData struct {
 	Note     noteView
 	RunTasks []store.TaskInstance
 	Events   eventsCard
+	// Output is the task instance's output (§14), indented for reading; "" when it has none.
+	Output string
 }
 
 // noteView is a run's or a task instance's note with who wrote it and when (§10.3).
@@ -176,6 +179,9 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 	byTry := map[int]store.Attempt{}
 	for _, a := range ended {
 		byTry[a.TryNumber] = a
+	}
+	if a, ok := byTry[d.View.TryNumber]; ok && state == vocab.TaskSuccess && a.Output != "" {
+		data.Output = prettyJSON(json.RawMessage(a.Output))
 	}
 	last := d.View.TryNumber
 	if a := len(ended); a > 0 && ended[a-1].TryNumber > last {

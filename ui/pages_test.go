@@ -432,3 +432,18 @@ func TestTimelineTickLabels(t *testing.T) {
 		t.Errorf("%d grid lines, want 6 (11:30 to 12:20)", n)
 	}
 }
+
+// TestTaskOutput: the task page shows a task instance's output as indented JSON, escaped (§14).
+func TestTaskOutput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.trigger(t, "emits", "o1")
+	if state := b.waitRunEnd(t, "emits", "o1"); state != "success" {
+		t.Fatalf("run ended %s", state)
+	}
+	page := b.page(t, http.StatusOK, "/ui/dags/emits/runs/o1/tasks/emit")
+	want := htmlText("{\n  \"files\": [\n    \"<b>a.csv</b>\"\n  ],\n  \"n\": 1\n}")
+	if !strings.Contains(page, `<pre class="json" id="task-output">`+want+`</pre>`) {
+		t.Fatalf("task page lacks the output %q:\n%s", want, page)
+	}
+}

@@ -43,5 +43,7 @@ type Ended struct {
 	Shutdown   bool // stopped by the daemon's own shutdown: back to the queue, same try
 	Lost       bool // stopped because its lease could not be renewed
 	Reschedule bool // a reschedule sensor's check is not met yet: poke again later
-	Spec       *Spec
+	// Output is the JSON object a successful attempt published (§14), compact; "" for none.
+	Output string
+	Spec   *Spec
 }

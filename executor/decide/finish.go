@@ -74,9 +74,10 @@ func (ps *pass) finish(ev *attempt.Ended) {
 	switch {
 	case ev.OK:
 		ti.State, ti.ReasonCode, ti.Reason = vocab.TaskSuccess, "", ""
+		ti.Output = ev.Output                                           // what downstream templates read as tasks.<id>.output (§14)
 		ps.retireJobRetries(run.DAG, run, "retry retired by a success") // a job is never shared
 		ps.addAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
-			State: vocab.TaskSuccess, StartDate: ev.Start, EndDate: ev.End, Daemon: ps.cfg.DaemonID})
+			State: vocab.TaskSuccess, StartDate: ev.Start, EndDate: ev.End, Daemon: ps.cfg.DaemonID, Output: ev.Output})
 		ps.st.Touch(ti)
 		return
 	case ev.Skip:
@@ -113,15 +114,18 @@ func (ps *pass) stoppedEnd(le *state.Entry, ev *attempt.Ended, held bool, to voc
 		ps.failAttempt(run, ti, le.TryNumber, "", reason, ev.End, true)
 		return
 	}
-	st, code := vocab.TaskFailed, vocab.ReasonMarked
+	st, code, output := vocab.TaskFailed, vocab.ReasonMarked, ""
 	switch {
 	case to == vocab.TaskNone:
 		code = vocab.ReasonCleared
 	case ev.OK:
-		st = vocab.TaskSuccess
+		st, output = vocab.TaskSuccess, ev.Output
 	}
 	ps.addAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: le.TryNumber, State: st,
-		StartDate: ev.Start, EndDate: ev.End, ReasonCode: code, Reason: reason, Daemon: ps.cfg.DaemonID})
+		StartDate: ev.Start, EndDate: ev.End, ReasonCode: code, Reason: reason, Daemon: ps.cfg.DaemonID, Output: output})
+	if to == vocab.TaskSuccess {
+		ti.Output = output
+	}
 	ps.notify(Notice{Kind: NoticeAttemptEnded, DAGID: run.DAGID, RunID: run.RunID, TaskID: ti.TaskID, Try: le.TryNumber,
 		State: string(st), Reason: reason, Duration: ev.End.Sub(ev.Start)})
 	ps.becomes(ti, to, code, reason)
@@ -157,8 +161,12 @@ func (ps *pass) finishUnknown(ev *attempt.Ended) {
 	}
 	ps.p.add(ReleaseHeld{ev.Entry})
 	ps.st.Release(ev.Entry)
+	output := ""
+	if st == vocab.TaskSuccess {
+		output = ev.Output
+	}
 	ps.p.add(RecordEnd{ev.Entry, &store.Attempt{TryNumber: a.Try, State: st, StartDate: ev.Start, EndDate: ev.End,
-		Reason: reason, Daemon: ps.cfg.DaemonID}})
+		Reason: reason, Daemon: ps.cfg.DaemonID, Output: output}})
 }
 
 // failAttempt records try `try` as failed for reason (with its code, if it has one) and applies

@@ -303,7 +303,7 @@ func (r *Runner) execute(a *attemptRun) *attempt.Ended {
 	switch a.spec.Task.Kind {
 	case dag.KindGo:
 		r.cfg.Post(&attempt.Started{Entry: a.spec.Entry, Start: start})
-		ev.OK, ev.Reason = runGo(ctx, a, logf)
+		ev.OK, ev.Reason, ev.Output = runGo(ctx, a, logf)
 	case dag.KindSensor:
 		r.cfg.Post(&attempt.Started{Entry: a.spec.Entry, Start: start})
 		if a.spec.Task.Sensor.Mode == dag.ModeReschedule {
@@ -312,7 +312,25 @@ func (r *Runner) execute(a *attemptRun) *attempt.Ended {
 			r.poke(ctx, a, logf, ev)
 		}
 	default:
+		out := outputPath(a.logPath)
+		// A try's file is its own: what an earlier try (or the run before a replay) left is
+		// not this one's output.
+		if err := os.Remove(out); err != nil && !errors.Is(err, os.ErrNotExist) {
+			ev.Reason = "cannot remove the previous output file: " + err.Error()
+			break
+		}
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			ev.Reason = "cannot make the attempt's folder: " + err.Error()
+			break
+		}
 		ev.OK, ev.Reason = r.runProcess(ctx, a, logf, argv(a.spec.Task))
+		if ev.OK { // a failed try's output is not published
+			var err error
+			if ev.Output, err = readOutput(out); err != nil {
+				fmt.Fprintf(logf, "poolflow: %v\n", err)
+				ev.OK, ev.Reason = false, err.Error()
+			}
+		}
 	}
 	ev.End = r.cfg.Clock.Now()
 	switch why := a.stopReason(); why {
@@ -346,7 +364,7 @@ func argv(t *dag.Task) []string {
 // getenv takes the first of duplicate entries, and os.StartProcess does not dedupe.
 var attemptVars = map[string]bool{"POOLFLOW_DAG_ID": true, "POOLFLOW_RUN_ID": true, "POOLFLOW_TASK_ID": true,
 	"POOLFLOW_TRY_NUMBER": true, "POOLFLOW_LOGICAL_DATE": true, "POOLFLOW_PARAMS": true, "POOLFLOW_PARAMS_FILE": true,
-	envDaemonID: true, envEpoch: true, envStore: true, envAttempt: true}
+	envOutput: true, envDaemonID: true, envEpoch: true, envStore: true, envAttempt: true}
 
 // envKey is the name of a NAME=value entry.
 func envKey(kv string) string {
@@ -383,6 +401,7 @@ func (r *Runner) env(a *attemptRun) []string {
 		"POOLFLOW_TRY_NUMBER="+strconv.Itoa(sp.Try),
 		"POOLFLOW_LOGICAL_DATE="+sp.Logical.UTC().Format(time.RFC3339),
 		r.paramsEnv(a, params), // POOLFLOW_PARAMS, or POOLFLOW_PARAMS_FILE when large
+		envOutput+"="+outputPath(a.logPath),
 		envDaemonID+"="+r.cfg.DaemonID,
 		envEpoch+"="+strconv.FormatInt(r.epoch.Load(), 10),
 		envStore+"="+r.cfg.StorePath,
@@ -564,7 +583,7 @@ func (r *Runner) attemptCgroup(a *attemptRun) *attemptCgroup {
 }
 
 // runGo runs a Go task; a panic is a failed attempt with its stack in the log (§2.2).
-func runGo(ctx context.Context, a *attemptRun, logf *attemptLog) (ok bool, reason string) {
+func runGo(ctx context.Context, a *attemptRun, logf *attemptLog) (ok bool, reason, output string) {
 	sp := a.spec
 	if to := sp.Task.ExecutionTimeout; to > 0 {
 		var cancel context.CancelFunc
@@ -582,17 +601,22 @@ func runGo(ctx context.Context, a *attemptRun, logf *attemptLog) (ok bool, reaso
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(logf, "panic: %v\n%s", r, debug.Stack())
-			ok, reason = false, fmt.Sprintf("panic: %v", r)
+			ok, reason, output = false, fmt.Sprintf("panic: %v", r), ""
 		}
 	}()
 	if err := sp.Task.Func(ctx, ti); err != nil {
 		fmt.Fprintf(logf, "error: %v\n", err)
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return false, fmt.Sprintf("execution_timeout %s exceeded", sp.Task.ExecutionTimeout)
+			return false, fmt.Sprintf("execution_timeout %s exceeded", sp.Task.ExecutionTimeout), ""
 		}
-		return false, err.Error()
+		return false, err.Error(), ""
 	}
-	return true, ""
+	out, err := goOutput(ti.Output)
+	if err != nil {
+		fmt.Fprintf(logf, "poolflow: %v\n", err)
+		return false, err.Error(), ""
+	}
+	return true, "", out
 }
 
 // devNull is /dev/null opened once for reading, the stdin of every attempt; nil if it cannot be

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ func Run(t *testing.T, h Harness) {
 		{"InsertEntries", testInsertEntries},
 		{"PutAttempts", testPutAttempts},
 		{"AttemptReplaced", testAttemptReplaced},
+		{"Outputs", testOutputs},
 		{"OwnerRows", testOwnerRows},
 		{"Takeover", testTakeover},
 		{"Reads", testReads},
@@ -317,5 +319,50 @@ func testAttemptReplaced(t *testing.T, h Harness) {
 	as, err := st.ListAttempts(bg(), e.Run, "transfer")
 	if err != nil || len(as) != 1 || as[0].State != vocab.TaskSuccess || !as[0].EndDate.Equal(day.Add(time.Second)) {
 		t.Fatalf("attempts %+v %v", as, err)
+	}
+}
+
+// testOutputs: an attempt's output is stored with it, and a task instance's output is its
+// successful attempt's: none while it runs again after a clear, none from a failed try (§14).
+func testOutputs(t *testing.T, h Harness) {
+	st := h.New(t)
+	e := seed(t, st)
+	end := func(try int, state vocab.TaskState, out string) {
+		t.Helper()
+		must(t, st.WithTx(bg(), func(tx store.Tx) error {
+			if err := tx.PutAttempts([]*store.Attempt{{Run: e.Run, TaskID: "transfer", TryNumber: try, State: state,
+				StartDate: day, EndDate: day.Add(time.Second), Output: out}}); err != nil {
+				return err
+			}
+			return tx.PutTIs([]*store.TaskInstance{{Run: e.Run, TaskID: "transfer", State: state, TryNumber: try}})
+		}))
+	}
+	output := func() string {
+		t.Helper()
+		tis, err := st.ListTaskInstances(bg(), e.Run)
+		if err != nil || len(tis) != 1 {
+			t.Fatalf("task instances %+v %v", tis, err)
+		}
+		return tis[0].Output
+	}
+	end(1, vocab.TaskFailed, "")
+	if got := output(); got != "" {
+		t.Fatalf("failed try: output %q", got)
+	}
+	big := `{"files":["` + strings.Repeat("x", 60<<10) + `"]}`
+	end(2, vocab.TaskSuccess, big)
+	if got := output(); got != big {
+		t.Fatalf("success: output of %d bytes, want %d", len(got), len(big))
+	}
+	as, err := st.ListAttempts(bg(), e.Run, "transfer")
+	if err != nil || len(as) != 2 || as[0].Output != "" || as[1].Output != big {
+		t.Fatalf("attempts %+v %v", as, err)
+	}
+	// Cleared: it is none again at the same try, and has no output until it succeeds again.
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		return tx.PutTIs([]*store.TaskInstance{{Run: e.Run, TaskID: "transfer", State: vocab.TaskNone, TryNumber: 2}})
+	}))
+	if got := output(); got != "" {
+		t.Fatalf("cleared: output %q", got)
 	}
 }

@@ -29,7 +29,7 @@ var tables = []table{
 		"itttittttibtiiitti", "id"},
 	{"task_instances", strings.Fields("run task_id state try_number max_tries start_date end_date next_at reason_code reason note note_by note_at"),
 		"ittiiiiitttti", "run, task_id"},
-	{"attempts", strings.Fields("run task_id try_number state start_date end_date reason_code reason daemon version"), "ititiittti", "run, task_id, try_number"},
+	{"attempts", strings.Fields("run task_id try_number state start_date end_date reason_code reason daemon version output"), "ititiitttit", "run, task_id, try_number"},
 	{"queue_entries", strings.Fields("id run task_id try_number label priority due deadline state force reason_code reason rule replay not_before fingerprint created_at admitted_at ended_at version"),
 		"iititiiitbtttbitiiii", "id"},
 	{"entry_requirements", strings.Fields("entry pool slots implicit capacity"), "itibi", "entry, pool"},

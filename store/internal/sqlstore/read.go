@@ -121,7 +121,7 @@ func (s *DB) ListAttempts(ctx context.Context, run int64, taskID string) ([]stor
 // attempts reads the ended attempts a condition on the attempts table selects.
 func (s *DB) attempts(ctx context.Context, where string, args ...any) ([]store.Attempt, error) {
 	rows, err := s.query(ctx, `SELECT run, task_id, try_number, state, start_date, end_date, COALESCE(reason_code, ''),
-		COALESCE(reason, ''), COALESCE(daemon, ''), COALESCE(version, 0) FROM attempts WHERE `+where, args...)
+		COALESCE(reason, ''), COALESCE(daemon, ''), COALESCE(version, 0), COALESCE(output, '') FROM attempts WHERE `+where, args...)
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -131,7 +131,7 @@ func (s *DB) attempts(ctx context.Context, where string, args ...any) ([]store.A
 		var a store.Attempt
 		var start, end sql.NullInt64
 		if err := rows.Scan(&a.Run, &a.TaskID, &a.TryNumber, &a.State, &start, &end, &a.ReasonCode, &a.Reason,
-			&a.Daemon, &a.Version); err != nil {
+			&a.Daemon, &a.Version, &a.Output); err != nil {
 			return nil, unavailable(err)
 		}
 		a.StartDate, a.EndDate = timeOf(start), timeOf(end)

@@ -193,7 +193,12 @@ func (t *Tx) TaskInstances(run int64) ([]store.TaskInstance, error) {
 
 // tiCols are the columns scanTIs reads.
 const tiCols = `run, task_id, state, try_number, start_date, end_date, next_at, COALESCE(reason_code, ''),
-	COALESCE(reason, ''), max_tries, note, note_by, note_at`
+	COALESCE(reason, ''), max_tries, note, note_by, note_at, ` + tiOutput
+
+// tiOutput is a task instance's output: its successful attempt's (§14), found by the attempts'
+// primary key; NULL unless the task instance is a success.
+const tiOutput = `(SELECT a.output FROM attempts a WHERE a.run = task_instances.run AND a.task_id = task_instances.task_id
+	AND a.try_number = task_instances.try_number AND a.state = 'success' AND task_instances.state = 'success')`
 
 func scanTIs(rows *sql.Rows) ([]store.TaskInstance, error) {
 	defer rows.Close()
@@ -201,10 +206,12 @@ func scanTIs(rows *sql.Rows) ([]store.TaskInstance, error) {
 	for rows.Next() {
 		var ti store.TaskInstance
 		var start, end, next, noteAt sql.NullInt64
+		var output sql.NullString
 		if err := rows.Scan(&ti.Run, &ti.TaskID, &ti.State, &ti.TryNumber, &start, &end, &next, &ti.ReasonCode,
-			&ti.Reason, &ti.MaxTries, &ti.Note, &ti.NoteBy, &noteAt); err != nil {
+			&ti.Reason, &ti.MaxTries, &ti.Note, &ti.NoteBy, &noteAt, &output); err != nil {
 			return nil, unavailable(err)
 		}
+		ti.Output = output.String
 		ti.StartDate, ti.EndDate, ti.NextAt, ti.NoteAt = timeOf(start), timeOf(end), timeOf(next), timeOf(noteAt)
 		out = append(out, ti)
 	}
@@ -239,16 +246,17 @@ func (t *Tx) PutAttempts(as []*store.Attempt) error {
 	}
 	for len(rows) > 0 {
 		n := min(len(rows), putAttemptsChunk)
-		args := make([]any, 0, 10*n)
+		args := make([]any, 0, 11*n)
 		for _, a := range rows[:n] {
 			args = append(args, a.Run, a.TaskID, a.TryNumber, a.State, nullMicros(a.StartDate), nullMicros(a.EndDate),
-				nullString(string(a.ReasonCode)), nullString(a.Reason), nullString(a.Daemon), nullInt(a.Version))
+				nullString(string(a.ReasonCode)), nullString(a.Reason), nullString(a.Daemon), nullInt(a.Version),
+				nullString(a.Output))
 		}
 		if _, err := t.exec(`INSERT INTO attempts (run, task_id, try_number, state, start_date, end_date, reason_code, reason,
-			daemon, version) VALUES `+rowsOf(n, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")+` ON CONFLICT (run, task_id, try_number) DO UPDATE SET
+			daemon, version, output) VALUES `+rowsOf(n, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")+` ON CONFLICT (run, task_id, try_number) DO UPDATE SET
 			state = excluded.state, start_date = excluded.start_date, end_date = excluded.end_date,
 			reason_code = excluded.reason_code, reason = excluded.reason, daemon = excluded.daemon,
-			version = excluded.version`, args...); err != nil {
+			version = excluded.version, output = excluded.output`, args...); err != nil {
 			return err
 		}
 		rows = rows[n:]
