@@ -21,8 +21,8 @@ func TestAuth(t *testing.T) {
 			open = append(open, struct{ method, path string }{rt.method, path})
 		}
 	}
-	if len(guarded) != 14 {
-		t.Fatalf("%d guarded routes, want 14 (13 mutations and the log)", len(guarded))
+	if len(guarded) != 15 {
+		t.Fatalf("%d guarded routes, want 15 (13 mutations, the log and the output)", len(guarded))
 	}
 	for _, tt := range guarded {
 		for _, token := range []string{"", "wrong", testToken + "x"} {
