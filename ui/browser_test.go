@@ -177,8 +177,8 @@ func TestBrowserPages(t *testing.T) {
 
 	do(t, ctx, chromedp.Navigate(base+"/"))
 	waitFor(t, ctx, "the DAG list", `document.querySelector("a.dag-link[href='/ui/dags/diamond']")`)
-	if n := eval[int](t, ctx, `document.querySelectorAll("table.dags tbody tr").length`); n != 8 {
-		t.Errorf("DAG list: %d rows, want 8", n)
+	if n := eval[int](t, ctx, `document.querySelectorAll("table.dags tbody tr").length`); n != 9 {
+		t.Errorf("DAG list: %d rows, want 9", n)
 	}
 	shot(t, ctx, "dags")
 
