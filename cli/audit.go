@@ -117,7 +117,7 @@ func sendCommand(ctx context.Context, st store.Store, run store.Run, c *store.Co
 		return false, "", err
 	}
 	host, _ := os.Hostname()
-	target, ok, why := owners.CommandTarget(run, rows, time.Now(), host)
+	target, ok, why := owners.CommandTarget(run, c.Kind, rows, time.Now(), host)
 	if !ok {
 		return refuse(refusalf(errNobody, "%s", why))
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/poolflow/poolflow/executor/decide"
 	"github.com/poolflow/poolflow/pools"
+	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
 )
 
@@ -138,5 +139,118 @@ pool_requirements: {db: 1}
 	n1.mustPass(t, n1.End(startOf(t, p1, "sweep"), true, ""))
 	if p := n2.mustPass(t); !slices.Equal(started(p), []string{"sweep"}) {
 		t.Fatalf("daemon two starts %v once the slot is free", started(p))
+	}
+}
+
+// TestNodeRunRepairStaysWithItsDaemon (make chaos, seed 851747490, found it): a clear of an
+// every_node run that ended on a daemon now away is not applied by another daemon — that one
+// reopened the run as its own and ran the task on the wrong host. The command waits for the run's
+// daemon, which applies it when it is back; the run stays bound to it.
+func TestNodeRunRepairStaysWithItsDaemon(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", map[string]string{"sweep.yaml": `schedule: '@every 1h'
+every_node: true
+bash: 'true'
+`})
+	clock := NewFakeClock(t0)
+	b.clock = clock
+	const one, two = "host-a:/state/one", "host-b:/state/two"
+	n1, n2 := b.nodeHarness(t, one, clock), b.nodeHarness(t, two, clock)
+	n1.mustPass(t)
+	n2.mustPass(t)
+	plans := advance(t, clock, t0.Add(time.Hour), n1, n2)
+	n1.mustPass(t, n1.End(startOf(t, plans[0], "sweep"), true, ""))
+	n2.mustPass(t, n2.End(startOf(t, plans[1], "sweep"), true, ""))
+	var ran store.Run
+	for _, r := range b.runs(t, "sweep") {
+		if r.Owner == one {
+			ran = r
+		}
+	}
+	if ran.State != vocab.RunSuccess {
+		t.Fatalf("daemon one's run: %+v", ran)
+	}
+
+	// Daemon one goes away (its lease runs out while daemon two passes); a clear of its run is
+	// queued in the store, as the API or the CLI queue a command for a run nobody alive holds.
+	advance(t, clock, t0.Add(time.Hour+2*time.Minute), n2)
+	c := store.Command{Kind: vocab.CommandClear, Run: ran.PK, Who: "cli:test@host", Params: `{"task_ids":["sweep"]}`}
+	if err := b.st.WithTx(context.Background(), func(tx store.Tx) error { return tx.InsertCommand(&c, clock.Now()) }); err != nil {
+		t.Fatal(err)
+	}
+	if p := n2.mustPass(t); len(p.Starts) != 0 {
+		t.Fatalf("daemon two started %v: it applied the clear of daemon one's every_node run", started(p))
+	}
+	pending := func() bool {
+		var has bool
+		if err := b.st.WithTx(context.Background(), func(tx store.Tx) (err error) {
+			has, err = tx.HasPendingCommand(ran.PK, vocab.CommandClear)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return has
+	}
+	if got := b.mustRun(t, "sweep", ran.RunID); got.Owner != one || got.State != vocab.RunSuccess || !pending() {
+		t.Fatalf("with its daemon away the run is %s owned by %s (clear pending: %v), want success, one's, pending",
+			got.State, got.Owner, pending())
+	}
+
+	// Daemon one is back: it applies the clear and runs the task itself.
+	if p := n1.mustPass(t); !slices.Equal(started(p), []string{"sweep"}) {
+		t.Fatalf("daemon one, back, starts %v", started(p))
+	}
+	if got := b.mustRun(t, "sweep", ran.RunID); got.Owner != one || got.State != vocab.RunRunning || pending() {
+		t.Fatalf("after daemon one's pass the run is %s owned by %s (clear pending: %v)", got.State, got.Owner, pending())
+	}
+}
+
+// TestDagsTestLeavesOthersRepairs (make chaos, seed 851747490, found it): a dags test process
+// applied the clear of an ended run whose daemon was away, took the reopened run as its own and
+// exited, leaving it queued for good under a dead test owner. A dags test process runs its own
+// run only: the clear waits for a daemon, which applies it and runs the run.
+func TestDagsTestLeavesOthersRepairs(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", map[string]string{"m.yaml": "bash: 'true'\n", "t.yaml": "bash: 'sleep 1'\n"})
+	clock := NewFakeClock(t0)
+	b.clock = clock
+	n1 := b.nodeHarness(t, "host-a:/state/one", clock)
+	trig, reply := n1.Trigger(TriggerRequest{DAGID: "m", RunID: "r"})
+	p := n1.mustPass(t, trig)
+	if r := <-reply; r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	n1.mustPass(t, n1.End(startOf(t, p, "m"), true, ""))
+	ran := b.mustRun(t, "m", "r")
+	if ran.State != vocab.RunSuccess {
+		t.Fatalf("run r: %s", ran.State)
+	}
+
+	st, err := b.st.Reopen(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tester, err := NewHarness(context.Background(), Config{Store: st, Settings: b.cfg, DAGsDir: b.dagsDir,
+		StateDir: b.stateDir, DaemonID: "test:host-a:7", Clock: clock, Test: &TestRun{DAGID: "t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tester.Stop() })
+	advance(t, clock, t0.Add(2*time.Minute), tester) // daemon one's lease runs out
+	c := store.Command{Kind: vocab.CommandClear, Run: ran.PK, Who: "cli:test@host", Params: `{"task_ids":["m"]}`}
+	if err := b.st.WithTx(context.Background(), func(tx store.Tx) error { return tx.InsertCommand(&c, clock.Now()) }); err != nil {
+		t.Fatal(err)
+	}
+	tester.mustPass(t)
+	if got := b.mustRun(t, "m", "r"); got.State != vocab.RunSuccess || got.Owner != ran.Owner {
+		t.Fatalf("after the dags test process's pass run r is %s owned by %s: it applied another run's clear", got.State, got.Owner)
+	}
+	n2 := b.nodeHarness(t, "host-b:/state/two", clock)
+	if p := n2.mustPass(t); !slices.Equal(started(p), []string{"m"}) {
+		t.Fatalf("a daemon starts %v, want the cleared m", started(p))
+	}
+	if got := b.mustRun(t, "m", "r"); got.Owner != "host-b:/state/two" {
+		t.Fatalf("the cleared run is owned by %s", got.Owner)
 	}
 }

@@ -222,7 +222,7 @@ func applier(ctx context.Context, st store.Store, run store.Run, now time.Time) 
 		return "", err
 	}
 	host, _ := os.Hostname()
-	who, _, _ := owners.CommandTarget(run, rows, now, host)
+	who, _, _ := owners.CommandTarget(run, vocab.CommandClear, rows, now, host)
 	return who, nil
 }
 

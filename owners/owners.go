@@ -224,13 +224,19 @@ func CommandOwners(v *View, self string, serve bool) []string {
 	return out
 }
 
-// CommandTarget says who will apply an operator command on run, from the owner rows at now as
-// seen from host (the CLI and the API ask before they queue one): the run's owner when it is
-// alive, else any live daemon. ok is false, with the reason in words, when nobody alive can.
-func CommandTarget(run store.Run, owners []store.Owner, now time.Time, host string) (who string, ok bool, why string) {
+// CommandTarget says who will apply an operator command of kind on run, from the owner rows at
+// now as seen from host (the CLI and the API ask before they queue one): the run's owner when it
+// is alive, else any live daemon. An every_node run is bound to the daemon that fired it (§9):
+// only that daemon clears or marks it, so with its daemon away only a deletion goes to another.
+// ok is false, with the reason in words, when nobody alive can.
+func CommandTarget(run store.Run, kind vocab.CommandKind, owners []store.Owner, now time.Time, host string) (who string, ok bool, why string) {
 	v := NewView(owners, "", now, host, ProcessAlive)
 	if run.Owner != "" && v.IsAlive(run.Owner) {
 		return run.Owner, true, ""
+	}
+	if run.RunType == vocab.RunNode && run.Owner != "" && kind != vocab.CommandDelete {
+		return run.Owner, false, fmt.Sprintf("run %s is an every_node run bound to daemon %s, which is not live: "+
+			"only that daemon runs it; start it again (or delete the run)", run.RunID, run.Owner)
 	}
 	var live []string
 	for _, o := range owners {

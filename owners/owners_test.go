@@ -121,15 +121,31 @@ func TestCommandTarget(t *testing.T) {
 	live := owner("live", vocab.OwnerDaemon, "elsewhere", 4, now.Add(time.Minute))
 	test := owner("test:x:5", vocab.OwnerTest, "elsewhere", 5, now.Add(time.Minute))
 	run := store.Run{RunID: "r", Owner: "dead"}
-	if who, ok, _ := CommandTarget(run, []store.Owner{dead, live}, now, "here"); !ok || who != "live" {
+	if who, ok, _ := CommandTarget(run, vocab.CommandClear, []store.Owner{dead, live}, now, "here"); !ok || who != "live" {
 		t.Errorf("dead owner, live daemon: %s %v", who, ok)
 	}
-	if who, ok, _ := CommandTarget(store.Run{Owner: "test:x:5"}, []store.Owner{test}, now, "here"); !ok || who != "test:x:5" {
+	if who, ok, _ := CommandTarget(store.Run{Owner: "test:x:5"}, vocab.CommandFail, []store.Owner{test}, now, "here"); !ok || who != "test:x:5" {
 		t.Errorf("live test owner: %s %v", who, ok)
 	}
-	_, ok, why := CommandTarget(run, []store.Owner{dead, test}, now, "here")
+	_, ok, why := CommandTarget(run, vocab.CommandClear, []store.Owner{dead, test}, now, "here")
 	if ok || !strings.Contains(why, "no daemon is alive") || !strings.Contains(why, "belongs to dead (pid 3") {
 		t.Errorf("nobody alive: %v %q", ok, why)
+	}
+	// An every_node run stays with the daemon that fired it (§9): with that daemon away, a clear
+	// or a mark is refused naming it, while a deletion goes to any live daemon.
+	node := store.Run{RunID: "node__x__dead-1", RunType: vocab.RunNode, Owner: "dead"}
+	for _, kind := range []vocab.CommandKind{vocab.CommandClear, vocab.CommandMark} {
+		who, ok, why := CommandTarget(node, kind, []store.Owner{dead, live}, now, "here")
+		if ok || who != "dead" || !strings.Contains(why, "bound to daemon dead, which is not live") {
+			t.Errorf("%s of a node run of a dead daemon: %s %v %q", kind, who, ok, why)
+		}
+	}
+	if who, ok, _ := CommandTarget(node, vocab.CommandDelete, []store.Owner{dead, live}, now, "here"); !ok || who != "live" {
+		t.Errorf("delete of a node run of a dead daemon: %s %v", who, ok)
+	}
+	node.Owner = "live"
+	if who, ok, _ := CommandTarget(node, vocab.CommandClear, []store.Owner{dead, live}, now, "here"); !ok || who != "live" {
+		t.Errorf("clear of a node run of a live daemon: %s %v", who, ok)
 	}
 }
 

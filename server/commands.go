@@ -53,7 +53,7 @@ func (s *Server) sendCommand(ctx context.Context, run store.Run, c store.Command
 	}
 	host, _ := os.Hostname()
 	// Liveness is judged by the wall clock, like the owners' leases (s.now stamps records).
-	who, ok, why := owners.CommandTarget(run, rows, time.Now(), host)
+	who, ok, why := owners.CommandTarget(run, c.Kind, rows, time.Now(), host)
 	if !ok {
 		return s.refusedCommand(ctx, run, c, conflict("%s: %s", commandWords(c), why))
 	}
