@@ -10,9 +10,12 @@ import (
 
 	"github.com/poolflow/poolflow"
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/internal/bigdag"
 )
 
-func main() { poolflow.Main(goExample()) }
+func main() {
+	poolflow.Main(goExample(), bigdag.Warehouse("warehouse_500", []string{"sh", "-c", "sleep 0.2"}))
+}
 
 // goExample is a Go-authored DAG: two Go functions around a command, the transfer needing
 // slots of two pools at once.

@@ -3,17 +3,17 @@ package ui
 import (
 	"html/template"
 	"sort"
+	"strconv"
 	"strings"
-
-	"github.com/dominikbraun/graph"
 
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/vocab"
 )
 
-// The graph view: the DAG's tasks in layers from left to right (a task sits one layer right of
-// its deepest upstream task), ordered within a layer by the mean position of their upstream
-// tasks to keep edges short, each node coloured by its state in the selected run.
+// The graph view: the DAG's nodes (tasks, or groups of them: graph_groups.go) in layers from
+// left to right, each coloured by its state in the selected run. It is drawn at its natural
+// size (13 px names); static/graph.js pans, zooms, fits and searches it. Every task is also in
+// a list of links under it, for screen readers and for finding a task by name.
 
 // nodeInfo is what a node shows of its task in the selected run.
 type nodeInfo struct {
@@ -24,148 +24,209 @@ type nodeInfo struct {
 
 const (
 	nodeW, nodeH = 176.0, 46.0
+	maxNodeW     = 340.0
 	gapX, gapY   = 64.0, 18.0
 	pad          = 8.0
+	charW        = 7.9 // the width of a 13 px monospace character
 )
 
-// layers assigns each task its layer and its order within it.
-func layers(d *dag.DAG) [][]*dag.Task {
-	g := graph.New(graph.StringHash, graph.Directed(), graph.Acyclic())
-	order := map[string]int{}
-	byID := map[string]*dag.Task{}
-	for i, t := range d.Tasks {
-		order[t.ID], byID[t.ID] = i, t
-		_ = g.AddVertex(t.ID)
+// graphView is the graph card: the picture and what the page says around it.
+type graphView struct {
+	SVG       template.HTML
+	Tasks     int
+	Nodes     int
+	Groups    int    // group nodes drawn
+	Collapsed bool   // grouping is on
+	Wide      bool   // wider than the card beside the trigger form: the page gives it the full width
+	GroupsOn  string // the page with grouping on, and off
+	GroupsOff string
+	Items     []graphItem // every task, for the list and the search
+}
+
+// graphItem is one task of the list under the graph.
+type graphItem struct {
+	Task  string
+	State vocab.TaskState
+	Href  string
+	Group string // the id of the group node drawing it, "" when drawn alone
+}
+
+// worstFirst orders states by how much they need a look: a group takes the first of its
+// members' states in this order.
+var worstFirst = []vocab.TaskState{vocab.TaskFailed, vocab.TaskUpstreamFailed, vocab.TaskUpForRetry,
+	vocab.TaskAwaitingApproval, vocab.TaskRunning, vocab.TaskScheduled, vocab.TaskUpForReschedule, vocab.TaskNone,
+	vocab.TaskSkipped, vocab.TaskSuccess}
+
+// stateCounts counts states, in worstFirst order.
+type stateCount struct {
+	State vocab.TaskState
+	N     int
+}
+
+func countStates(states []vocab.TaskState) []stateCount {
+	n := map[vocab.TaskState]int{}
+	for _, s := range states {
+		if s == "" {
+			s = vocab.TaskNone
+		}
+		n[s]++
 	}
-	for _, t := range d.Tasks {
-		for _, up := range t.DependsOn {
-			_ = g.AddEdge(up, t.ID)
+	var out []stateCount
+	for _, s := range worstFirst {
+		if n[s] > 0 {
+			out = append(out, stateCount{s, n[s]})
+			delete(n, s)
 		}
 	}
-	sorted, err := graph.StableTopologicalSort(g, func(a, b string) bool { return order[a] < order[b] })
-	if err != nil { // a loaded DAG has no cycle; fall back to file order
-		sorted = nil
-		for _, t := range d.Tasks {
-			sorted = append(sorted, t.ID)
-		}
+	rest := make([]string, 0, len(n))
+	for s := range n {
+		rest = append(rest, string(s))
 	}
-	layer := map[string]int{}
-	depth := 0
-	for _, id := range sorted {
-		l := 0
-		for _, up := range byID[id].DependsOn {
-			l = max(l, layer[up]+1)
-		}
-		layer[id] = l
-		depth = max(depth, l+1)
-	}
-	out := make([][]*dag.Task, depth)
-	for _, t := range d.Tasks {
-		out[layer[t.ID]] = append(out[layer[t.ID]], t)
-	}
-	// Two sweeps of the barycentre heuristic: forward by upstream positions, then backward by
-	// downstream ones.
-	pos := map[string]float64{}
-	place := func(l int) {
-		for i, t := range out[l] {
-			pos[t.ID] = float64(i)
-		}
-	}
-	for l := range out {
-		place(l)
-	}
-	down := map[string][]string{}
-	for _, t := range d.Tasks {
-		for _, up := range t.DependsOn {
-			down[up] = append(down[up], t.ID)
-		}
-	}
-	mean := func(ids []string, self string) float64 {
-		if len(ids) == 0 {
-			return pos[self]
-		}
-		s := 0.0
-		for _, id := range ids {
-			s += pos[id]
-		}
-		return s / float64(len(ids))
-	}
-	for l := 1; l < len(out); l++ {
-		sort.SliceStable(out[l], func(i, j int) bool {
-			return mean(out[l][i].DependsOn, out[l][i].ID) < mean(out[l][j].DependsOn, out[l][j].ID)
-		})
-		place(l)
-	}
-	for l := len(out) - 2; l >= 0; l-- {
-		sort.SliceStable(out[l], func(i, j int) bool {
-			return mean(down[out[l][i].ID], out[l][i].ID) < mean(down[out[l][j].ID], out[l][j].ID)
-		})
-		place(l)
+	sort.Strings(rest)
+	for _, s := range rest {
+		out = append(out, stateCount{vocab.TaskState(s), n[vocab.TaskState(s)]})
 	}
 	return out
 }
 
-// graphSVG draws the DAG; info gives each task's state in the selected run.
-func graphSVG(d *dag.DAG, info map[string]nodeInfo) template.HTML {
-	ls := layers(d)
-	tallest := 0
-	for _, l := range ls {
-		tallest = max(tallest, len(l))
+func countWords(cs []stateCount) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = strconv.Itoa(c.N) + " " + strings.ReplaceAll(string(c.State), "_", " ")
 	}
-	w := pad*2 + float64(len(ls))*nodeW + float64(max(len(ls)-1, 0))*gapX
-	h := pad*2 + float64(tallest)*nodeH + float64(max(tallest-1, 0))*gapY
-	type xy struct{ x, y float64 }
-	at := map[string]xy{}
+	return strings.Join(parts, " · ")
+}
+
+// graphSVG draws the DAG; info gives each task's state in the selected run; groupHref is the
+// page with a group opened.
+func graphSVG(d *dag.DAG, nodes []*vnode, info map[string]nodeInfo, collapse bool, groupHref func(id string) string) graphView {
+	ls := vlayers(nodes)
+	view := graphView{Tasks: len(d.Tasks), Nodes: len(nodes), Collapsed: collapse}
+	// Each layer is as wide as its longest name needs, within bounds.
+	widths := make([]float64, len(ls))
+	tallest := 0
 	for li, l := range ls {
-		off := (float64(tallest-len(l)) * (nodeH + gapY)) / 2
-		for i, t := range l {
-			at[t.ID] = xy{pad + float64(li)*(nodeW+gapX), pad + off + float64(i)*(nodeH+gapY)}
+		tallest = max(tallest, len(l))
+		widths[li] = nodeW
+		for _, n := range l {
+			label := n.Label
+			if n.Group() {
+				label += " (" + strconv.Itoa(len(n.Members)) + ")"
+			}
+			widths[li] = max(widths[li], min(maxNodeW, 30+charW*float64(len([]rune(label)))))
 		}
 	}
+	type xy struct{ x, y, w float64 }
+	at := map[string]xy{}
+	w := pad
+	for li, l := range ls {
+		off := (float64(tallest-len(l)) * (nodeH + gapY)) / 2
+		for i, n := range l {
+			at[n.ID] = xy{w, pad + off + float64(i)*(nodeH+gapY), widths[li]}
+		}
+		w += widths[li] + gapX
+	}
+	w += pad - gapX
+	if len(ls) == 0 {
+		w = pad * 2
+	}
+	h := pad*2 + float64(tallest)*nodeH + float64(max(tallest-1, 0))*gapY
 	var s svg
-	s.open(w, h, "graph", "graph of "+d.ID)
+	s.openGroup(w, h, "graph", "graph of "+d.ID)
 	s.raw(`<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" class="arrowhead"/></marker></defs>`)
-	for _, t := range d.Tasks {
-		to := at[t.ID]
-		for _, up := range t.DependsOn {
+	s.raw(`<g class="edges" aria-hidden="true">`)
+	for _, n := range nodes {
+		to := at[n.ID]
+		for _, up := range n.Deps {
 			from, ok := at[up]
 			if !ok {
 				continue
 			}
-			x1, y1 := from.x+nodeW, from.y+nodeH/2
+			x1, y1 := from.x+from.w, from.y+nodeH/2
 			x2, y2 := to.x-2, to.y+nodeH/2
 			mx := (x1 + x2) / 2
 			s.raw(`<path class="edge" d="M%s,%s C%s,%s %s,%s %s,%s" marker-end="url(#arrow)"/>`,
 				num(x1), num(y1), num(mx), num(y1), num(mx), num(y2), num(x2), num(y2))
 		}
 	}
-	for _, t := range d.Tasks {
-		p := at[t.ID]
-		in := info[t.ID]
-		state := in.State
-		if state == "" {
-			state = vocab.TaskNone
+	s.raw(`</g>`)
+	for _, n := range nodes {
+		p := at[n.ID]
+		maxChars := int((p.w - 26) / charW)
+		if !n.Group() {
+			t := n.Members[0]
+			in := info[t.ID]
+			state := in.State
+			if state == "" {
+				state = vocab.TaskNone
+			}
+			view.Items = append(view.Items, graphItem{Task: t.ID, State: state, Href: in.Href})
+			tip := t.ID + ": " + strings.ReplaceAll(string(state), "_", " ")
+			if in.Reason != "" {
+				tip += "\n" + in.Reason
+			}
+			if in.Href != "" {
+				s.raw(`<a href="%s" aria-label="%s">`, attr(in.Href), attr(tip))
+			}
+			s.raw(`<g class="node %s" data-task="%s" data-state="%s" transform="translate(%s,%s)">`,
+				attr(stateClass(state)), attr(t.ID), attr(string(state)), num(p.x), num(p.y))
+			s.title(tip)
+			s.raw(`<rect class="box" width="%s" height="%s" rx="7"/>`, num(p.w), num(nodeH))
+			s.raw(`<rect class="strip" width="6" height="%s" rx="3"/>`, num(nodeH))
+			s.text(16, 19, "name", "start", truncate(t.ID, maxChars))
+			s.text(16, 36, "sub", "start", truncate(taskSummary(t, state), maxChars+4))
+			s.raw(`</g>`)
+			if in.Href != "" {
+				s.raw(`</a>`)
+			}
+			continue
 		}
-		if in.Href != "" {
-			s.raw(`<a href="%s">`, attr(in.Href))
+		view.Groups++
+		states := make([]vocab.TaskState, len(n.Members))
+		names := make([]string, len(n.Members))
+		for i, m := range n.Members {
+			states[i] = info[m.ID].State
+			names[i] = m.ID
+			st := states[i]
+			if st == "" {
+				st = vocab.TaskNone
+			}
+			view.Items = append(view.Items, graphItem{Task: m.ID, State: st, Href: info[m.ID].Href, Group: n.ID})
 		}
-		s.raw(`<g class="node %s" data-task="%s" data-state="%s" transform="translate(%s,%s)">`,
-			attr(stateClass(state)), attr(t.ID), attr(string(state)), num(p.x), num(p.y))
-		tip := t.ID + ": " + strings.ReplaceAll(string(state), "_", " ")
-		if in.Reason != "" {
-			tip += "\n" + in.Reason
+		counts := countStates(states)
+		state := counts[0].State
+		what := "tasks"
+		if n.Kind == "chain" {
+			what = "tasks in a chain"
 		}
+		label := n.Label + " (" + strconv.Itoa(len(n.Members)) + ")"
+		tip := label + ": " + strconv.Itoa(len(n.Members)) + " " + what + ": " + countWords(counts) +
+			"\nopen the group to draw each task\n" + strings.Join(names[:min(len(names), 24)], ", ")
+		if len(names) > 24 {
+			tip += ", …"
+		}
+		s.raw(`<a href="%s" aria-label="%s">`, attr(groupHref(n.ID)), attr("open group "+tip))
+		s.raw(`<g class="node group %s %s" data-group="%s" data-state="%s" data-size="%d" transform="translate(%s,%s)">`,
+			attr(n.Kind), attr(stateClass(state)), attr(n.ID), attr(string(state)), len(n.Members), num(p.x), num(p.y))
 		s.title(tip)
-		s.raw(`<rect class="box" width="%s" height="%s" rx="7"/>`, num(nodeW), num(nodeH))
+		s.raw(`<rect class="box stack" x="4" y="-4" width="%s" height="%s" rx="7"/>`, num(p.w), num(nodeH))
+		s.raw(`<rect class="box" width="%s" height="%s" rx="7"/>`, num(p.w), num(nodeH))
 		s.raw(`<rect class="strip" width="6" height="%s" rx="3"/>`, num(nodeH))
-		s.text(16, 19, "name", "start", truncate(t.ID, 21))
-		s.text(16, 36, "sub", "start", truncate(taskSummary(t, state), 27))
-		s.raw(`</g>`)
-		if in.Href != "" {
-			s.raw(`</a>`)
+		s.text(16, 19, "name", "start", truncate(label, maxChars))
+		s.text(16, 34, "sub", "start", truncate(countWords(counts), maxChars+4))
+		// A bar of the members' states along the bottom edge.
+		x, bw := 10.0, p.w-16
+		for _, c := range counts {
+			cw := bw * float64(c.N) / float64(len(n.Members))
+			s.raw(`<rect class="seg %s" x="%s" y="%s" width="%s" height="4"/>`, attr(stateClass(c.State)), num(x),
+				num(nodeH-7), num(cw))
+			x += cw
 		}
+		s.raw(`</g></a>`)
 	}
-	return s.html()
+	view.Wide = w > 720
+	view.SVG = s.html()
+	return view
 }
 
 // taskSummary is a node's second line: its state (or kind) and the pools it needs.

@@ -1,7 +1,9 @@
 package ui
 
 import (
+	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 
 	"github.com/poolflow/poolflow/store"
@@ -16,11 +18,59 @@ func graphOf(dag, run string) string {
 	return dagPage{DAG: dag, Run: run}.path()
 }
 
-// dagPage is the DAG page's own query: the run the graph shows and the grid's offset.
+// dagPage is the DAG page's own query: the run the graph shows, the grid's offset, whether big
+// graphs are drawn collapsed (Groups: "on", "off", "" = by size) and the groups opened.
 type dagPage struct {
-	DAG  string
-	Run  string
-	Grid int
+	DAG    string
+	Run    string
+	Grid   int
+	Groups string
+	Open   []string
+}
+
+func dagPageOf(r *http.Request, dag string) dagPage {
+	q := r.URL.Query()
+	p := dagPage{DAG: dag, Run: q.Get("run"), Groups: q.Get("groups"), Open: q["open"]}
+	p.Grid, _ = strconv.Atoi(q.Get("grid"))
+	p.Grid = max(p.Grid, 0)
+	if p.Groups != "on" && p.Groups != "off" {
+		p.Groups = ""
+	}
+	return p
+}
+
+// collapse says whether the graph of a DAG of n tasks is drawn with groups.
+func (p dagPage) collapse(n int) bool {
+	if p.Groups == "" {
+		return n > groupAbove
+	}
+	return p.Groups == "on"
+}
+
+func (p dagPage) opened() map[string]bool {
+	m := map[string]bool{}
+	for _, o := range p.Open {
+		m[o] = true
+	}
+	return m
+}
+
+// opening is the page with one more group open.
+func (p dagPage) opening(id string) string {
+	q := p
+	q.Open = append(slices.Clone(p.Open), id)
+	return q.path() + "#graph-live"
+}
+
+// grouped is the page with grouping on or off, every group closed.
+func (p dagPage) grouped(on bool) string {
+	q := p
+	q.Open = nil
+	q.Groups = "off"
+	if on {
+		q.Groups = "on"
+	}
+	return q.path() + "#graph-live"
 }
 
 func (p dagPage) path() string {
@@ -30,6 +80,12 @@ func (p dagPage) path() string {
 	}
 	if p.Grid > 0 {
 		v.Set("grid", strconv.Itoa(p.Grid))
+	}
+	if p.Groups != "" {
+		v.Set("groups", p.Groups)
+	}
+	for _, o := range p.Open {
+		v.Add("open", o)
 	}
 	if len(v) == 0 {
 		return dagPath(p.DAG)
@@ -44,14 +100,14 @@ type gridPager struct {
 	Newest        string
 }
 
-func newGridPager(dag, run string, offset, shown, total int) gridPager {
-	g := gridPager{Offset: offset, Total: total}
-	if offset > 0 {
-		g.Newer = dagPage{DAG: dag, Run: run, Grid: max(offset-gridRuns, 0)}.path() + "#grid-live"
-		g.Newest = dagPage{DAG: dag, Run: run}.path() + "#grid-live"
+func newGridPager(p dagPage, shown, total int) gridPager {
+	g := gridPager{Offset: p.Grid, Total: total}
+	at := func(off int) string { q := p; q.Grid = off; return q.path() + "#grid-live" }
+	if p.Grid > 0 {
+		g.Newer, g.Newest = at(max(p.Grid-gridRuns, 0)), at(0)
 	}
-	if offset+shown < total {
-		g.Older = dagPage{DAG: dag, Run: run, Grid: offset + gridRuns}.path() + "#grid-live"
+	if p.Grid+shown < total {
+		g.Older = at(p.Grid + gridRuns)
 	}
 	return g
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/poolflow/poolflow/config"
+	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/internal/testwait"
 	"github.com/poolflow/poolflow/server"
@@ -128,7 +129,8 @@ type bundle struct {
 
 type setupOpts struct {
 	token string
-	api   string // the API address the daemon advertises in its owner row
+	api   string     // the API address the daemon advertises in its owner row
+	dags  []*dag.DAG // Go DAGs registered besides the YAML ones
 }
 
 func setup(t testing.TB, opts setupOpts) *bundle {
@@ -159,7 +161,7 @@ func setup(t testing.TB, opts setupOpts) *bundle {
 	st := storetest.Open(t, filepath.Join(b.stateDir, "poolflow.db"), store.Options{Synchronous: "OFF"})
 	b.st = st
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d, err := executor.New(executor.Config{Store: st, Settings: cfg, DAGsDir: dagsDir, StateDir: b.stateDir,
+	d, err := executor.New(executor.Config{Store: st, Settings: cfg, DAGsDir: dagsDir, GoDAGs: opts.dags, StateDir: b.stateDir,
 		DaemonID: "ui-test", API: opts.api, Logger: quiet, KillGrace: 200 * time.Millisecond, ShutdownGrace: 2 * time.Second,
 		Notify: func(n executor.Notice) {
 			select {

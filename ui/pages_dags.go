@@ -2,11 +2,8 @@ package ui
 
 import (
 	"encoding/json"
-	"html/template"
 	"net/http"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -107,22 +104,10 @@ func (u *UI) dagList(w http.ResponseWriter, r *http.Request) {
 	u.render(w, r, http.StatusOK, "dags", "DAGs", "dags", data)
 }
 
-type gridCell struct {
-	State vocab.TaskState
-	Href  string
-	Title string
-}
-
-type gridRow struct {
-	Task  string
-	Kind  string
-	Cells []gridCell
-}
-
 type dagData struct {
 	DAG      server.DAGJSON
 	Def      *dag.DAG
-	Graph    template.HTML
+	Graph    graphView
 	Selected *store.Run
 	Runs     []store.Run // the grid's runs, oldest first
 	Recent   []store.Run // the same, newest first
@@ -146,8 +131,8 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	offset, _ := strconv.Atoi(r.URL.Query().Get("grid"))
-	offset = max(offset, 0)
+	pg := dagPageOf(r, id)
+	offset := pg.Grid
 	runs, total, err := u.api.Store().ListRuns(ctx, id, gridRuns, offset)
 	if err != nil {
 		u.fail(w, r, err)
@@ -156,7 +141,7 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 	recent := slices.Clone(runs)
 	slices.Reverse(runs)
 	data := dagData{DAG: view, Def: def, Runs: runs, Recent: recent, Counts: map[vocab.RunState]int{}}
-	data.Pager = newGridPager(id, r.URL.Query().Get("run"), offset, len(runs), total)
+	data.Pager = newGridPager(pg, len(runs), total)
 	if view.ScheduleInterval != nil {
 		data.Schedule = view.ScheduleInterval.Value
 	}
@@ -173,39 +158,11 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	// Rows: the DAG's tasks in file order, then tasks only old runs have.
-	var tasks []string
-	kinds := map[string]string{}
+	var nodes []*vnode
 	if def != nil {
-		for _, t := range def.Tasks {
-			tasks = append(tasks, t.ID)
-			kinds[t.ID] = string(t.Kind)
-		}
+		nodes = viewNodes(def, pg.collapse(len(def.Tasks)), pg.opened())
 	}
-	for _, run := range runs {
-		for _, ti := range tis[run.PK] {
-			if !slices.Contains(tasks, ti.TaskID) {
-				tasks = append(tasks, ti.TaskID)
-			}
-		}
-	}
-	for _, task := range tasks {
-		row := gridRow{Task: task, Kind: kinds[task]}
-		for _, run := range runs {
-			c := gridCell{State: vocab.TaskNone, Title: task + " in " + run.RunID + ": not in this run"}
-			for _, ti := range tis[run.PK] {
-				if ti.TaskID == task {
-					c = gridCell{State: ti.State, Href: taskPath(id, run.RunID, task),
-						Title: task + " in " + run.RunID + ": " + strings.ReplaceAll(string(ti.State), "_", " ")}
-					if ti.TryNumber > 1 {
-						c.Title += " (try " + itoa(ti.TryNumber) + ")"
-					}
-				}
-			}
-			row.Cells = append(row.Cells, c)
-		}
-		data.Grid = append(data.Grid, row)
-	}
+	data.Grid = buildGrid(id, def, nodes, runs, tis, pg.opening)
 	// The graph shows the selected run (?run=), else the newest that has started.
 	if sel := r.URL.Query().Get("run"); sel != "" {
 		for i := range runs {
@@ -257,7 +214,8 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 				info[v.TaskID] = in
 			}
 		}
-		data.Graph = graphSVG(def, info)
+		data.Graph = graphSVG(def, nodes, info, pg.collapse(len(def.Tasks)), pg.opening)
+		data.Graph.GroupsOn, data.Graph.GroupsOff = pg.grouped(true), pg.grouped(false)
 	}
 	if data.Events, err = u.recentEventsOf(r, id, "", ""); err != nil {
 		u.fail(w, r, err)

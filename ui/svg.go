@@ -21,6 +21,13 @@ func (s *svg) open(w, h float64, class, label string) {
 		attr(class), num(w), num(h), num(w), num(h), aspect, attr(label))
 }
 
+// openGroup opens a picture whose parts are links (the graph): a group, not an image, so that
+// screen readers reach its nodes.
+func (s *svg) openGroup(w, h float64, class, label string) {
+	fmt.Fprintf(&s.b, `<svg xmlns="http://www.w3.org/2000/svg" class="%s" viewBox="0 0 %s %s" width="%s" height="%s" role="group" aria-label="%s">`,
+		attr(class), num(w), num(h), num(w), num(h), attr(label))
+}
+
 // raw appends markup whose arguments are numbers or text already escaped.
 func (s *svg) raw(format string, args ...any) { fmt.Fprintf(&s.b, format, args...) }
 

@@ -56,6 +56,7 @@ func (u *UI) routes() *mux.Router {
 	get("/ui/dags/{dag}/runs", u.runsList)
 	get("/ui/runs", u.runsList)
 	get("/ui/dags/{dag}/runs/{run}", u.runPage)
+	get("/ui/dags/{dag}/runs/{run}/states", u.runStatesJSON)
 	get(ti, u.taskPage)
 	get(ti+"/logs/{try}", u.logTail)
 	get("/ui/pools", u.poolsPage)

@@ -56,6 +56,7 @@
       bind(fresh);
     });
     refreshTimes();
+    document.dispatchEvent(new CustomEvent("poolflow:swap"));
   }
 
   // keepInput carries what the reader changed in a form (a ticked box, a note being written)

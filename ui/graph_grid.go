@@ -1,0 +1,106 @@
+package ui
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
+)
+
+// The DAG page's grid: runs × tasks, one row per node of the graph (so a collapsed group is
+// one row whose cell per run is its members' most pressing state, counted on hover), then the
+// tasks only older runs have.
+
+type gridCell struct {
+	State vocab.TaskState
+	Href  string
+	Title string
+}
+
+type gridRow struct {
+	Task  string
+	Kind  string
+	Group string // the group's page (opened) when the row is a group
+	Size  int
+	Cells []gridCell
+}
+
+func buildGrid(dagID string, def *dag.DAG, nodes []*vnode, runs []store.Run, tis map[int64][]store.TaskInstance,
+	groupHref func(string) string) []gridRow {
+	// states[run pk][task] for lookups in constant time: a 500-task DAG × 25 runs is 12,500 cells.
+	byRun := make([]map[string]store.TaskInstance, len(runs))
+	for i, run := range runs {
+		m := make(map[string]store.TaskInstance, len(tis[run.PK]))
+		for _, ti := range tis[run.PK] {
+			m[ti.TaskID] = ti
+		}
+		byRun[i] = m
+	}
+	cell := func(i int, task string) gridCell {
+		run := runs[i]
+		ti, ok := byRun[i][task]
+		if !ok {
+			return gridCell{State: vocab.TaskNone, Title: task + " in " + run.RunID + ": not in this run"}
+		}
+		c := gridCell{State: ti.State, Href: taskPath(dagID, run.RunID, task),
+			Title: task + " in " + run.RunID + ": " + strings.ReplaceAll(string(ti.State), "_", " ")}
+		if ti.TryNumber > 1 {
+			c.Title += " (try " + itoa(ti.TryNumber) + ")"
+		}
+		return c
+	}
+	var rows []gridRow
+	known := map[string]bool{}
+	for _, n := range nodes {
+		for _, m := range n.Members {
+			known[m.ID] = true
+		}
+		if !n.Group() {
+			t := n.Members[0]
+			row := gridRow{Task: t.ID, Kind: string(t.Kind)}
+			for i := range runs {
+				row.Cells = append(row.Cells, cell(i, t.ID))
+			}
+			rows = append(rows, row)
+			continue
+		}
+		label := n.Label + " (" + strconv.Itoa(len(n.Members)) + ")"
+		row := gridRow{Task: label, Kind: n.Kind, Group: groupHref(n.ID), Size: len(n.Members)}
+		for i, run := range runs {
+			states := make([]vocab.TaskState, 0, len(n.Members))
+			for _, m := range n.Members {
+				if ti, ok := byRun[i][m.ID]; ok {
+					states = append(states, ti.State)
+				}
+			}
+			if len(states) == 0 {
+				row.Cells = append(row.Cells, gridCell{State: vocab.TaskNone, Title: label + " in " + run.RunID + ": not in this run"})
+				continue
+			}
+			counts := countStates(states)
+			row.Cells = append(row.Cells, gridCell{State: counts[0].State, Href: runPath(dagID, run.RunID),
+				Title: label + " in " + run.RunID + ": " + countWords(counts)})
+		}
+		rows = append(rows, row)
+	}
+	// Tasks only older runs have (removed from the DAG since), in the order they appear.
+	var gone []string
+	for i := range runs {
+		for _, ti := range tis[runs[i].PK] {
+			if !known[ti.TaskID] {
+				known[ti.TaskID] = true
+				gone = append(gone, ti.TaskID)
+			}
+		}
+	}
+	for _, task := range gone {
+		row := gridRow{Task: task}
+		for i := range runs {
+			row.Cells = append(row.Cells, cell(i, task))
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
