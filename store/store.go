@@ -85,6 +85,12 @@ type Reader interface {
 	// RunEnds says, of the runs of dagID named, which exist and when each ended (zero: open):
 	// a run missing from the answer is not in the store.
 	RunEnds(ctx context.Context, dagID string, runIDs []string) (map[string]time.Time, error)
+	// ListNotifications lists the outbox rows f selects (§13), newest first, and how many it
+	// selects in all.
+	ListNotifications(ctx context.Context, f NotificationFilter) ([]Notification, int, error)
+	// NextNotification is when the outbox next has a row to send: the earliest next try of a
+	// pending row or lease end of a sending one; ok is false when nothing is left to send.
+	NextNotification(ctx context.Context) (at time.Time, ok bool, err error)
 }
 
 // Tx is one write transaction: an admission pass, a CLI command, or a daemon's recovery. Every
@@ -149,6 +155,18 @@ type Tx interface {
 	InsertCommand(c *Command, now time.Time) error
 	// InsertEvent writes an audit event (§10.4), in the transaction of the change it records.
 	InsertEvent(e *Event) error
+	// InsertNotifications puts events in the outbox (§13), in the transaction of the change
+	// that causes them, and sets the IDs of those inserted; one whose Key is stored already is
+	// dropped (ID 0), so an event is never produced twice. It returns how many were inserted.
+	InsertNotifications(ns []*Notification) (int, error)
+	// ClaimNotifications claims up to limit rows to send for sender until leaseUntil: pending
+	// rows due at now, oldest first, and sending rows whose sender's lease lapsed (a sender that
+	// died). Each claim begins a try (Tries + 1).
+	ClaimNotifications(sender string, now, leaseUntil time.Time, limit int) ([]Notification, error)
+	// SettleNotification records the outcome of the try a claim began (the row's Tries then);
+	// false, and nothing written, when the row is no longer sender's under that try (its lease
+	// lapsed and another daemon took it).
+	SettleNotification(id int64, sender string, tries int, o NotificationOutcome) (bool, error)
 	// SetNote writes the note of a run (taskID "") or of one of its task instances, with who
 	// wrote it and when; nothing else writes these columns.
 	SetNote(run int64, taskID, note, by string, at time.Time) error

@@ -326,3 +326,44 @@ type PrunedRun struct {
 type PruneCounts struct {
 	Runs, TaskInstances, Attempts, Entries, Events, Versions int
 }
+
+// Notification is one event for one notifier in the outbox (§13): written in the transaction
+// of the state change that causes it, then claimed, sent and settled by one live daemon.
+type Notification struct {
+	ID int64
+	// Key is the idempotency key the receiver gets; one occurrence of an event for one
+	// notifier has one key, and InsertNotifications drops a second insert of it.
+	Key                  string
+	Event                vocab.NotifyEvent
+	Notifier             string
+	DAGID, RunID, TaskID string
+	Try                  int
+	Payload              string // the event as JSON
+	State                vocab.DeliveryState
+	CreatedAt            time.Time
+	NextAt               time.Time // a pending row's next try
+	Tries                int       // tries begun so far
+	Sender               string    // the daemon that claimed it last
+	LeaseUntil           time.Time // while sending: the sender's lease
+	SentAt               time.Time // when it was delivered, or failed for good
+	LastError            string
+}
+
+// NotificationFilter selects notifications for ListNotifications: each set field must match
+// (After and Before bound CreatedAt); newest first, Limit (0: 100, at most 1,000) from Offset.
+type NotificationFilter struct {
+	DAGID, RunID, TaskID, Notifier string
+	Event                          vocab.NotifyEvent
+	State                          vocab.DeliveryState
+	After, Before                  time.Time
+	Limit, Offset                  int
+}
+
+// NotificationOutcome settles a try of a claimed notification: State delivered or failed (for
+// good), or pending again until NextAt; Error says why a try failed.
+type NotificationOutcome struct {
+	State  vocab.DeliveryState
+	NextAt time.Time
+	Error  string
+	At     time.Time
+}

@@ -57,6 +57,9 @@ const (
 	ReasonCleared ReasonCode = "cleared"
 	// ReasonMarked is a task instance a person marked (§10.2).
 	ReasonMarked ReasonCode = "marked"
+	// ReasonDagrunTimeout is a run still open after its DAG's dagrun_timeout (§13): it failed,
+	// its running attempts were stopped and its waiting entries retired.
+	ReasonDagrunTimeout ReasonCode = "dagrun_timeout"
 )
 
 // ReasonCodes lists every code: the admission walk's waits in the order of the constants above,
@@ -67,7 +70,8 @@ func ReasonCodes() []ReasonCode {
 		ReasonOverCapacity, ReasonBacklogFull,
 		ReasonUpstream, ReasonRunQueued, ReasonQueued, ReasonRetry, ReasonReschedule, ReasonApproval, ReasonWaiting,
 		ReasonRejected, ReasonExpired, ReasonCancelled, ReasonRetired, ReasonTimeout, ReasonFailed,
-		ReasonStopRequested, ReasonClearRequested, ReasonSuccessRequested, ReasonSkipRequested, ReasonCleared, ReasonMarked}
+		ReasonStopRequested, ReasonClearRequested, ReasonSuccessRequested, ReasonSkipRequested, ReasonCleared, ReasonMarked,
+		ReasonDagrunTimeout}
 }
 
 // Valid reports whether c is a reason code.

@@ -61,6 +61,7 @@ func Run(t *testing.T, h Harness) {
 		{"PruneEventsAndVersions", testPruneEventsAndVersions},
 		{"Vacuum", testVacuum},
 		{"PruneShrinks", testPruneShrinks},
+		{"Notifications", testNotifications},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -36,6 +36,8 @@ var tables = []table{
 	{"claims", strings.Fields("entry pool slots daemon epoch pgid lease_until"), "ititiii", "entry, pool"},
 	{"commands", strings.Fields("id kind run task_id who note params created_at done_at error"), "itittttiit", "id"},
 	{"events", strings.Fields("id at actor action dag_id run_id task_id try_number pool params outcome"), "iitttttittt", "id"},
+	{"notifications", strings.Fields("id idem_key event notifier dag_id run_id task_id try_number payload state created_at next_at tries sender lease_until sent_at last_error"),
+		"ittttttittiiitiit", "id"},
 }
 
 // uncopied are the tables a copy leaves behind, but empties in the target with replace (and
