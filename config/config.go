@@ -33,6 +33,14 @@ type Config struct {
 	AllowedHosts []string
 	// Retention is retention: how long history is kept (§12); it applies live.
 	Retention Retention
+	// Notifiers are notifiers: where handlers send their events (§13), in file order; their
+	// secrets were read from the environment or files when the file was read.
+	Notifiers []Notifier
+	// Delivery is notifications: how they are sent (§13).
+	Delivery Delivery
+	// BaseURL (server.base_url) is the UI's address in notifications' links; "" = the
+	// address serve listens on.
+	BaseURL string
 }
 
 // Retention is how long the daemon keeps history (§12); 0 keeps it for good, the default. An

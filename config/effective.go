@@ -157,7 +157,16 @@ func (e *Effective) Pool(name string) (int, bool) {
 func (e *Effective) PoolNames() []string { return slices.Clone(e.order) }
 
 // Options are the DAG validation options of these pools (§2.3).
-func (e *Effective) Options() dag.LoadOptions { return dag.LoadOptions{Pools: e.Pool} }
+func (e *Effective) Options() dag.LoadOptions {
+	return dag.LoadOptions{Pools: e.Pool, Notifiers: e.HasNotifier}
+}
+
+// HasNotifier reports whether poolflow.yaml defines the notifier name (§13): a handler naming
+// another is a load-time error of its DAG.
+func (e *Effective) HasNotifier(name string) bool {
+	_, ok := e.Settings.Notifier(name)
+	return ok
+}
 
 // Sources names what Validate checks: the DAGs folder, or only the given files, and the DAGs
 // registered from Go.

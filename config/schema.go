@@ -16,7 +16,8 @@ import (
 
 func (r *reader) root(n *yaml.Node, c *Config) []pools.Spec {
 	var specs []pools.Spec
-	for _, f := range r.fields(n, "", pos{1, 1}, "state", "store", "max_running", "pools", "rules", "api", "server", "retention") {
+	for _, f := range r.fields(n, "", pos{1, 1}, "state", "store", "max_running", "pools", "rules", "api", "server", "retention",
+		"notifiers", "notifications") {
 		switch f.key {
 		case "state":
 			for _, g := range r.fields(f.value, f.path, f.at, "path") {
@@ -44,9 +45,22 @@ func (r *reader) root(n *yaml.Node, c *Config) []pools.Spec {
 				c.APIToken, _ = r.str(g)
 			}
 		case "server":
-			for _, g := range r.fields(f.value, f.path, f.at, "allowed_hosts") {
-				c.AllowedHosts = r.hosts(g)
+			for _, g := range r.fields(f.value, f.path, f.at, "allowed_hosts", "base_url") {
+				switch g.key {
+				case "allowed_hosts":
+					c.AllowedHosts = r.hosts(g)
+				case "base_url":
+					v, _ := r.str(g)
+					if msg := checkHTTPURL(v); msg != "" {
+						r.fail(g.valuePos(), g.path, "invalid URL %q: %s", v, msg)
+					}
+					c.BaseURL = strings.TrimRight(v, "/")
+				}
 			}
+		case "notifiers":
+			r.notifiers(f, c)
+		case "notifications":
+			r.delivery(f, c)
 		case "retention":
 			for _, g := range r.fields(f.value, f.path, f.at, "runs", "logs", "events") {
 				d, _ := r.age(g)

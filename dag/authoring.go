@@ -175,3 +175,47 @@ func MaxActiveTIsPerDAG(n int) TaskOption { return func(t *Task) { t.MaxActiveTI
 func MaxActiveTIsPerDAGRun(n int) TaskOption {
 	return func(t *Task) { t.MaxActiveTIsPerDAGRun = n }
 }
+
+// RunOnFailure names the notifiers told once per run that ends failed (a DAG's on_failure, §13).
+func RunOnFailure(notifiers ...string) DAGOption {
+	return func(d *DAG) { d.OnFailure = slices.Clone(notifiers) }
+}
+
+// RunOnSuccess names the notifiers told once per run that ends success (a DAG's on_success).
+func RunOnSuccess(notifiers ...string) DAGOption {
+	return func(d *DAG) { d.OnSuccess = slices.Clone(notifiers) }
+}
+
+// OnDeadlineMiss names the notifiers told when a run is still open at its deadline.
+func OnDeadlineMiss(notifiers ...string) DAGOption {
+	return func(d *DAG) { d.OnDeadlineMiss = slices.Clone(notifiers) }
+}
+
+// DagrunTimeout fails a run still open that long after it started (§13).
+func DagrunTimeout(t time.Duration) DAGOption { return func(d *DAG) { d.DagrunTimeout = t } }
+
+// WithDeadline sets the run's deadline: after, counted from DeadlineFromLogicalDate or
+// DeadlineFromQueued; it only notifies (OnDeadlineMiss).
+func WithDeadline(after time.Duration, from string) DAGOption {
+	return func(d *DAG) { d.Deadline = &Deadline{After: after, From: from} }
+}
+
+// OnFailure names the notifiers told when the task instance failed with no try left (§13).
+func OnFailure(notifiers ...string) TaskOption {
+	return func(t *Task) { t.OnFailure = slices.Clone(notifiers) }
+}
+
+// OnSuccess names the notifiers told when the task instance succeeded.
+func OnSuccess(notifiers ...string) TaskOption {
+	return func(t *Task) { t.OnSuccess = slices.Clone(notifiers) }
+}
+
+// OnRetry names the notifiers told for each failed try the task will retry.
+func OnRetry(notifiers ...string) TaskOption {
+	return func(t *Task) { t.OnRetry = slices.Clone(notifiers) }
+}
+
+// OnQueueWait names the notifiers told once per queue entry still not admitted after after.
+func OnQueueWait(after time.Duration, notifiers ...string) TaskOption {
+	return func(t *Task) { t.OnQueueWait = &QueueWait{After: after, Notify: slices.Clone(notifiers)} }
+}

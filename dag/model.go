@@ -78,6 +78,12 @@ type DAG struct {
 	Owner             string
 	Params            map[string]any
 	IsJob             bool
+	// OnFailure, OnSuccess: notifier names told once per run that ended failed or success;
+	// OnDeadlineMiss those told when a run is still open at Deadline (§13).
+	OnFailure, OnSuccess, OnDeadlineMiss []string
+	// DagrunTimeout fails a run still open that long after it started (0 = none).
+	DagrunTimeout time.Duration
+	Deadline      *Deadline
 	// Tasks in file (or registration) order; queue IDs follow this order (§4.4).
 	Tasks []*Task
 
@@ -121,6 +127,11 @@ type Task struct {
 	WeightRule            string
 	MaxActiveTIsPerDAG    int // 0 = no limit
 	MaxActiveTIsPerDAGRun int // 0 = no limit
+
+	// Handlers (§13): notifier names told when the task instance failed (no try left),
+	// succeeded, failed a try it will retry, or waited OnQueueWait.After for admission.
+	OnFailure, OnSuccess, OnRetry []string
+	OnQueueWait                   *QueueWait
 
 	// explicit marks zero values that were set on purpose, so ApplyDefaults keeps them.
 	explicit explicitFields

@@ -19,6 +19,8 @@ type PoolLookup func(name string) (capacity int, ok bool)
 type LoadOptions struct {
 	// Pools checks that required pools exist and are large enough; nil skips both checks.
 	Pools PoolLookup
+	// Notifiers tells whether a notifier exists (§13); nil skips the check of handlers' names.
+	Notifiers func(name string) bool
 }
 
 // dagFields are the fields of the top level of a DAG file other than default_args and tasks;
@@ -37,6 +39,11 @@ var dagFields = []subField[DAG]{
 	sub("tags", (*reader).strList, func(d *DAG) *[]string { return &d.Tags }),
 	sub("owner", (*reader).str, func(d *DAG) *string { return &d.Owner }),
 	sub("params", (*reader).params, func(d *DAG) *map[string]any { return &d.Params }),
+	sub("on_failure", (*reader).ids, func(d *DAG) *[]string { return &d.OnFailure }),
+	sub("on_success", (*reader).ids, func(d *DAG) *[]string { return &d.OnSuccess }),
+	sub("on_deadline_miss", (*reader).ids, func(d *DAG) *[]string { return &d.OnDeadlineMiss }),
+	sub("dagrun_timeout", (*reader).duration, func(d *DAG) *time.Duration { return &d.DagrunTimeout }),
+	sub("deadline", (*reader).deadline, func(d *DAG) **Deadline { return &d.Deadline }),
 	{name: "default_args"},
 	{name: "tasks"},
 }

@@ -67,6 +67,13 @@ func (d *DAG) CanonicalJSON() string {
 	o.field("owner", d.Owner)
 	o.field("params", d.Params)
 	o.field("job", d.IsJob)
+	o.field("on_failure", d.OnFailure)
+	o.field("on_success", d.OnSuccess)
+	o.field("on_deadline_miss", d.OnDeadlineMiss)
+	o.field("dagrun_timeout", canonicalValue(&d.DagrunTimeout))
+	if dl := d.Deadline; dl != nil {
+		o.field("deadline", map[string]any{"after": canonicalValue(&dl.After), "from": dl.From})
+	}
 	tasks := make([]json.RawMessage, len(d.Tasks))
 	for i, t := range d.Tasks {
 		tasks[i] = canonicalTask(t)
@@ -100,6 +107,14 @@ func canonicalTask(t *Task) json.RawMessage {
 			continue // priority_weight's alias
 		}
 		o.field(f.name, canonicalValue(f.value(s)))
+	}
+	// The handlers change who is told, not how the task runs (no fingerprint), but they are
+	// part of what the author wrote.
+	o.field("on_failure", t.OnFailure)
+	o.field("on_success", t.OnSuccess)
+	o.field("on_retry", t.OnRetry)
+	if q := t.OnQueueWait; q != nil {
+		o.field("on_queue_wait", map[string]any{"after": canonicalValue(&q.After), "notify": q.Notify})
 	}
 	o.field("kind", string(t.Kind))
 	if t.Func != nil {

@@ -44,6 +44,12 @@ var taskFields = []taskField{
 		func(s *taskSpec) *int { return &s.t.MaxActiveTIsPerDAG }),
 	field("max_active_tis_per_dagrun", all|notApproval, "MaxActiveTIsPerDAGRun", (*reader).integer,
 		func(s *taskSpec) *int { return &s.t.MaxActiveTIsPerDAGRun }),
+	// Handlers (§13): they change who is told, not how the task runs, so not the fingerprint.
+	// A job's top-level on_failure and on_success are its DAG's (once per run).
+	field("on_failure", inTask|inDefaults, "", (*reader).ids, func(s *taskSpec) *[]string { return &s.t.OnFailure }),
+	field("on_success", inTask|inDefaults, "", (*reader).ids, func(s *taskSpec) *[]string { return &s.t.OnSuccess }),
+	field("on_retry", all, "", (*reader).ids, func(s *taskSpec) *[]string { return &s.t.OnRetry }),
+	field("on_queue_wait", all, "", (*reader).queueWait, func(s *taskSpec) **QueueWait { return &s.t.OnQueueWait }),
 	// A job's alias of priority_weight (§2.1).
 	field("queue_priority", inJob, "", (*reader).integer, func(s *taskSpec) *int { return &s.t.PriorityWeight }).
 		explicitly(explicitPriorityWeight),

@@ -87,6 +87,11 @@ func TestEveryTaskFieldIsDrivenByTheTable(t *testing.T) {
 
 			d, errs = parse(fmt.Sprintf("bash: x\n%s: %s\n", f.name, sample))
 			switch {
+			case f.use&inJob == 0 && isDAGField(f.name):
+				// A job's top-level on_failure and on_success are its DAG's (once per run, §13).
+				if errs != "" || d.OnFailure == nil && d.OnSuccess == nil {
+					t.Errorf("in a job: errors %q or not read as the DAG's", errs)
+				}
 			case f.use&inJob == 0 && !strings.Contains(errs, f.name+": unknown field"):
 				t.Errorf("in a job: errors %q, want unknown field", errs)
 			case f.use&inJob != 0 && errs != "":
@@ -106,4 +111,13 @@ func TestEveryTaskFieldIsDrivenByTheTable(t *testing.T) {
 	if tested < 15 {
 		t.Errorf("only %d fields tested", tested)
 	}
+}
+
+func isDAGField(name string) bool {
+	for _, f := range dagFields {
+		if f.name == name {
+			return true
+		}
+	}
+	return false
 }

@@ -95,6 +95,7 @@ func (v *validator) checkDAG() {
 		}
 	}
 	v.checkEveryNode()
+	v.checkDAGHandlers()
 	if d.MaxActiveRuns < 0 && !v.bad(srcDAG, "max_active_runs") {
 		v.fail(srcDAG, "max_active_runs", fmt.Sprint(d.MaxActiveRuns), "must be at least 1, got %d", d.MaxActiveRuns)
 	}
@@ -205,6 +206,7 @@ func (v *validator) checkTask(i int, t *Task) {
 	v.nonNegativeDuration(i, "execution_timeout", t.ExecutionTimeout)
 	v.nonNegativeDuration(i, "queue_timeout", t.QueueTimeout)
 	v.checkRequirements(i, t)
+	v.checkTaskHandlers(i, t)
 	if t.Sensor != nil && !v.bad(i, "sensor") {
 		v.checkSensor(i, t.Sensor)
 	}
