@@ -12,6 +12,7 @@ import (
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/executor/decide"
+	"github.com/poolflow/poolflow/notify"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -40,6 +41,11 @@ type Config struct {
 	// PruneEvery is how often retention (poolflow.yaml's retention:) deletes history past its
 	// age; default 1 min. A dags test process never does.
 	PruneEvery time.Duration
+	// NotifyPoll is how often the notifications outbox is looked at when no pass of this
+	// daemon woke its sender (other daemons' events, retries, lapsed leases); default 1 s.
+	NotifyPoll time.Duration
+	// NotifyOptions reach the notifiers (a test SMTP server's TLS configuration).
+	NotifyOptions notify.Options
 
 	// Notify, when set, is called on the loop goroutine after each committed pass with what it
 	// did (attempts ended, runs ended, admissions). It must not block.
@@ -136,6 +142,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 	}()
 	if d.cfg.Test == nil {
 		d.loop.pruner.Start(ctx)
+		d.loop.sender.Start(ctx) //nolint:errcheck // it never fails
 	}
 	go func() {
 		defer close(d.done)
@@ -143,6 +150,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 		d.cancel()
 		<-watched
 		d.loop.pruner.Stop()
+		d.loop.sender.Stop()
 	}()
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/poolflow/poolflow/executor/decide"
 	"github.com/poolflow/poolflow/executor/runner"
 	"github.com/poolflow/poolflow/executor/state"
+	"github.com/poolflow/poolflow/notify"
 	"github.com/poolflow/poolflow/retention"
 	"github.com/poolflow/poolflow/store"
 )
@@ -46,6 +47,9 @@ type loop struct {
 	// pruner deletes history past its age (retention.Pruner), off the loop: its batches are
 	// write transactions of their own.
 	pruner *retention.Pruner
+	// sender delivers the notifications outbox (§13), off the loop: a pass that put events in
+	// it wakes it.
+	sender *notify.Sender
 
 	events  chan event
 	wakeCh  chan struct{}
@@ -118,6 +122,22 @@ func newLoop(cfg *Config) (*loop, error) {
 			return eff.Settings.Retention
 		},
 		Now: cfg.Clock.Now, Every: cfg.PruneEvery}
+	l.sender = notify.NewSender(notify.SenderConfig{Store: cfg.Store, DaemonID: cfg.DaemonID, Logger: cfg.Logger,
+		Now: cfg.Clock.Now, Options: cfg.NotifyOptions, Poll: cfg.NotifyPoll,
+		Config: func() *config.Config {
+			eff, _ := l.reg.effective()
+			return eff.Settings
+		},
+		BaseURL: func() string {
+			eff, _ := l.reg.effective()
+			if u := eff.Settings.BaseURL; u != "" {
+				return u
+			}
+			if cfg.API != "" {
+				return cfg.API
+			}
+			return "http://127.0.0.1:8080"
+		}})
 	// A test run's id ends with a random suffix, fixed before any pass needs it.
 	l.dec = decide.New(decide.Config{DaemonID: cfg.DaemonID, Host: l.host, Lease: cfg.Lease, Test: cfg.Test,
 		TestSuffix: fmt.Sprintf("_%06x", rand.IntN(1<<24)), Notices: cfg.Notify != nil}, l.mem, cfg.Settings, nil, 0)

@@ -133,6 +133,9 @@ func (l *loop) after(p *decide.Plan, out apply.Outcome) {
 		}
 		l.cfg.Notify(Notice{Kind: NoticePass, At: p.Now})
 	}
+	if p.Told > 0 {
+		l.sender.Wake()
+	}
 	if len(p.Ended) > 0 || p.Wake || p.Again {
 		l.wake() // a queued run (max_active_runs, forbid, catch-up) may start now
 	}

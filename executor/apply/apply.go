@@ -69,6 +69,10 @@ func write(tx store.Tx, p *decide.Plan, op decide.Op, out *Outcome) error {
 			}
 		}
 		return tx.SetImportErrors(op.ImportErrors, now)
+	case decide.Notify:
+		// An occurrence stored already (its key) is dropped: never produced twice.
+		_, err := tx.InsertNotifications(op.Rows)
+		return err
 	case decide.RetireOrphans:
 		n, err := tx.RetireOrphans(now)
 		out.Orphans += n

@@ -173,6 +173,8 @@ type Plan struct {
 	Rebooted bool
 	// NodeFires are the every_node DAGs' checkpoints this pass advanced (Decider.nodeFires).
 	NodeFires map[string]time.Time
+	// Told is how many notifications the pass put in the outbox (the sender is woken).
+	Told int
 	// TestPK is the dags test run this pass created.
 	TestPK int64
 	// CommandsRead: the pass saw every pending command; CommandsWait: one of them (or a command
@@ -282,6 +284,7 @@ type pass struct {
 	stops    []int64          // waiting entries of this daemon's runs that carry a stop request
 	admitted []*state.Entry
 	deleted  map[int64]bool // runs deleted in this pass
+	outbox   []*store.Notification
 }
 
 // flush writes what the pass kept to write once: the attempts that ended, then the runs and
@@ -303,6 +306,10 @@ func (ps *pass) flush() {
 	}
 	if len(tis) > 0 {
 		ps.p.add(PutTIs{tis})
+	}
+	if len(ps.outbox) > 0 {
+		ps.p.add(Notify{ps.outbox})
+		ps.p.Told = len(ps.outbox)
 	}
 }
 

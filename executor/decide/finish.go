@@ -79,6 +79,7 @@ func (ps *pass) finish(ev *attempt.Ended) {
 		ps.addAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: ti.TryNumber,
 			State: vocab.TaskSuccess, StartDate: ev.Start, EndDate: ev.End, Daemon: ps.cfg.DaemonID, Output: ev.Output})
 		ps.st.Touch(ti)
+		ps.tellTry(run, ti, ti.TryNumber, "", ev.End)
 		return
 	case ev.Skip:
 		ti.State, ti.ReasonCode, ti.Reason = vocab.TaskSkipped, "", ev.Reason
@@ -195,6 +196,7 @@ func (ps *pass) failAttempt(run *state.Run, ti *state.TI, try int, code vocab.Re
 		ps.p.info("task failed", keyDAG, run.DAGID, keyRun, run.RunID, keyTask, ti.TaskID, keyTry, try, "reason", said)
 	}
 	ps.st.Touch(ti)
+	ps.tellTry(run, ti, try, said, at)
 }
 
 // notify records a notice when someone observes them.

@@ -65,4 +65,5 @@ func (ps *pass) decideGate(run *state.Run, ti *state.TI, approved bool, reason s
 	ps.addAttempt(&store.Attempt{Run: run.PK, TaskID: ti.TaskID, TryNumber: 1, State: ti.State,
 		StartDate: ti.StartDate, EndDate: ti.EndDate, Reason: reason})
 	ps.st.Touch(ti)
+	ps.tellTry(run, ti, 1, reason, ps.now)
 }

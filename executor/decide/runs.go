@@ -161,6 +161,7 @@ func (ps *pass) end(run *state.Run) {
 	ps.p.info("run ended", keyDAG, run.DAGID, keyRun, run.RunID, "state", run.State)
 	ps.notify(Notice{Kind: NoticeRunEnded, DAGID: run.DAGID, RunID: run.RunID, State: string(run.State),
 		Reason: run.ReasonCode.Say(run.Reason)})
+	ps.tellRunEnd(run)
 }
 
 // retireRemoved ends the open runs whose DAG was removed or became invalid (§3.5): waiting
