@@ -50,7 +50,7 @@ func TestSlackMessage(t *testing.T) {
 	// A queue wait says how long, for which pool and why, in words.
 	qw := notify.Event{Event: vocab.EventQueueWait, DAGID: "nightly", DAGRunID: "r2", TaskID: "load_orders",
 		Reason: "waits for pool warehouse: 4 of 4 slots held by export_a, export_b; 3rd in line",
-		Wait: &notify.Wait{Seconds: 35 * 60, Pool: "warehouse"}}
+		Wait:   &notify.Wait{Seconds: 35 * 60, Pool: "warehouse"}}
 	if got := notify.SlackText(qw); !strings.Contains(got, "*nightly.load_orders has waited 35 min for admission*") ||
 		!strings.Contains(got, "4 of 4 slots held by export_a, export_b; 3rd in line") {
 		t.Fatalf("queue wait text:\n%s", got)
