@@ -22,8 +22,8 @@ import (
 // what it names (an unknown run or task, a DAG that is not loaded, no live daemon to apply it)
 // leaves an event with the refusal. A usage error leaves none.
 
-// actor is cli:<os user>@<host>.
-func actor() string {
+// osActor is cli:<os user>@<host>.
+func osActor() string {
 	name := os.Getenv("USER")
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		name = u.Username
@@ -39,8 +39,8 @@ func actor() string {
 }
 
 // event is an audit event of this command, done (outcome ok) unless told otherwise.
-func event(action vocab.Action) store.Event {
-	return store.Event{At: time.Now().UTC(), Actor: actor(), Action: action, Outcome: "ok"}
+func (e *env) event(action vocab.Action) store.Event {
+	return store.Event{At: time.Now().UTC(), Actor: e.actor(), Action: action, Outcome: "ok"}
 }
 
 // params is v as an event's parameters ("" for none).
@@ -89,7 +89,7 @@ var commandActions = map[vocab.CommandKind]vocab.Action{
 
 // refusedCommand records the refusal of command c of run dagID/runID decided here.
 func refusedCommand(ctx context.Context, st store.Store, dagID, runID string, c store.Command, err error) error {
-	e := event(commandActions[c.Kind])
+	e := store.Event{At: time.Now().UTC(), Actor: c.Who, Action: commandActions[c.Kind], Outcome: "ok"}
 	e.DAGID, e.RunID, e.TaskID, e.Params = dagID, runID, c.TaskID, c.Params
 	if e.Params == "" && c.Note != "" {
 		e.Params = params(map[string]string{"note": c.Note})

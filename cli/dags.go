@@ -163,7 +163,10 @@ func (e *env) pauseCmd(name string, paused bool) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			ev := event(vocab.ActionUnpause)
+			if err := e.authorize(ctx, st, vocab.PermPause, ""); err != nil {
+				return err
+			}
+			ev := e.event(vocab.ActionUnpause)
 			if paused {
 				ev.Action = vocab.ActionPause
 			}
@@ -226,6 +229,9 @@ func (e *env) dagsTriggerCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
+			if err := e.authorize(ctx, st, vocab.PermTrigger, ""); err != nil {
+				return err
+			}
 			v, _, err := e.validation(ctx, cfg, st, nil)
 			if err != nil {
 				return err

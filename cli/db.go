@@ -56,6 +56,9 @@ func (e *env) dbCleanCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
+			if err := e.authorize(ctx, st, vocab.PermHistory, ""); err != nil {
+				return err
+			}
 			counts, err := st.CountPrunable(ctx, t, t)
 			if err != nil {
 				return err
@@ -95,7 +98,7 @@ func (e *env) dbCleanCmd() *cobra.Command {
 			c := &retention.Cleaner{Store: st, StateDir: dir}
 			// The logs of the runs it keeps (the last of each DAG) stay with them.
 			res, err := c.Clean(ctx, retention.Cutoffs{Runs: t, Events: t}, now, 0)
-			ev := event(vocab.ActionDBClean)
+			ev := e.event(vocab.ActionDBClean)
 			ev.Params = params(map[string]any{"before": stamp, "runs": res.Runs, "events": res.Events, "versions": res.Versions})
 			if err != nil {
 				ev.Outcome = "stopped: " + err.Error()

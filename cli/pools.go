@@ -186,11 +186,14 @@ func (e *env) poolsSetCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
+			if err := e.authorize(ctx, st, vocab.PermPools, ""); err != nil {
+				return err
+			}
 			dags, _, err := e.loadDAGs(ctx, cfg, st)
 			if err != nil {
 				return err
 			}
-			ev := event(vocab.ActionPoolSet)
+			ev := e.event(vocab.ActionPoolSet)
 			ev.Pool, ev.Params = args[0], flagParams(cmd)
 			// Only this pool's row is written; a running daemon re-validates and re-syncs.
 			err = st.WithTx(ctx, func(tx store.Tx) error {
@@ -232,11 +235,14 @@ func (e *env) poolsDeleteCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
+			if err := e.authorize(ctx, st, vocab.PermPools, ""); err != nil {
+				return err
+			}
 			dags, _, err := e.loadDAGs(ctx, cfg, st)
 			if err != nil {
 				return err
 			}
-			ev := event(vocab.ActionPoolDelete)
+			ev := e.event(vocab.ActionPoolDelete)
 			ev.Pool, ev.Params = args[0], flagParams(cmd)
 			err = st.WithTx(ctx, func(tx store.Tx) error {
 				if err := config.DeletePool(tx, cfg, dags, args[0], force, time.Now().UTC()); err != nil {

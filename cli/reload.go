@@ -31,7 +31,7 @@ func (e *env) watchReload(ctx context.Context, dm *executor.Daemon, st store.Sto
 			} else {
 				log.Info("SIGHUP: configuration in force", "file", dm.ConfigStatus().File)
 			}
-			ev := event(vocab.ActionReload)
+			ev := e.event(vocab.ActionReload)
 			ev.Params = params(map[string]string{"signal": "SIGHUP", "file": dm.ConfigStatus().File})
 			if err != nil {
 				ev.Outcome = err.Error()

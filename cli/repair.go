@@ -120,7 +120,10 @@ func (e *env) tasksClearCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			c := store.Command{Kind: vocab.CommandClear, Who: actor(), Params: params(p), Note: note}
+			if err := e.authorize(ctx, st, vocab.PermRepair, ""); err != nil {
+				return err
+			}
+			c := store.Command{Kind: vocab.CommandClear, Who: e.actor(), Params: params(p), Note: note}
 			t, err := e.target(ctx, st, cfg, args[0], args[1])
 			if err != nil {
 				return refusedCommand(ctx, st, args[0], args[1], c, err)
@@ -177,7 +180,7 @@ func (e *env) repair(ctx context.Context, t *repairTarget, c *store.Command, wai
 	}
 	fmt.Fprintf(e.stdout, "%s in %s\n", done, what)
 	if note != "" {
-		if err := writeNotes(ctx, t.st, t.run, noteOn, note); err != nil {
+		if err := e.writeNotes(ctx, t.st, t.run, noteOn, note); err != nil {
 			return err
 		}
 	}
@@ -186,13 +189,13 @@ func (e *env) repair(ctx context.Context, t *repairTarget, c *store.Command, wai
 
 // writeNotes writes note on the task instances ids of run (on the run itself when none), each
 // with its event, in one transaction.
-func writeNotes(ctx context.Context, st store.Store, run store.Run, ids []string, note string) error {
+func (e *env) writeNotes(ctx context.Context, st store.Store, run store.Run, ids []string, note string) error {
 	if len(ids) == 0 {
 		ids = []string{""}
 	}
 	return st.WithTx(ctx, func(tx store.Tx) error {
 		for _, id := range ids {
-			ev := event(vocab.ActionNote)
+			ev := e.event(vocab.ActionNote)
 			ev.DAGID, ev.RunID, ev.TaskID, ev.Params = run.DAGID, run.RunID, id, params(map[string]string{"note": note})
 			if err := tx.SetNote(run.PK, id, note, ev.Actor, ev.At); err != nil {
 				return err
@@ -295,7 +298,10 @@ func (e *env) tasksMarkCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			c := store.Command{Kind: vocab.CommandMark, Who: actor(), Params: params(p), Note: note}
+			if err := e.authorize(ctx, st, vocab.PermRepair, ""); err != nil {
+				return err
+			}
+			c := store.Command{Kind: vocab.CommandMark, Who: e.actor(), Params: params(p), Note: note}
 			fail := func(err error) error {
 				if dryRun {
 					return err
@@ -345,12 +351,15 @@ func (e *env) tasksNoteCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
+			if err := e.authorize(ctx, st, vocab.PermRepair, ""); err != nil {
+				return err
+			}
 			var task string
 			text := args[len(args)-1]
 			if len(args) == 4 {
 				task = args[2]
 			}
-			ev := event(vocab.ActionNote)
+			ev := e.event(vocab.ActionNote)
 			ev.DAGID, ev.RunID, ev.TaskID, ev.Params = args[0], args[1], task, params(map[string]string{"note": text})
 			run, err := st.GetRun(ctx, args[0], args[1])
 			if err != nil {
@@ -360,7 +369,7 @@ func (e *env) tasksNoteCmd() *cobra.Command {
 			if task != "" {
 				on = []string{task}
 			}
-			err = writeNotes(ctx, st, run, on, text)
+			err = e.writeNotes(ctx, st, run, on, text)
 			if errors.Is(err, store.ErrNotFound) {
 				return refused(ctx, st, ev, fmt.Errorf("task %s: %w in run %s", task, store.ErrNotFound, run.RunID))
 			}
@@ -400,7 +409,10 @@ func (e *env) markRunCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			c := store.Command{Kind: vocab.CommandMark, Who: actor(), Params: params(p), Note: note}
+			if err := e.authorize(ctx, st, vocab.PermRepair, ""); err != nil {
+				return err
+			}
+			c := store.Command{Kind: vocab.CommandMark, Who: e.actor(), Params: params(p), Note: note}
 			run, err := st.GetRun(ctx, args[0], args[1])
 			if err != nil {
 				return refusedCommand(ctx, st, args[0], args[1], c, fmt.Errorf("run %s of dag %s: %w", args[1], args[0], err))
@@ -429,7 +441,10 @@ func (e *env) deleteRunCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			c := store.Command{Kind: vocab.CommandDelete, Who: actor(), Params: params(p)}
+			if err := e.authorize(ctx, st, vocab.PermRepair, ""); err != nil {
+				return err
+			}
+			c := store.Command{Kind: vocab.CommandDelete, Who: e.actor(), Params: params(p)}
 			run, err := st.GetRun(ctx, args[0], args[1])
 			if err != nil {
 				return refusedCommand(ctx, st, args[0], args[1], c, fmt.Errorf("run %s of dag %s: %w", args[1], args[0], err))

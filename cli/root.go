@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/poolflow/poolflow/auth"
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/store"
@@ -55,6 +56,8 @@ type env struct {
 	stdout     io.Writer
 	stderr     io.Writer
 	reload     <-chan struct{} // SIGHUP, for serve
+	who        auth.Principal  // who runs a write (identity.go); the zero value until authorize
+	getenv     func(string) string
 }
 
 // Run runs the CLI with args (without the program name). Go-authored DAGs are registered with
@@ -71,6 +74,10 @@ type Options struct {
 	// in order) may take to return once ctx ends; default 2s. Past it, Run returns an
 	// interrupted error and main exits, so `timeout` or Ctrl-C always stops a command.
 	Grace time.Duration
+	// Stdin is what --password-stdin reads; nil = os.Stdin. Getenv reads the environment
+	// ($POOLFLOW_TOKEN); nil = os.Getenv. For tests.
+	Stdin  io.Reader
+	Getenv func(string) string
 }
 
 // Interrupted is the cancellation cause main gives ctx when a signal arrives; Run exits with
@@ -81,7 +88,10 @@ func (i Interrupted) Error() string { return "interrupted by " + i.Signal.String
 
 // RunOptions is Run with opts.
 func RunOptions(ctx context.Context, args []string, stdout, stderr io.Writer, opts Options, goDAGs ...*dag.DAG) error {
-	e := &env{goDAGs: goDAGs, stdout: stdout, stderr: stderr, reload: opts.Reload}
+	e := &env{goDAGs: goDAGs, stdout: stdout, stderr: stderr, reload: opts.Reload, getenv: opts.Getenv}
+	if e.getenv == nil {
+		e.getenv = os.Getenv
+	}
 	root := &cobra.Command{
 		Use:           "poolflow",
 		Short:         "poolflow runs DAGs of tasks whose slots come from several pools at once",
@@ -91,6 +101,9 @@ func RunOptions(ctx context.Context, args []string, stdout, stderr io.Writer, op
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	if opts.Stdin != nil {
+		root.SetIn(opts.Stdin)
+	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%w\n%s", err, c.UsageString())}
 	})
@@ -100,7 +113,7 @@ func RunOptions(ctx context.Context, args []string, stdout, stderr io.Writer, op
 	pf.StringVar(&e.stateDir, "state", "", "state folder: database and logs (default state.path of the config, else ./state)")
 	pf.StringVar(&e.storeFlag, "store", "", "store: postgres://… or sqlite:PATH (default $POOLFLOW_STORE_DSN, else store: of the config, else sqlite:<state>/poolflow.db)")
 	root.AddCommand(e.serveCmd(), e.dagsCmd(), e.tasksCmd(), e.poolsCmd(), e.rulesCmd(), e.eventsCmd(), e.versionCmd(), e.storeCmd(),
-		e.dbCmd())
+		e.dbCmd(), e.usersCmd(), e.tokensCmd())
 	graceful := false
 	if c, _, err := root.Find(args); err == nil {
 		graceful = c.CommandPath() == "poolflow serve" || c.CommandPath() == "poolflow dags test"

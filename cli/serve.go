@@ -107,6 +107,14 @@ func (e *env) serveCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
+			token := cfg.APIToken
+			if t := os.Getenv("POOLFLOW_API_TOKEN"); t != "" {
+				token = t
+			}
+			if err := bootstrapAuth(ctx, st, cfg, token, log); err != nil {
+				stopHTTP()
+				return err
+			}
 			// The daemon's notices feed the counters and histograms of /metrics.
 			metrics := server.NewMetrics()
 			dm, err := executor.New(executor.Config{Store: st, Settings: cfg, DAGsDir: e.dags(), GoDAGs: e.goDAGs,
@@ -124,13 +132,10 @@ func (e *env) serveCmd() *cobra.Command {
 				return err
 			}
 			go e.watchReload(ctx, dm, st, log) // SIGHUP re-reads poolflow.yaml (reload.go)
-			token := cfg.APIToken
-			if t := os.Getenv("POOLFLOW_API_TOKEN"); t != "" {
-				token = t
-			}
 			srv := server.New(server.Config{Store: st, Daemon: dm, StateDir: stateDir, Token: token, Logger: log,
 				Settings: cfg, Metrics: metrics, UI: ui.New, AllowedHosts: cfg.AllowedHosts})
 			defer srv.Close()
+			srv.Authenticator().Announce(ctx)
 			serving := http.Handler(srv)
 			handler.Store(&serving)
 			log.Info("poolflow serving", "listen", "http://"+ln.Addr().String(), "advertise", advertise,

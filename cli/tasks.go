@@ -57,7 +57,14 @@ func (e *env) commandCmd(use string, kind vocab.CommandKind, short string) *cobr
 				return err
 			}
 			defer st.Close()
-			c := store.Command{Kind: kind, TaskID: args[2], Who: actor(), Note: note}
+			perm := vocab.PermCancel
+			if kind == vocab.CommandApprove || kind == vocab.CommandReject {
+				perm = vocab.PermApprove
+			}
+			if err := e.authorize(ctx, st, perm, ""); err != nil {
+				return err
+			}
+			c := store.Command{Kind: kind, TaskID: args[2], Who: e.actor(), Note: note}
 			run, err := st.GetRun(ctx, args[0], args[1])
 			if err != nil {
 				return refusedCommand(ctx, st, args[0], args[1], c, fmt.Errorf("run %s of dag %s: %w", args[1], args[0], err))

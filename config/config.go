@@ -22,6 +22,9 @@ type Config struct {
 	Pools    []pools.Spec
 	Rules    []RuleSpec
 	APIToken string // api.token; POOLFLOW_API_TOKEN overrides
+	// Auth is auth: whether the server refuses to start without a user or a token, and what a
+	// caller without credentials may do once authentication is on (§15).
+	Auth Auth
 	// Synchronous is store.synchronous: SyncFull (the default, "" means it too) or SyncNormal.
 	Synchronous string
 	// StoreDriver is store.driver: DriverSQLite (the default, "" means it too) or

@@ -16,7 +16,7 @@ import (
 
 func (r *reader) root(n *yaml.Node, c *Config) []pools.Spec {
 	var specs []pools.Spec
-	for _, f := range r.fields(n, "", pos{1, 1}, "state", "store", "max_running", "pools", "rules", "api", "server", "retention",
+	for _, f := range r.fields(n, "", pos{1, 1}, "state", "store", "max_running", "pools", "rules", "api", "auth", "server", "retention",
 		"notifiers", "notifications") {
 		switch f.key {
 		case "state":
@@ -44,6 +44,8 @@ func (r *reader) root(n *yaml.Node, c *Config) []pools.Spec {
 			for _, g := range r.fields(f.value, f.path, f.at, "token") {
 				c.APIToken, _ = r.str(g)
 			}
+		case "auth":
+			r.auth(f, c)
 		case "server":
 			for _, g := range r.fields(f.value, f.path, f.at, "allowed_hosts", "base_url") {
 				switch g.key {

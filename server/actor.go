@@ -6,8 +6,9 @@ import (
 	"net/http"
 )
 
-// Who asked (§10.4): the actor of an API request is "api:<remote address>", the client's IP
-// without its port (one client, many connections), until issue 23 puts user names there. The
+// Who asked (§10.4): the actor of an API request is its user's name (§15), or "api.token" for
+// poolflow.yaml's token; without either (authentication off, or an anonymous reader) it is
+// "api:<remote address>", the client's IP without its port (one client, many connections). The
 // UI's actions reach the API's handlers through Call, in process, with the browser's request
 // context: the router keeps the remote address of every request it serves (the UI's pages
 // included) in the context, and Call gives it to the request it builds, so a click is recorded
@@ -31,8 +32,12 @@ func remoteOf(ctx context.Context) string {
 	return addr
 }
 
-// Actor is the actor an audit event records for a request with this context.
+// Actor is the actor an audit event records for a request with this context: the user (or
+// auth.LegacyActor for the configured token) when one is known, else api:<address>.
 func Actor(ctx context.Context) string {
+	if p, ok := PrincipalOf(ctx); ok && p.Named() {
+		return p.Name
+	}
 	addr := remoteOf(ctx)
 	if host, _, err := net.SplitHostPort(addr); err == nil {
 		addr = host

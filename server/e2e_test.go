@@ -123,7 +123,12 @@ tasks:
 	if status != http.StatusOK || !strings.Contains(log, `"name":"from-e2e"`) {
 		t.Fatalf("log: %d %q", status, log)
 	}
-	if status, _ := c.call(http.MethodGet, "/metrics", "", ""); status != http.StatusOK {
+	// With authentication on (api.token), /metrics is a read like any other: a scraper sends a
+	// token (Prometheus' authorization: {credentials: …}).
+	if status, _ := c.call(http.MethodGet, "/metrics", "", ""); status != http.StatusUnauthorized {
+		t.Fatalf("metrics without the token: %d", status)
+	}
+	if status, _ := c.call(http.MethodGet, "/metrics", "", testToken); status != http.StatusOK {
 		t.Fatalf("metrics: %d", status)
 	}
 
@@ -205,7 +210,7 @@ func (c *client) call(method, path, body, token string) (int, string) {
 // runState fails the test unless the API says the run is in state want.
 func (c *client) runState(dagID, runID, want string) {
 	c.t.Helper()
-	status, body := c.call(http.MethodGet, "/api/v1/dags/"+dagID+"/dagRuns/"+runID, "", "")
+	status, body := c.call(http.MethodGet, "/api/v1/dags/"+dagID+"/dagRuns/"+runID, "", testToken)
 	if status != http.StatusOK {
 		c.t.Fatalf("get run: %d %s", status, body)
 	}

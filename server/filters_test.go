@@ -101,7 +101,7 @@ func TestUnknownQueryParameter(t *testing.T) {
 // and pool select task instances.
 func TestRunAndTaskFilters(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{token: testToken})
+	b := setup(t, setupOpts{token: testToken, readsOpen: true})
 	b.pause(t, "held") // held's load waits (paused), so its run stays running
 	for _, id := range []string{"q1", "q2"} {
 		if rec := b.trigger(t, "quick", id, ""); rec.Code != http.StatusOK {

@@ -20,6 +20,7 @@ import (
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/store/storetest"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -114,9 +115,12 @@ type bundle struct {
 }
 
 type setupOpts struct {
-	token  string
-	noStop bool   // the test stops the daemon itself
-	api    string // the API address the daemon advertises in its owner row
+	token string
+	// readsOpen lets callers without credentials read (auth.anonymous: viewer), as every read
+	// was before users existed (§15).
+	readsOpen bool
+	noStop    bool   // the test stops the daemon itself
+	api       string // the API address the daemon advertises in its owner row
 }
 
 func setup(t testing.TB, opts setupOpts) *bundle {
@@ -137,6 +141,9 @@ func setup(t testing.TB, opts setupOpts) *bundle {
 	cfg, err := config.Parse("poolflow.yaml", []byte(testConfig))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if opts.readsOpen {
+		cfg.Auth.Anonymous = vocab.RoleViewer
 	}
 	b.cfg = cfg
 	st := storetest.Open(t, filepath.Join(b.stateDir, "poolflow.db"), store.Options{Synchronous: "OFF"})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/gorilla/mux"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // TestOpenAPICoversRoutes walks the router and checks that every registered route (path and
@@ -89,8 +90,9 @@ func TestOpenAPIMarksAuth(t *testing.T) {
 			t.Errorf("%s %s missing", rt.method, rt.path)
 			continue
 		}
-		bearer := false
+		bearer, perm := false, ""
 		if fields, ok := op.(map[string]any); ok {
+			perm, _ = fields["x-permission"].(string)
 			list, _ := fields["security"].([]any)
 			for _, item := range list {
 				if m, ok := item.(map[string]any); ok {
@@ -99,8 +101,11 @@ func TestOpenAPIMarksAuth(t *testing.T) {
 				}
 			}
 		}
-		if bearer != rt.auth {
-			t.Errorf("%s %s: documented bearer %v, route needs token %v", rt.method, rt.path, bearer, rt.auth)
+		if perm != string(rt.perm) {
+			t.Errorf("%s %s: documented x-permission %q, the route table says %q", rt.method, rt.path, perm, rt.perm)
+		}
+		if needs := rt.perm != vocab.PermPublic; bearer != needs {
+			t.Errorf("%s %s: documented bearer %v, route needs credentials %v", rt.method, rt.path, bearer, needs)
 		}
 	}
 }

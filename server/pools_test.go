@@ -18,7 +18,7 @@ import (
 // DAG needs is refused unless forced.
 func TestPoolCRUD(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{token: testToken})
+	b := setup(t, setupOpts{token: testToken, readsOpen: true})
 	steps := []struct {
 		name, method, path, body string
 		want                     int
@@ -58,7 +58,7 @@ func TestPoolCRUD(t *testing.T) {
 // TestPoolInUse: deleting or shrinking a stored pool that a loaded DAG needs is 409 unless forced.
 func TestPoolInUse(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{token: testToken})
+	b := setup(t, setupOpts{token: testToken, readsOpen: true})
 	b.must(t, http.StatusOK, http.MethodPost, "/api/v1/pools", `{"name": "side", "slots": 2}`)
 	// A DAG that needs two slots of side, loaded now that the pool exists.
 	b.writeDAG(t, "side.yaml", "tasks:\n  - id: t\n    command: [\"true\"]\n    pool_requirements: {side: 2}\n")
@@ -79,7 +79,7 @@ func TestPoolInUse(t *testing.T) {
 // 409 because it no longer waits; the cancel is a failed attempt of the task.
 func TestCancel(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{token: testToken})
+	b := setup(t, setupOpts{token: testToken, readsOpen: true})
 	b.pause(t, "held")
 	if rec := b.trigger(t, "held", "r1", ""); rec.Code != http.StatusAccepted {
 		t.Fatalf("start: %d %s", rec.Code, rec.Body)
@@ -102,7 +102,7 @@ func TestCancel(t *testing.T) {
 // TestApproval approves one gate and rejects another; deciding twice is 409.
 func TestApproval(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{token: testToken})
+	b := setup(t, setupOpts{token: testToken, readsOpen: true})
 	for _, id := range []string{"g1", "g2"} {
 		if rec := b.trigger(t, "gate", id, ""); rec.Code != http.StatusOK {
 			t.Fatalf("start %s: %d %s", id, rec.Code, rec.Body)
@@ -162,7 +162,7 @@ func TestBoardOrder(t *testing.T) {
 // when no daemon is alive to apply it, instead of queueing it for nobody.
 func TestCancelWithNoDaemonAlive(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{token: testToken, noStop: true})
+	b := setup(t, setupOpts{token: testToken, readsOpen: true, noStop: true})
 	b.pause(t, "held")
 	if rec := b.trigger(t, "held", "r1", ""); rec.Code != http.StatusAccepted {
 		t.Fatalf("start: %d %s", rec.Code, rec.Body)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/poolflow/poolflow/auth"
 	"net/http"
 	"strings"
 
@@ -68,9 +69,15 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 func (s *Server) classify(err error) (int, string) {
 	var ae *apiError
 	var re *executor.RequestError
+	var denied *auth.Denied
 	switch {
 	case errors.As(err, &ae):
 		return ae.status, ae.detail
+	case errors.As(err, &denied):
+		if denied.Anonymous {
+			return http.StatusUnauthorized, denied.Error()
+		}
+		return http.StatusForbidden, denied.Error()
 	case errors.As(err, &re):
 		return http.StatusBadRequest, re.Error()
 	case errors.Is(err, store.ErrUnavailable):

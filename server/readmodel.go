@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -42,14 +41,6 @@ func (s *Server) ConfigStatus() executor.ConfigStatus {
 		return executor.ConfigStatus{File: s.cfg.Settings.File}
 	}
 	return s.cfg.Daemon.ConfigStatus()
-}
-
-// TokenRequired says whether mutating routes and logs need the API token.
-func (s *Server) TokenRequired() bool { return s.cfg.Token != "" }
-
-// CheckToken compares a token with the configured one in constant time.
-func (s *Server) CheckToken(token string) bool {
-	return s.cfg.Token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.Token)) == 1
 }
 
 // DAGs lists every DAG, loaded or only remembered by the store, by id.

@@ -14,7 +14,7 @@ import (
 // the pool that refused, not default, the first pool the task needs (§4.6).
 func TestRefusalNamesTheRefusingPool(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{token: testToken})
+	b := setup(t, setupOpts{token: testToken, readsOpen: true})
 	b.writeDAG(t, "pair.yaml", "tasks:\n  - id: t\n    command: [\"true\"]\n    pool_requirements: {default: 1, small: 1}\n")
 	b.waitDAG(t, "pair")
 	b.pause(t, "echo")

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poolflow/poolflow/auth"
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/vocab"
 )
@@ -71,7 +72,7 @@ func failedRun(t *testing.T, b *bundle, runID string) string {
 // result, and leaves its audit event with the client as the actor.
 func TestClearOverAPI(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{token: testToken})
+	b := setup(t, setupOpts{token: testToken, readsOpen: true})
 	marker := failedRun(t, b, "f1")
 	before := b.tiStates(t, "fix_f1", "f1")
 	clearPath := "/api/v1/dags/fix_f1/clearTaskInstances"
@@ -116,7 +117,7 @@ func TestClearOverAPI(t *testing.T) {
 	}
 	after := b.tiStates(t, "fix_f1", "f1")
 	if a := after["a"]; a.State != vocab.TaskSuccess || a.TryNumber != 2 || a.Note == nil || *a.Note != "db fixed" ||
-		a.NoteBy == nil || *a.NoteBy != testActor || a.NoteAt == nil {
+		a.NoteBy == nil || *a.NoteBy != auth.LegacyActor || a.NoteAt == nil {
 		t.Errorf("a after the clear: %+v", a)
 	}
 	if bb := after["b"]; bb.State != vocab.TaskSuccess || bb.TryNumber != 1 {
@@ -126,11 +127,11 @@ func TestClearOverAPI(t *testing.T) {
 		t.Errorf("c changed: %+v, was %+v", c, before["c"])
 	}
 	evs := b.events(t, "dag_id=fix_f1&run_id=f1&event=clear")
-	if len(evs) != 1 || evs[0].Owner != testActor || evs[0].Outcome != "ok" ||
+	if len(evs) != 1 || evs[0].Owner != auth.LegacyActor || evs[0].Outcome != "ok" ||
 		!strings.Contains(compact(evs[0].Params), `"task_ids":["a"]`) || evs[0].Extra == nil {
 		t.Fatalf("clear events %+v", evs)
 	}
-	if notes := b.events(t, "dag_id=fix_f1&event=note&task_id=a"); len(notes) != 1 || notes[0].Owner != testActor {
+	if notes := b.events(t, "dag_id=fix_f1&event=note&task_id=a"); len(notes) != 1 || notes[0].Owner != auth.LegacyActor {
 		t.Errorf("note events %+v", notes)
 	}
 
@@ -160,7 +161,7 @@ func TestClearOverAPI(t *testing.T) {
 // a note alone is a note edit, shown with who and when; a run is marked failed.
 func TestMarkAndNotesOverAPI(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{token: testToken})
+	b := setup(t, setupOpts{token: testToken, readsOpen: true})
 	b.writeDAG(t, "mk.yaml", "dag_id: mk\ntasks:\n  - {id: a, bash: 'exit 1', retries: 1, retry_delay: 1h}\n"+
 		"  - {id: b, bash: 'true', depends_on: [a]}\n")
 	b.waitDAG(t, "mk")
@@ -188,7 +189,7 @@ func TestMarkAndNotesOverAPI(t *testing.T) {
 	if got := b.tiStates(t, "mk", "m1"); got["b"].State != vocab.TaskSuccess || got["b"].TryNumber != 1 {
 		t.Errorf("b did not run after the mark: %+v", got["b"])
 	}
-	if evs := b.events(t, "dag_id=mk&event=mark"); len(evs) != 1 || evs[0].Owner != testActor || evs[0].TaskID != nil {
+	if evs := b.events(t, "dag_id=mk&event=mark"); len(evs) != 1 || evs[0].Owner != auth.LegacyActor || evs[0].TaskID != nil {
 		t.Errorf("mark events %+v", evs)
 	}
 
@@ -196,7 +197,7 @@ func TestMarkAndNotesOverAPI(t *testing.T) {
 	if err := json.Unmarshal(b.must(t, http.StatusOK, http.MethodPatch, ti, `{"note": "flaky <db>"}`), &noted); err != nil {
 		t.Fatal(err)
 	}
-	if n := noted.TaskInstances[0]; n.Note == nil || *n.Note != "flaky <db>" || *n.NoteBy != testActor || n.State != vocab.TaskSuccess {
+	if n := noted.TaskInstances[0]; n.Note == nil || *n.Note != "flaky <db>" || *n.NoteBy != auth.LegacyActor || n.State != vocab.TaskSuccess {
 		t.Errorf("note edit: %+v", n)
 	}
 	var run DAGRunJSON
@@ -204,7 +205,7 @@ func TestMarkAndNotesOverAPI(t *testing.T) {
 		`{"state": "failed", "note": "not really"}`), &run); err != nil {
 		t.Fatal(err)
 	}
-	if run.State != vocab.RunFailed || run.Note == nil || *run.Note != "not really" || run.NoteBy == nil || *run.NoteBy != testActor {
+	if run.State != vocab.RunFailed || run.Note == nil || *run.Note != "not really" || run.NoteBy == nil || *run.NoteBy != auth.LegacyActor {
 		t.Errorf("run after its mark: %+v", run)
 	}
 	if evs := b.events(t, "dag_id=mk&event=note"); len(evs) != 2 {
@@ -216,7 +217,7 @@ func TestMarkAndNotesOverAPI(t *testing.T) {
 // goes once its attempt stopped; an ended one goes at once (204); both leave their events.
 func TestDeleteRunOverAPI(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{token: testToken})
+	b := setup(t, setupOpts{token: testToken, readsOpen: true})
 	b.writeDAG(t, "long.yaml", "dag_id: long\ntasks:\n  - {id: a, bash: 'sleep 30'}\n")
 	b.waitDAG(t, "long")
 	b.trigger(t, "long", "l1", "")

@@ -12,7 +12,7 @@ import (
 // gate.
 func TestRoutesGolden(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{token: testToken})
+	b := setup(t, setupOpts{token: testToken, readsOpen: true})
 	b.pause(t, "held")
 	if rec := b.trigger(t, "held", "r1", `, "conf": {"region": "us"}, "note": "by test"`); rec.Code != http.StatusAccepted {
 		t.Fatalf("trigger held: %d %s", rec.Code, rec.Body)
@@ -177,7 +177,7 @@ func TestBadRequests(t *testing.T) {
 // checks a range request.
 func TestLogRoute(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{token: testToken})
+	b := setup(t, setupOpts{token: testToken, readsOpen: true})
 	if rec := b.trigger(t, "echo", "e1", `, "conf": {"name": "log-test"}`); rec.Code != http.StatusOK {
 		t.Fatalf("trigger: %d %s", rec.Code, rec.Body)
 	}
@@ -209,7 +209,7 @@ func TestLogRoute(t *testing.T) {
 // TestRulesTest asks which pool an attempt gets (no rules configured: the default pool).
 func TestRulesTest(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{token: testToken})
+	b := setup(t, setupOpts{token: testToken, readsOpen: true})
 	rec := b.do(t, http.MethodPost, "/api/v1/rules/test",
 		`{"dag_id": "etl_x", "tags": ["heavy"], "params": {"n": 1}, "logical_date": "2026-01-01T00:00:00Z"}`, "")
 	if rec.Code != http.StatusOK {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/poolflow/poolflow/auth"
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/executor"
 	"github.com/poolflow/poolflow/store"
@@ -21,8 +22,10 @@ type Config struct {
 	Store    store.Store
 	Daemon   *executor.Daemon // nil: reads work, triggers and commands answer 503
 	StateDir string           // attempt logs are read from StateDir/logs
-	Token    string           // bearer token for mutating routes and logs; "" = open
-	Logger   *slog.Logger
+	// Token is poolflow.yaml's api.token (POOLFLOW_API_TOKEN): an admin token (§15); "" = none.
+	// With no token and no user in the store, authentication is off.
+	Token  string
+	Logger *slog.Logger
 
 	// Settings is the poolflow.yaml the daemon runs with: pool changes are checked against it
 	// (file pools are read-only over the API) and POST /rules/test uses its rules.
@@ -63,6 +66,7 @@ type Server struct {
 	origins   *http.CrossOriginProtection
 	host      string     // Config.Host
 	logs      *logClient // reads logs other daemons hold (logproxy.go)
+	authn     *auth.Authenticator
 }
 
 // maxBody caps request bodies (1 MiB).
@@ -102,6 +106,8 @@ func New(cfg Config) *Server {
 			s.writer, s.ownWriter = w, true
 		}
 	}
+	s.authn = &auth.Authenticator{Store: cfg.Store, Legacy: cfg.Token, Now: cfg.Now, Log: cfg.Logger,
+		Anonymous: func() vocab.Role { return s.Settings().Auth.Anonymous }}
 	s.router = s.routes()
 	s.handler = s.guard(conditional(s.router))
 	return s
@@ -123,53 +129,70 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 type route struct {
 	method, path string
 	handler      http.HandlerFunc
-	// auth: the route needs the bearer token when one is configured (mutations and logs).
-	auth bool
+	// perm is the permission the route needs (§15, vocab.Permission): PermPublic for the
+	// probes, PermRead for reads, the operator's and the admin's for the writes. A route
+	// without one does not start (routes panics; TestEveryRouteHasAPermission walks the mux).
+	perm vocab.Permission
 	// query are the query parameters the route takes (filters.go); any other is a 400.
 	query []string
 }
 
+// table is every route of the API with the permission it needs. ADD A NEW ROUTE HERE, with
+// its permission (vocab.Permission; the weakest that covers what it does), its entry in
+// openapi.yaml (x-permission says the same) and a row in TestRoutePermissions' expectations
+// if it needs a team check.
 func (s *Server) table() []route {
 	const v1 = "/api/v1"
 	ti := v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}"
+	const (
+		public  = vocab.PermPublic
+		read    = vocab.PermRead
+		logs    = vocab.PermLogs
+		trigger = vocab.PermTrigger
+		pause   = vocab.PermPause
+		repair  = vocab.PermRepair
+		approve = vocab.PermApprove
+		cancel  = vocab.PermCancel
+		poolsW  = vocab.PermPools
+	)
 	return []route{
-		{http.MethodGet, v1 + "/health", s.health, false, nil},
-		{http.MethodGet, v1 + "/openapi.yaml", s.openAPI, false, nil},
-		{http.MethodGet, v1 + "/dags", s.listDAGs, false, dagsParams},
-		{http.MethodGet, v1 + "/dags/{dag_id}", s.getDAG, false, nil},
-		{http.MethodPatch, v1 + "/dags/{dag_id}", s.patchDAG, true, updateMask},
-		{http.MethodGet, v1 + "/dags/{dag_id}/versions", s.listDAGVersions, false, versionsParams},
-		{http.MethodGet, v1 + "/dagSources/{dag_id}", s.getDAGSource, false, sourceParams},
-		{http.MethodGet, v1 + "/dags/{dag_id}/dagRuns", s.listRuns, false, dagRunsParams},
-		{http.MethodPost, v1 + "/dags/{dag_id}/dagRuns", s.triggerRun, true, nil},
-		{http.MethodGet, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}", s.getRun, false, nil},
-		{http.MethodPatch, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}", s.patchRun, true, nil},
-		{http.MethodDelete, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}", s.deleteRun, true, forceParam},
-		{http.MethodPost, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}/clear", s.clearRun, true, nil},
-		{http.MethodPost, v1 + "/dags/{dag_id}/clearTaskInstances", s.clearTaskInstances, true, nil},
-		{http.MethodGet, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances", s.listTaskInstances, false, tisParams},
-		{http.MethodGet, ti, s.getTaskInstance, false, nil},
-		{http.MethodPatch, ti, s.patchTaskInstance, true, nil},
-		{http.MethodGet, ti + "/dependencies", s.getDependencies, false, nil},
-		{http.MethodGet, ti + "/output", s.getOutput, true, nil},
-		{http.MethodGet, ti + "/logs/{try_number}", s.getLog, true, nil},
-		{http.MethodPost, ti + "/approve", s.decideGate(vocab.CommandApprove), true, nil},
-		{http.MethodPost, ti + "/reject", s.decideGate(vocab.CommandReject), true, nil},
-		{http.MethodGet, v1 + "/pools", s.listPools, false, poolsParams},
-		{http.MethodPost, v1 + "/pools", s.createPool, true, nil},
-		{http.MethodGet, v1 + "/pools/{pool_name}", s.getPool, false, nil},
-		{http.MethodPatch, v1 + "/pools/{pool_name}", s.patchPool, true, forceParam},
-		{http.MethodDelete, v1 + "/pools/{pool_name}", s.deletePool, true, forceParam},
-		{http.MethodGet, v1 + "/importErrors", s.listImportErrors, false, importErrsPars},
-		{http.MethodPost, v1 + "/rules/test", s.testRules, false, nil},
-		{http.MethodGet, v1 + "/eventLogs", s.listEvents, false, eventParams},
+		{http.MethodGet, v1 + "/health", s.health, public, nil},
+		{http.MethodGet, v1 + "/openapi.yaml", s.openAPI, public, nil},
+		{http.MethodGet, v1 + "/dags", s.listDAGs, read, dagsParams},
+		{http.MethodGet, v1 + "/dags/{dag_id}", s.getDAG, read, nil},
+		{http.MethodPatch, v1 + "/dags/{dag_id}", s.patchDAG, pause, updateMask},
+		{http.MethodGet, v1 + "/dags/{dag_id}/versions", s.listDAGVersions, read, versionsParams},
+		{http.MethodGet, v1 + "/dagSources/{dag_id}", s.getDAGSource, read, sourceParams},
+		{http.MethodGet, v1 + "/dags/{dag_id}/dagRuns", s.listRuns, read, dagRunsParams},
+		{http.MethodPost, v1 + "/dags/{dag_id}/dagRuns", s.triggerRun, trigger, nil},
+		{http.MethodGet, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}", s.getRun, read, nil},
+		{http.MethodPatch, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}", s.patchRun, repair, nil},
+		{http.MethodDelete, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}", s.deleteRun, repair, forceParam},
+		{http.MethodPost, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}/clear", s.clearRun, repair, nil},
+		{http.MethodPost, v1 + "/dags/{dag_id}/clearTaskInstances", s.clearTaskInstances, repair, nil},
+		{http.MethodGet, v1 + "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances", s.listTaskInstances, read, tisParams},
+		{http.MethodGet, ti, s.getTaskInstance, read, nil},
+		{http.MethodPatch, ti, s.patchTaskInstance, repair, nil},
+		{http.MethodGet, ti + "/dependencies", s.getDependencies, read, nil},
+		{http.MethodGet, ti + "/output", s.getOutput, logs, nil},
+		{http.MethodGet, ti + "/logs/{try_number}", s.getLog, logs, nil},
+		{http.MethodPost, ti + "/approve", s.decideGate(vocab.CommandApprove), approve, nil},
+		{http.MethodPost, ti + "/reject", s.decideGate(vocab.CommandReject), approve, nil},
+		{http.MethodGet, v1 + "/pools", s.listPools, read, poolsParams},
+		{http.MethodPost, v1 + "/pools", s.createPool, poolsW, nil},
+		{http.MethodGet, v1 + "/pools/{pool_name}", s.getPool, read, nil},
+		{http.MethodPatch, v1 + "/pools/{pool_name}", s.patchPool, poolsW, forceParam},
+		{http.MethodDelete, v1 + "/pools/{pool_name}", s.deletePool, poolsW, forceParam},
+		{http.MethodGet, v1 + "/importErrors", s.listImportErrors, read, importErrsPars},
+		{http.MethodPost, v1 + "/rules/test", s.testRules, read, nil},
+		{http.MethodGet, v1 + "/eventLogs", s.listEvents, read, eventParams},
 		// The seed's routes (seed 000), outside /api/v1.
-		{http.MethodGet, "/pools", s.poolBoard, false, nil},
-		{http.MethodPost, "/pools/{name}/queue/{key}/cancel", s.cancelEntry, true, nil},
-		{http.MethodGet, "/metrics", s.metrics, false, nil},
+		{http.MethodGet, "/pools", s.poolBoard, read, nil},
+		{http.MethodPost, "/pools/{name}/queue/{key}/cancel", s.cancelEntry, cancel, nil},
+		{http.MethodGet, "/metrics", s.metrics, read, nil},
 		// Probes for Kubernetes and load balancers (probes.go).
-		{http.MethodGet, "/livez", s.livez, false, nil},
-		{http.MethodGet, "/readyz", s.readyz, false, nil},
+		{http.MethodGet, "/livez", s.livez, public, nil},
+		{http.MethodGet, "/readyz", s.readyz, public, nil},
 	}
 }
 
@@ -181,12 +204,12 @@ func (s *Server) routes() *mux.Router {
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
 	})
-	r.Use(s.recoverPanics, keepClient)
+	r.Use(s.recoverPanics, keepClient, s.authenticate)
 	for _, rt := range s.table() {
-		h := s.checkQuery(rt.query, rt.handler)
-		if rt.auth {
-			h = s.requireToken(h)
+		if !rt.perm.Valid() {
+			panic(fmt.Sprintf("server: route %s %s has no permission (give it one in table)", rt.method, rt.path))
 		}
+		h := s.authorize(rt.perm, s.checkQuery(rt.query, rt.handler))
 		if rt.method != http.MethodGet && rt.method != http.MethodHead {
 			h = s.mutation(h)
 		}

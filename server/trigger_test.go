@@ -11,7 +11,7 @@ import (
 // first waiting entry, 409 with the pool's message, and 404 for an unknown DAG.
 func TestTriggerStatuses(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{token: testToken})
+	b := setup(t, setupOpts{token: testToken, readsOpen: true})
 	b.pause(t, "held")
 
 	rec := b.trigger(t, "quick", "q1", `, "conf": {"a": [1, 2]}, "logical_date": "2026-01-01T00:00:00Z"`)
@@ -61,7 +61,7 @@ func TestTriggerStatuses(t *testing.T) {
 // pool's message.
 func TestBacklogFull(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{token: testToken})
+	b := setup(t, setupOpts{token: testToken, readsOpen: true})
 	b.pause(t, "echo")
 	if rec := b.trigger(t, "echo", "e1", ""); rec.Code != http.StatusAccepted {
 		t.Fatalf("first start: %d %s", rec.Code, rec.Body)
@@ -79,7 +79,7 @@ func TestBacklogFull(t *testing.T) {
 // three requests answer 503 pool state is unavailable, and so does every read of pool state.
 func TestStoreUnavailable(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{token: testToken})
+	b := setup(t, setupOpts{token: testToken, readsOpen: true})
 	b.pause(t, "held")
 	rec := b.trigger(t, "held", "r1", "")
 	if rec.Code != http.StatusAccepted {

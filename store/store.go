@@ -91,6 +91,17 @@ type Reader interface {
 	// NextNotification is when the outbox next has a row to send: the earliest next try of a
 	// pending row or lease end of a sending one; ok is false when nothing is left to send.
 	NextNotification(ctx context.Context) (at time.Time, ok bool, err error)
+
+	// Users and API tokens (§15). HasUsers says whether any user exists: the first one turns
+	// authentication on. GetUser and TokenByHash are ErrNotFound when there is none; ListTokens
+	// lists a user's tokens (every user's for ""), newest first.
+	HasUsers(ctx context.Context) (bool, error)
+	ListUsers(ctx context.Context) ([]User, error)
+	GetUser(ctx context.Context, name string) (User, error)
+	TokenByHash(ctx context.Context, hash string) (Token, error)
+	ListTokens(ctx context.Context, user string) ([]Token, error)
+	// FindSession reads a UI session's data (ErrNotFound when there is none or it expired at now).
+	FindSession(ctx context.Context, token string, now time.Time) ([]byte, error)
 }
 
 // Tx is one write transaction: an admission pass, a CLI command, or a daemon's recovery. Every
@@ -220,6 +231,19 @@ type Tx interface {
 	Reschedule(id int64, keep []string, notBefore time.Time) error
 	RecordEnd(id int64, a *Attempt) error
 
+	// Users, tokens and sessions (§15). InsertUser is ErrConflict for a name taken; UpdateUser
+	// writes the hash and roles of an existing user (ErrNotFound); DeleteUser deletes a user
+	// with its tokens. RevokeToken is ErrNotFound for an unknown id (of user, unless user is "").
+	InsertUser(u *User, now time.Time) error
+	UpdateUser(u *User, now time.Time) error
+	DeleteUser(name string) error
+	InsertToken(tk *Token) error
+	RevokeToken(id int64, user string, now time.Time) (Token, error)
+	// PutSession writes a session, DeleteSession removes one, PruneSessions those expired at now.
+	PutSession(token string, data []byte, expiry time.Time) error
+	DeleteSession(token string) error
+	PruneSessions(now time.Time) (int, error)
+
 	// Pools.
 	Pools() ([]Pool, error)
 	PoolByName(name string) (Pool, error)
@@ -273,7 +297,7 @@ const OpTimeout = 5 * time.Second
 func SchemaVersion() int { return schemaVersion }
 
 // schemaVersion is raised with a migration of every driver (their tests check they agree).
-const schemaVersion = 11
+const schemaVersion = 12
 
 // Micros converts a time to the stored form: microseconds since the Unix epoch, UTC.
 func Micros(t time.Time) int64 { return t.UnixMicro() }

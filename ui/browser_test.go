@@ -344,13 +344,8 @@ func TestBrowserSignIn(t *testing.T) {
 	b := setup(t, setupOpts{token: testToken})
 	base := serve(t, b)
 	ctx := tab(t)
+	// Authentication is on (a token is configured): every page sends the browser to sign in.
 	do(t, ctx, chromedp.Navigate(base+"/ui/dags/quick"))
-	waitFor(t, ctx, "the trigger form", `document.querySelector("#trigger-form")`)
-	do(t, ctx, chromedp.Click(chromedp.CSS(`#trigger-form button[type=submit]`)))
-	waitFor(t, ctx, "the refusal", `document.querySelector("#trigger-form .form-msg.err") &&
-		document.querySelector("#trigger-form .form-msg.err").innerText.includes("Sign in")`)
-	shot(t, ctx, "signin-refused")
-	do(t, ctx, chromedp.Click(chromedp.CSS(`a.signin`)))
 	waitFor(t, ctx, "the sign-in form", `document.querySelector("#login input[name=token]")`)
 	do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#login input[name=token]`), "wrong"),
 		chromedp.Submit(chromedp.CSS(`#login`)))

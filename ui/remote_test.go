@@ -121,7 +121,7 @@ func TestTaskPageFromAnotherDaemon(t *testing.T) {
 	if body := h.getOther(page, testToken).Body.String(); !strings.Contains(body, `data-offset="11" data-running="1">first line`) {
 		t.Errorf("the task page on the other daemon does not show the running log:\n%s", body)
 	}
-	if rec := h.getOther(tail, ""); rec.Code != http.StatusUnauthorized {
+	if rec := h.getOther(tail, ""); rec.Code != http.StatusSeeOther {
 		t.Errorf("signed out: %d", rec.Code)
 	}
 	h.release(t, "go-on")

@@ -181,5 +181,7 @@ func TestRepairNeedsToken(t *testing.T) {
 			t.Errorf("%s from another site: %d", path, rec.Code)
 		}
 	}
-	b.page(t, http.StatusOK, "/ui/dags/diamond/runs/r1") // still there
+	if rec := b.get(t, "/ui/dags/diamond/runs/r1"); rec.Code != http.StatusSeeOther { // a page asks to sign in
+		t.Errorf("the run page without sign-in: %d", rec.Code)
+	}
 }

@@ -27,6 +27,7 @@ var staticFS embed.FS
 type UI struct {
 	api     *server.Server
 	router  *mux.Router
+	handler http.Handler // router behind identify
 	pages   map[string]*template.Template
 	static  http.Handler
 	origins *http.CrossOriginProtection
@@ -40,10 +41,11 @@ func New(api *server.Server) http.Handler {
 	sub, _ := fs.Sub(staticFS, "static")
 	u.static = http.StripPrefix("/ui/static/", http.FileServerFS(sub))
 	u.router = u.routes()
+	u.handler = u.identify(u.router)
 	return u
 }
 
-func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) { u.router.ServeHTTP(w, r) }
+func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) { u.handler.ServeHTTP(w, r) }
 
 func (u *UI) routes() *mux.Router {
 	r := mux.NewRouter()
@@ -134,7 +136,7 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name, ti
 		panic("ui: no page template " + name)
 	}
 	p := page{Title: title, Nav: nav, Now: u.api.Now(), Path: r.URL.RequestURI(), SignedIn: u.signedIn(r),
-		Token: u.api.TokenRequired(), ConfigError: u.api.ConfigStatus().Error, Data: data}
+		Token: u.authOn(r), ConfigError: u.api.ConfigStatus().Error, Data: data}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
 		u.log.Error("ui: render failed", "page", name, "err", err)

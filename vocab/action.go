@@ -23,6 +23,15 @@ const (
 	ActionFail       Action = "fail"        // a task marked failed (tasks fail)
 	ActionReload     Action = "reload"      // poolflow.yaml reloaded
 	ActionDBClean    Action = "db_clean"    // history deleted by poolflow db clean (§12)
+	// Users, tokens and sign-in (§15).
+	ActionUserCreate  Action = "user_create"   // a user created
+	ActionUserDelete  Action = "user_delete"   // a user deleted, with its tokens
+	ActionUserPass    Action = "user_password" // a user's password set
+	ActionUserRoles   Action = "user_roles"    // a user's roles set
+	ActionTokenCreate Action = "token_create"  // an API token created
+	ActionTokenRevoke Action = "token_revoke"  // an API token revoked
+	ActionSignIn      Action = "sign_in"       // a UI sign-in (outcome ok, or why it was refused)
+	ActionSignOut     Action = "sign_out"      // a UI sign-out
 )
 
 // What the scheduler decides that a person should find later.
@@ -38,7 +47,8 @@ const (
 func Actions() []Action {
 	return []Action{ActionTrigger, ActionClear, ActionMark, ActionNote, ActionDeleteRun, ActionPause, ActionUnpause,
 		ActionBackfill, ActionPoolSet, ActionPoolDelete, ActionApprove, ActionReject, ActionCancel, ActionForce,
-		ActionFail, ActionReload, ActionDBClean, ActionTakeover, ActionLeaseLost, ActionReplay, ActionExpired, ActionRejected}
+		ActionFail, ActionReload, ActionDBClean, ActionUserCreate, ActionUserDelete, ActionUserPass, ActionUserRoles,
+		ActionTokenCreate, ActionTokenRevoke, ActionSignIn, ActionSignOut, ActionTakeover, ActionLeaseLost, ActionReplay, ActionExpired, ActionRejected}
 }
 
 // Valid reports whether a is one of Actions.

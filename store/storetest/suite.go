@@ -62,6 +62,9 @@ func Run(t *testing.T, h Harness) {
 		{"Vacuum", testVacuum},
 		{"PruneShrinks", testPruneShrinks},
 		{"Notifications", testNotifications},
+		{"Users", testUsers},
+		{"Sessions", testSessions},
+		{"MigrateUsers", testMigrateUsers},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -34,6 +34,8 @@ var tables = []table{
 		"iititiiitbtttbitiiii", "id"},
 	{"entry_requirements", strings.Fields("entry pool slots implicit capacity"), "itibi", "entry, pool"},
 	{"claims", strings.Fields("entry pool slots daemon epoch pgid lease_until"), "ititiii", "entry, pool"},
+	{"users", strings.Fields("name password_hash roles created_at updated_at"), "tttii", "name"},
+	{"api_tokens", strings.Fields("id user_name name hash prefix created_at expires_at revoked_at"), "ittttiii", "id"},
 	{"commands", strings.Fields("id kind run task_id who note params created_at done_at error"), "itittttiit", "id"},
 	{"events", strings.Fields("id at actor action dag_id run_id task_id try_number pool params outcome"), "iitttttittt", "id"},
 	{"notifications", strings.Fields("id idem_key event notifier dag_id run_id task_id try_number payload state created_at next_at tries sender lease_until sent_at last_error"),
@@ -44,7 +46,7 @@ var tables = []table{
 // counts when it checks the target is empty): deleted_runs' tombstones are for the daemons
 // running on the source, whose change numbers the target does not share; daemons started on the
 // target load everything.
-var uncopied = []string{"deleted_runs"}
+var uncopied = []string{"deleted_runs", "sessions"}
 
 func init() {
 	for _, tb := range tables {
