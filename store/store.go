@@ -51,6 +51,9 @@ type Reader interface {
 	EntryByID(ctx context.Context, id int64) (Entry, error)
 	LatestEntry(ctx context.Context, run int64, taskID string) (Entry, error)
 	LatestEntries(ctx context.Context, run int64) (map[string]Entry, error)
+	// RunEntries returns every queue entry of a run, every try of every task, in queue order,
+	// with its requirements: the waits of its history (the Gantt's wait bars).
+	RunEntries(ctx context.Context, run int64) ([]Entry, error)
 	RecentEntries(ctx context.Context, perPool int) (map[string][]Entry, error)
 	GetRun(ctx context.Context, dagID, runID string) (Run, error)
 	GetRunByPK(ctx context.Context, pk int64) (Run, error)
@@ -58,6 +61,9 @@ type Reader interface {
 	// ListRunsWhere lists the runs f selects in f's order, and how many it selects in all.
 	ListRunsWhere(ctx context.Context, f RunFilter) ([]Run, int, error)
 	LatestRunsByDAG(ctx context.Context, dagIDs []string, perDAG int) (map[string][]Run, error)
+	// OpenRunWaits counts, per DAG, the open runs that wait for a person (a task awaiting
+	// approval) and those that wait for a pool (a task scheduled, its entry not yet admitted).
+	OpenRunWaits(ctx context.Context) (map[string]RunWaits, error)
 	ListTaskInstances(ctx context.Context, run int64) ([]TaskInstance, error)
 	TaskInstancesOfRuns(ctx context.Context, runs []int64) (map[int64][]TaskInstance, error)
 	ListAttempts(ctx context.Context, run int64, taskID string) ([]Attempt, error)

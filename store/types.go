@@ -367,3 +367,10 @@ type NotificationOutcome struct {
 	Error  string
 	At     time.Time
 }
+
+// RunWaits is what a DAG's open runs wait for (Store.OpenRunWaits): how many wait for a person
+// (a task awaiting approval) and how many for a pool (a task scheduled).
+type RunWaits struct {
+	Approval int
+	Pool     int
+}

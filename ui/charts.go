@@ -45,10 +45,7 @@ func ganttBars(tis []server.TaskInstanceJSON, attempts []store.Attempt, now time
 	for _, ti := range tis {
 		switch {
 		case ti.State == vocab.TaskRunning && ti.StartDate != nil:
-			if ti.QueuedWhen != nil && ti.QueuedWhen.Before(*ti.StartDate) {
-				out = append(out, bar{Task: ti.TaskID, State: vocab.TaskScheduled, Start: *ti.QueuedWhen, End: *ti.StartDate,
-					Waiting: true, Label: ti.TaskID + " waited " + fmtDuration(ti.StartDate.Sub(*ti.QueuedWhen)) + " for admission"})
-			}
+			// Its wait for admission is drawn from its queue entry (waitBars).
 			out = append(out, bar{Task: ti.TaskID, State: vocab.TaskRunning, Start: *ti.StartDate, End: now,
 				Label: ti.TaskID + " try " + itoa(ti.TryNumber) + ": running for " + fmtDuration(now.Sub(*ti.StartDate))})
 		case ti.State == vocab.TaskScheduled && ti.QueuedWhen != nil:

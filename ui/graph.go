@@ -173,8 +173,17 @@ func graphSVG(d *dag.DAG, nodes []*vnode, info map[string]nodeInfo, collapse boo
 			s.title(tip)
 			s.raw(`<rect class="box" width="%s" height="%s" rx="7"/>`, num(p.w), num(nodeH))
 			s.raw(`<rect class="strip" width="6" height="%s" rx="3"/>`, num(nodeH))
-			s.text(16, 19, "name", "start", truncate(t.ID, maxChars))
-			s.text(16, 36, "sub", "start", truncate(taskSummary(t, state), maxChars+4))
+			name := maxChars
+			if pill := waitPill(state); pill != "" {
+				name -= len(pill) + 2
+				s.pill(p.w, pill, state)
+			}
+			s.text(16, 19, "name", "start", truncate(t.ID, name))
+			sub := taskSummary(t, state)
+			if state == vocab.TaskScheduled && in.Reason != "" {
+				sub = in.Reason
+			}
+			s.text(16, 36, "sub", "start", truncate(sub, maxChars+4))
 			s.raw(`</g>`)
 			if in.Href != "" {
 				s.raw(`</a>`)
@@ -212,7 +221,14 @@ func graphSVG(d *dag.DAG, nodes []*vnode, info map[string]nodeInfo, collapse boo
 		s.raw(`<rect class="box stack" x="4" y="-4" width="%s" height="%s" rx="7"/>`, num(p.w), num(nodeH))
 		s.raw(`<rect class="box" width="%s" height="%s" rx="7"/>`, num(p.w), num(nodeH))
 		s.raw(`<rect class="strip" width="6" height="%s" rx="3"/>`, num(nodeH))
-		s.text(16, 19, "name", "start", truncate(label, maxChars))
+		name := maxChars
+		for _, c := range counts {
+			if c.State == vocab.TaskAwaitingApproval {
+				name -= len(waitPill(c.State)) + 2
+				s.pill(p.w, waitPill(c.State), c.State)
+			}
+		}
+		s.text(16, 19, "name", "start", truncate(label, name))
 		s.text(16, 34, "sub", "start", truncate(countWords(counts), maxChars+4))
 		// A bar of the members' states along the bottom edge.
 		x, bw := 10.0, p.w-16
@@ -239,4 +255,27 @@ func taskSummary(t *dag.Task, state vocab.TaskState) string {
 		parts = append(parts, ps.Pool+"×"+itoa(ps.Slots))
 	}
 	return strings.Join(parts, " · ")
+}
+
+// waitPill is the word a node shows in its corner when its task waits: for a pool, for a
+// person, or for its retry; "" otherwise. A wait must never look like a run.
+func waitPill(state vocab.TaskState) string {
+	switch state {
+	case vocab.TaskScheduled:
+		return "waiting"
+	case vocab.TaskAwaitingApproval:
+		return "needs you"
+	case vocab.TaskUpForRetry:
+		return "retry"
+	}
+	return ""
+}
+
+// pill draws a node's wait word at its top right corner.
+func (s *svg) pill(w float64, word string, state vocab.TaskState) {
+	pw := 10 + 6.6*float64(len([]rune(word)))
+	s.raw(`<g class="pill %s" transform="translate(%s,5)"><rect width="%s" height="15" rx="7.5"/>`,
+		attr(stateClass(state)), num(w-pw-6), num(pw))
+	s.text(pw/2, 11.5, "pill-text", "middle", word)
+	s.raw(`</g>`)
 }

@@ -25,6 +25,7 @@ type dagRow struct {
 	Runs   []store.Run // oldest first
 	Next   time.Time
 	NextIs string // words when there is no next time: manual only, paused, at daemon start
+	Waits  store.RunWaits // its open runs waiting for a person or a pool
 }
 
 type dagsData struct {
@@ -33,6 +34,7 @@ type dagsData struct {
 	Tag          string
 	Tags         []string
 	Total        int
+	NeedYou      int // open runs awaiting a person's approval, in every DAG shown
 }
 
 // nextFire says when a DAG's schedule fires next.
@@ -69,6 +71,11 @@ func (u *UI) dagList(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
+	waits, err := u.api.Store().OpenRunWaits(ctx)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
 	ies, err := u.api.Store().ListImportErrors(ctx)
 	if err != nil {
 		u.fail(w, r, err)
@@ -88,7 +95,8 @@ func (u *UI) dagList(w http.ResponseWriter, r *http.Request) {
 		if tag != "" && !slices.ContainsFunc(v.Tags, func(t server.TagJSON) bool { return t.Name == tag }) {
 			continue
 		}
-		row := dagRow{DAG: v, Runs: slices.Clone(runs[v.DAGID])}
+		row := dagRow{DAG: v, Runs: slices.Clone(runs[v.DAGID]), Waits: waits[v.DAGID]}
+		data.NeedYou += row.Waits.Approval
 		slices.Reverse(row.Runs)
 		sched := ""
 		if v.ScheduleInterval != nil {

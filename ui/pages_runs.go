@@ -33,6 +33,8 @@ type runData struct {
 	Events     eventsCard
 	// Current is the DAG's current version (§12), for saying when the run's is another.
 	Current int
+	// Waited is the time the run's tries waited for admission, and on which pools.
+	Waited waitSum
 }
 
 func (u *UI) runPage(w http.ResponseWriter, r *http.Request) {
@@ -85,7 +87,14 @@ func (u *UI) runPage(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	data.Gantt = ganttSVG(names, hrefs, ganttBars(tis, attempts, u.api.Now()))
+	entries, err := u.api.Store().RunEntries(ctx, run.PK)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	waits, sum := waitBars(entries, u.api.Now())
+	data.Waited = sum
+	data.Gantt = ganttSVG(names, hrefs, append(ganttBars(tis, attempts, u.api.Now()), waits...))
 	u.render(w, r, http.StatusOK, "run", run.RunID+" · "+run.DAGID, "dags", data)
 }
 

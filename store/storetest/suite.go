@@ -33,6 +33,7 @@ func Run(t *testing.T, h Harness) {
 		{"Takeover", testTakeover},
 		{"Reads", testReads},
 		{"RunText", testRunText},
+		{"RunWaits", testRunWaits},
 		{"SchemaNewerAtOpen", testSchemaNewerAtOpen},
 		{"SchemaNewerWhileRunning", testSchemaNewerWhileRunning},
 		{"SchemaNewerGoneAgain", testSchemaNewerGoneAgain},

@@ -232,3 +232,66 @@ func testRunText(t *testing.T, h Harness) {
 		}
 	}
 }
+
+// testRunWaits: a run's queue entries are its waits' history (RunEntries, every try), and the
+// open runs waiting for a person or a pool are counted per DAG (OpenRunWaits).
+func testRunWaits(t *testing.T, h Harness) {
+	st := h.New(t)
+	e := seed(t, st) // run of etl, transfer try 1 waiting
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		if err := tx.Admit(e, "d1", 1, day.Add(90*time.Second), day.Add(time.Hour)); err != nil {
+			return err
+		}
+		e2 := store.Entry{Run: e.Run, TaskID: "transfer", TryNumber: 2, Label: "etl.transfer try 2", Priority: 1, Due: day.Add(2 * time.Minute),
+			State: vocab.EntryWaiting, CreatedAt: day.Add(2 * time.Minute), Needs: []store.Requirement{{Pool: "source_db", Slots: 1}}}
+		return tx.InsertEntry(&e2)
+	}))
+	es, err := st.RunEntries(bg(), e.Run)
+	must(t, err)
+	if len(es) != 2 || es[0].TryNumber != 1 || !es[0].AdmittedAt.Equal(day.Add(90*time.Second)) || es[1].TryNumber != 2 ||
+		len(es[0].Needs) != 3 || es[1].State != vocab.EntryWaiting {
+		t.Fatalf("RunEntries: %+v", es)
+	}
+	if es, err := st.RunEntries(bg(), e.Run+1000); err != nil || len(es) != 0 {
+		t.Errorf("RunEntries of no run: %v %v", es, err)
+	}
+
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		for i, c := range []struct {
+			dag   string
+			state vocab.RunState
+			tis   []vocab.TaskState
+		}{
+			{"gate", vocab.RunRunning, []vocab.TaskState{vocab.TaskAwaitingApproval, vocab.TaskScheduled}},
+			{"gate", vocab.RunRunning, []vocab.TaskState{vocab.TaskAwaitingApproval}},
+			{"gate", vocab.RunFailed, []vocab.TaskState{vocab.TaskAwaitingApproval}}, // ended: not counted
+			{"load", vocab.RunQueued, []vocab.TaskState{vocab.TaskScheduled, vocab.TaskScheduled}},
+			{"quiet", vocab.RunRunning, []vocab.TaskState{vocab.TaskRunning}},
+		} {
+			at := day.Add(time.Duration(i) * time.Hour)
+			run := store.Run{DAGID: c.dag, RunID: "r" + itoaTest(i), RunType: vocab.RunManual, LogicalDate: at, State: c.state, QueuedAt: at}
+			if err := tx.InsertRun(&run); err != nil {
+				return err
+			}
+			for k, s := range c.tis {
+				if err := tx.InsertTI(&store.TaskInstance{Run: run.PK, TaskID: "t" + itoaTest(k), State: s}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}))
+	got, err := st.OpenRunWaits(bg())
+	must(t, err)
+	want := map[string]store.RunWaits{"gate": {Approval: 2, Pool: 1}, "load": {Pool: 1}}
+	for dag, w := range want {
+		if got[dag] != w {
+			t.Errorf("OpenRunWaits[%s] = %+v, want %+v", dag, got[dag], w)
+		}
+	}
+	if _, ok := got["quiet"]; ok {
+		t.Errorf("a run waiting for nothing is counted: %+v", got)
+	}
+}
+
+func itoaTest(i int) string { return fmt.Sprint(i) }

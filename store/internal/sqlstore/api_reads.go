@@ -37,6 +37,11 @@ func (s *DB) LatestEntries(ctx context.Context, run int64) (map[string]store.Ent
 	return out, nil
 }
 
+// RunEntries returns every queue entry of a run, in queue order.
+func (s *DB) RunEntries(ctx context.Context, run int64) ([]store.Entry, error) {
+	return entriesWhere(ctx, s.readers(), `e.run = ?`, run)
+}
+
 // RecentEntries returns, per named pool, the last perPool entries that ended (done, expired,
 // cancelled, rejected, retired), newest first (§4.6: recent terminal entries stay visible).
 // Each pool's list walks the entries backwards by end time (index queue_entries_ended), so its

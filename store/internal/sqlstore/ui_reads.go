@@ -102,3 +102,28 @@ func (s *DB) PoolHoldings(ctx context.Context, since time.Time) ([]store.Holding
 	}
 	return out, unavailable(rows.Err())
 }
+
+// OpenRunWaits counts per DAG the open runs with a task awaiting approval and with a task
+// scheduled (index dag_runs_open, then each run's task instances by their key).
+func (s *DB) OpenRunWaits(ctx context.Context) (map[string]store.RunWaits, error) {
+	rows, err := s.query(ctx, `SELECT r.dag_id,
+		SUM(CASE WHEN EXISTS (SELECT 1 FROM task_instances t WHERE t.run = r.id AND t.state = 'awaiting_approval') THEN 1 ELSE 0 END),
+		SUM(CASE WHEN EXISTS (SELECT 1 FROM task_instances t WHERE t.run = r.id AND t.state = 'scheduled') THEN 1 ELSE 0 END)
+		FROM dag_runs r WHERE r.state IN ('queued', 'running') GROUP BY r.dag_id`)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	defer rows.Close()
+	out := map[string]store.RunWaits{}
+	for rows.Next() {
+		var dag string
+		var w store.RunWaits
+		if err := rows.Scan(&dag, &w.Approval, &w.Pool); err != nil {
+			return nil, unavailable(err)
+		}
+		if w.Approval+w.Pool > 0 {
+			out[dag] = w
+		}
+	}
+	return out, unavailable(rows.Err())
+}
