@@ -24,7 +24,7 @@ type dagRow struct {
 	DAG    server.DAGJSON
 	Runs   []store.Run // oldest first
 	Next   time.Time
-	NextIs string // words when there is no next time: manual only, paused, at daemon start
+	NextIs string         // words when there is no next time: manual only, paused, at daemon start
 	Waits  store.RunWaits // its open runs waiting for a person or a pool
 }
 
