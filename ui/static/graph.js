@@ -144,7 +144,7 @@
     var said = document.getElementById("graph-found");
     function say(t) { if (said) said.textContent = t; }
     function lookup(q) {
-      q = q.trim();
+      q = q.trim().replace(/^\//, ""); // the "/" of the shortcut, should it reach the field
       if (!q) return null;
       var lower = q.toLowerCase(), part = null;
       for (var i = 0; i < items.length; i++) {
@@ -177,7 +177,7 @@
     if (form) {
       form.addEventListener("submit", function (ev) {
         ev.preventDefault();
-        var q = document.getElementById("graph-search").value;
+        var q = document.getElementById("graph-search").value.replace(/^\//, "");
         var li = lookup(q);
         if (!li) { say(q.trim() ? "No task matches “" + q.trim() + "”." : ""); return; }
         show(li.dataset.task, li);
