@@ -193,7 +193,20 @@ func (a *agreement) close() {
 }
 
 func (a *agreement) writeDAG(rt *rapid.T, name, body string) {
-	if err := os.WriteFile(filepath.Join(a.dags, name+".yaml"), []byte(body), 0o644); err != nil {
+	writeAtomically(rt, filepath.Join(a.dags, name+".yaml"), body)
+}
+
+// writeAtomically replaces a file by renaming a full one over it. os.WriteFile truncates first:
+// a writer stalled past the daemon's two looks (seen at a load of 30 on two cores: the daemon put
+// an empty poolflow.yaml in force, then refused the real one) makes the views disagree about a
+// file the test never meant to write. What this test checks is that the views agree on each
+// file; the reading of half-written files has its own test (TestRegistryWaitsForWriters).
+func writeAtomically(rt *rapid.T, path, body string) {
+	tmp := filepath.Join(filepath.Dir(filepath.Dir(path)), "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
+		rt.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
 		rt.Fatal(err)
 	}
 }
@@ -201,9 +214,7 @@ func (a *agreement) writeDAG(rt *rapid.T, name, body string) {
 // editConfig writes poolflow.yaml and reloads it as SIGHUP would; what the daemon put in force
 // becomes the CLI's configuration too (a refused file leaves the previous one in force).
 func (a *agreement) editConfig(rt *rapid.T, body string) {
-	if err := os.WriteFile(a.cfgPath, []byte(body), 0o644); err != nil {
-		rt.Fatal(err)
-	}
+	writeAtomically(rt, a.cfgPath, body)
 	if err := a.d.Reload(context.Background()); err != nil && !strings.Contains(err.Error(), "was not reloaded") &&
 		!strings.Contains(err.Error(), "has problems") {
 		rt.Fatalf("reload: %v", err)
