@@ -3,6 +3,7 @@ module github.com/poolflow/poolflow
 go 1.26.8
 
 require (
+	github.com/alexedwards/scs/v2 v2.9.0
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/dominikbraun/graph v0.23.0
@@ -24,6 +25,7 @@ require (
 	golang.org/x/crypto v0.59.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
+	golang.org/x/time v0.16.0
 	pgregory.net/rapid v1.3.0
 )
 

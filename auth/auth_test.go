@@ -129,3 +129,54 @@ func TestTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestThrottle: 1,000 wrong passwords in a minute from one address for one name are checked
+// only while the buckets last; a minute after the flood the real user gets in, from anywhere.
+func TestThrottle(t *testing.T) {
+	t.Parallel()
+	th := DefaultThrottle()
+	now := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	checked := 0
+	for i := range 1000 {
+		at := now.Add(time.Duration(i) * 60 * time.Millisecond) // 1,000 in 60 s
+		if th.Wait("ada", "203.0.113.9", at) > 0 {
+			continue
+		}
+		checked++
+		th.Failed("ada", "203.0.113.9", at)
+	}
+	// 10 at once, then one per 6 s for a minute: about 20.
+	if checked < 10 || checked > 21 {
+		t.Fatalf("%d of 1000 attempts were checked", checked)
+	}
+	end := now.Add(60 * time.Second)
+	if w := th.Wait("ada", "198.51.100.7", end); w <= 0 || w > 6*time.Second {
+		t.Fatalf("right after the flood the name waits %v", w)
+	}
+	if w := th.Wait("bob", "198.51.100.7", end); w != 0 {
+		t.Fatalf("another name from another address waits %v", w)
+	}
+	if w := th.Wait("ada", "198.51.100.7", end.Add(6*time.Second)); w != 0 {
+		t.Fatalf("6 s after the flood the real user still waits %v", w)
+	}
+}
+
+// TestThrottleSpray: one address trying a different name each time is slowed by its address.
+func TestThrottleSpray(t *testing.T) {
+	t.Parallel()
+	th := DefaultThrottle()
+	now := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	checked := 0
+	for i := range 1000 {
+		at := now.Add(time.Duration(i) * 60 * time.Millisecond)
+		name := "user" + strings.Repeat("x", i%50) + string(rune('a'+i%26))
+		if th.Wait(name, "203.0.113.9", at) > 0 {
+			continue
+		}
+		checked++
+		th.Failed(name, "203.0.113.9", at)
+	}
+	if checked < 10 || checked > 41 { // 10 at once, then one per 2 s
+		t.Fatalf("%d of 1000 sprayed attempts were checked", checked)
+	}
+}

@@ -104,8 +104,8 @@ func testLogsFromAnyHost(t *testing.T, driver string) {
 		t.Fatalf("the ended attempt's log through d2: %d %q", code, body)
 	}
 	page := "/ui/dags/talk/runs/r1/tasks/say"
-	cookie := map[string]string{"Cookie": "poolflow_token=" + token}
-	if code, _, body := d2.request(http.MethodGet, page, "", cookie); code != http.StatusOK ||
+	// The page reads the log from d1 with api.token, the credential the page was read with.
+	if code, _, body := d2.request(http.MethodGet, page, "", auth); code != http.StatusOK ||
 		!strings.Contains(body, ">"+first+second+"</pre>") {
 		t.Fatalf("d2's task page: %d\n%s", code, body)
 	}
@@ -120,7 +120,7 @@ func testLogsFromAnyHost(t *testing.T, driver string) {
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, want) {
 		t.Fatalf("once d1 is gone: %d %s, want 503 with %q", code, body, want)
 	}
-	if code, _, body := d2.request(http.MethodGet, page, "", cookie); code != http.StatusOK || !strings.Contains(html.UnescapeString(body), want) {
+	if code, _, body := d2.request(http.MethodGet, page, "", auth); code != http.StatusOK || !strings.Contains(html.UnescapeString(body), want) {
 		t.Fatalf("d2's task page once d1 is gone: %d\n%s", code, body)
 	}
 	d2.stop(30 * time.Second)

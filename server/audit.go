@@ -82,3 +82,8 @@ func (s *Server) refusedCommand(ctx context.Context, run store.Run, c store.Comm
 	}
 	return s.refused(ctx, e, err)
 }
+
+// Record writes an audit event of its own transaction: the UI's sign-ins and sign-outs.
+func (s *Server) Record(ctx context.Context, e store.Event) error {
+	return s.writer.WithTx(context.WithoutCancel(ctx), func(tx store.Tx) error { return tx.InsertEvent(&e) })
+}

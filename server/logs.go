@@ -180,6 +180,9 @@ func (s *Server) readRemote(ctx context.Context, o store.Owner, a attemptRef, rg
 	} else {
 		hdr.Set("Range", fmt.Sprintf("bytes=%d-%d", max(rg.From, 0), max(rg.From, 0)+rg.Max-1))
 	}
+	if token == "" {
+		token = s.proxyCredential(ctx)
+	}
 	auth := ""
 	if token != "" {
 		auth = "Bearer " + token

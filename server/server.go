@@ -67,6 +67,7 @@ type Server struct {
 	host      string     // Config.Host
 	logs      *logClient // reads logs other daemons hold (logproxy.go)
 	authn     *auth.Authenticator
+	proxy     proxyTokens // tokens of UI users for reading other daemons' logs (proxytoken.go)
 }
 
 // maxBody caps request bodies (1 MiB).
@@ -112,6 +113,10 @@ func New(cfg Config) *Server {
 	s.handler = s.guard(conditional(s.router))
 	return s
 }
+
+// SessionStore is the store the UI keeps its sign-in sessions in: the API's writer, a handle of
+// its own, so a sign-in is an outside change to the daemon like any API write.
+func (s *Server) SessionStore() store.Store { return s.writer }
 
 // Close releases the store connection New opened. It is safe to call twice.
 func (s *Server) Close() error {

@@ -80,7 +80,7 @@ func (u *UI) mayAct(w http.ResponseWriter, r *http.Request) bool {
 
 // callAPI sends the action to the API and turns a refusal into the action's answer.
 func (u *UI) callAPI(w http.ResponseWriter, r *http.Request, method, path string, body any) (int, []byte, bool) {
-	status, data := u.api.Call(r.Context(), method, path, body, u.token(r))
+	status, data := u.api.Call(r.Context(), method, path, body, "")
 	if status >= 300 {
 		u.actionError(w, r, status, upperFirst(server.ProblemDetail(data)))
 		return status, data, false

@@ -7,12 +7,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/poolflow/poolflow/auth"
+	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Browser tests: chromedp drives Debian's chromium against a real server (httptest on a
@@ -341,24 +345,73 @@ func TestBrowserApprove(t *testing.T) {
 
 // TestBrowserSignIn: with a token, an action is refused until the user signs in.
 func TestBrowserSignIn(t *testing.T) {
-	b := setup(t, setupOpts{token: testToken})
+	b := setup(t, setupOpts{})
+	if err := auth.CreateUser(context.Background(), b.st, "test", "otto", "otto's password",
+		[]store.Grant{{Role: vocab.RoleOperator}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := auth.CreateUser(context.Background(), b.st, "test", "vera", "vera's password",
+		[]store.Grant{{Role: vocab.RoleViewer}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b.trigger(t, "gate", "g1")
 	base := serve(t, b)
 	ctx := tab(t)
-	// Authentication is on (a token is configured): every page sends the browser to sign in.
-	do(t, ctx, chromedp.Navigate(base+"/ui/dags/quick"))
-	waitFor(t, ctx, "the sign-in form", `document.querySelector("#login input[name=token]")`)
-	do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#login input[name=token]`), "wrong"),
+	// A user exists: every page sends the browser to sign in.
+	do(t, ctx, chromedp.Navigate(base+"/ui/dags/gate/runs/g1/tasks/approve"))
+	waitFor(t, ctx, "the sign-in form", `document.querySelector("#login input[name=name]")`)
+	do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#login input[name=name]`), "otto"),
+		chromedp.SendKeys(chromedp.CSS(`#login input[name=password]`), "wrong password"),
 		chromedp.Submit(chromedp.CSS(`#login`)))
-	waitFor(t, ctx, "the wrong token", `document.querySelector("#login .error")`)
+	waitFor(t, ctx, "the wrong password", `document.querySelector("#login .error")`)
 	shot(t, ctx, "signin")
-	do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#login input[name=token]`), testToken),
+	do(t, ctx, chromedp.SetValue(chromedp.CSS(`#login input[name=password]`), "otto's password"),
 		chromedp.Submit(chromedp.CSS(`#login`)))
-	waitFor(t, ctx, "the DAG page again", `location.pathname === "/ui/dags/quick" && document.querySelector("#trigger-form")`)
-	if eval[bool](t, ctx, `document.cookie.includes("poolflow_token")`) {
-		t.Error("the token cookie is readable by scripts")
+	waitFor(t, ctx, "the task page", `location.pathname === "/ui/dags/gate/runs/g1/tasks/approve" && document.querySelector("#approve")`)
+	if eval[bool](t, ctx, `document.cookie.includes("`+sessionCookie+`")`) {
+		t.Error("the session cookie is readable by scripts")
 	}
-	do(t, ctx, chromedp.Click(chromedp.CSS(`#trigger-form button[type=submit]`)))
-	waitFor(t, ctx, "the run", `document.querySelector("#trigger-form .form-msg.ok")`)
-	waitFor(t, ctx, "success", `document.querySelector("table.grid a.cell[data-state=success]")`)
-	shot(t, ctx, "signin-done")
+	if who := eval[string](t, ctx, `document.querySelector("#whoami").innerText`); who != "otto" {
+		t.Errorf("signed in as %q", who)
+	}
+	do(t, ctx, chromedp.SetValue(chromedp.CSS(`#gate-form input[name=note]`), "ship it"),
+		chromedp.Click(chromedp.CSS(`#approve`)))
+	waitFor(t, ctx, "the approval", `document.body.innerText.includes("approved by otto") && document.body.innerText.includes("ship it")`)
+	shot(t, ctx, "signin-approved")
+	do(t, ctx, chromedp.Navigate(base+"/ui/events"))
+	waitFor(t, ctx, "the audit log", `[...document.querySelectorAll("tr")].some(r => r.innerText.includes("otto") && r.innerText.includes("approve"))`)
+	shot(t, ctx, "signin-events")
+	evs, _, err := b.st.ListEvents(context.Background(), store.EventFilter{Action: vocab.ActionApprove})
+	if err != nil || len(evs) != 1 || evs[0].Actor != "otto" {
+		t.Fatalf("approve events %+v %v", evs, err)
+	}
+	// The account page: a token is made, shown once, and revoked.
+	do(t, ctx, chromedp.Navigate(base+"/ui/account"))
+	waitFor(t, ctx, "the account page", `document.querySelector("#token-form")`)
+	do(t, ctx, chromedp.SetValue(chromedp.CSS(`#token-form input[name=name]`), "laptop"),
+		chromedp.Submit(chromedp.CSS(`#token-form`)))
+	waitFor(t, ctx, "the new token", `document.querySelector("#new-token-secret")`)
+	secret := eval[string](t, ctx, `document.querySelector("#new-token-secret").innerText`)
+	if !strings.HasPrefix(secret, auth.TokenPrefix) {
+		t.Fatalf("new token %q", secret)
+	}
+	shot(t, ctx, "account-token")
+	do(t, ctx, chromedp.Navigate(base+"/ui/account"))
+	waitFor(t, ctx, "the token listed", `document.querySelector("#tokens tr[data-token] form")`)
+	if eval[bool](t, ctx, `document.body.innerText.includes(`+strconv.Quote(secret)+`)`) {
+		t.Fatal("the account page shows the secret again")
+	}
+	// Sign out, then vera (a viewer) sees no approve button and no trigger form.
+	do(t, ctx, chromedp.Click(chromedp.CSS(`header form[action="/ui/logout"] button`)))
+	waitFor(t, ctx, "the sign-in form", `document.querySelector("#login input[name=name]")`)
+	do(t, ctx, chromedp.Navigate(base+"/ui/login?next=/ui/dags/gate"))
+	waitFor(t, ctx, "the sign-in form", `document.querySelector("#login input[name=name]")`)
+	do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#login input[name=name]`), "vera"),
+		chromedp.SendKeys(chromedp.CSS(`#login input[name=password]`), "vera's password"),
+		chromedp.Submit(chromedp.CSS(`#login`)))
+	waitFor(t, ctx, "the DAG page", `location.pathname === "/ui/dags/gate" && document.querySelector("#whoami")`)
+	if eval[bool](t, ctx, `!!document.querySelector("#trigger-form") || !!document.querySelector("form[action$='/pause']")`) {
+		t.Error("a viewer is shown the trigger or pause form")
+	}
+	shot(t, ctx, "signin-viewer")
 }

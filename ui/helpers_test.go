@@ -9,10 +9,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/poolflow/poolflow/auth"
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/executor"
@@ -20,6 +24,8 @@ import (
 	"github.com/poolflow/poolflow/server"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/store/storetest"
+	"github.com/poolflow/poolflow/vocab"
+	"golang.org/x/crypto/bcrypt"
 )
 
 const testToken = "s3cret"
@@ -125,7 +131,23 @@ type bundle struct {
 	notices  chan executor.Notice
 	stateDir string
 	talked   *testwait.Pipe // talk's say writes a line here once it logged its first
+
+	// The browser's side of a session: the cookies the UI set and the CSRF token of its pages.
+	// request keeps them and sends them, as a browser would.
+	mu   sync.Mutex
+	jar  map[string]string
+	csrf string
+	// ahead moves the UI's clock (sign-in throttle, idle sessions) forward.
+	ahead atomic.Int64
 }
+
+// advance moves the UI's clock forward by d.
+func (b *bundle) advance(d time.Duration) { b.ahead.Add(int64(d)) }
+
+func init() { auth.Cost = bcrypt.MinCost }
+
+// testAdmin is who the helpers' in-process API calls act as, whatever users the test made.
+var testAdmin = auth.Principal{Kind: auth.KindUser, Name: "test-helper", Grants: []store.Grant{{Role: vocab.RoleAdmin}}}
 
 type setupOpts struct {
 	token string
@@ -183,15 +205,30 @@ func setup(t testing.TB, opts setupOpts) *bundle {
 	})
 	b.daemon = d
 	b.srv = server.New(server.Config{Store: st, Daemon: d, StateDir: b.stateDir, Token: opts.token, Logger: quiet,
-		Settings: cfg, UI: New, CommandWait: 2 * time.Second})
+		Settings: cfg, CommandWait: 2 * time.Second, UI: func(api *server.Server) http.Handler {
+			u := New(api).(*UI)
+			u.now = func() time.Time { return time.Now().Add(time.Duration(b.ahead.Load())) }
+			return u
+		}})
 	t.Cleanup(func() { b.srv.Close() })
 	return b
 }
 
-// request sends one request in process. Form posts carry this server's Origin unless the test
-// sets another (or none, with origin "-").
+// request sends one request in process, as a browser would: with the cookies earlier answers
+// set (unless hdr gives a Cookie), keeping the ones this answer sets; a form post carries this
+// server's Origin unless the test sets another (or none, with origin "-"), and the CSRF token of
+// the session unless the form has one (csrf "-" sends none).
 func (b *bundle) request(t testing.TB, method, path string, form url.Values, hdr map[string]string) *httptest.ResponseRecorder {
 	t.Helper()
+	if form != nil && method == http.MethodPost {
+		form = cloneValues(form)
+		switch form.Get("csrf") {
+		case "":
+			form.Set("csrf", b.csrfToken(t))
+		case "-":
+			form.Del("csrf")
+		}
+	}
 	var body io.Reader
 	if form != nil {
 		body = strings.NewReader(form.Encode())
@@ -201,6 +238,10 @@ func (b *bundle) request(t testing.TB, method, path string, form url.Values, hdr
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Origin", "http://example.com")
 	}
+	if addr, ok := hdr["RemoteAddr"]; ok {
+		req.RemoteAddr = addr
+		delete(hdr, "RemoteAddr")
+	}
 	for k, v := range hdr {
 		if v == "-" {
 			req.Header.Del(k)
@@ -208,9 +249,89 @@ func (b *bundle) request(t testing.TB, method, path string, form url.Values, hdr
 		}
 		req.Header.Set(k, v)
 	}
+	if _, own := hdr["Cookie"]; !own {
+		b.mu.Lock()
+		for k, v := range b.jar {
+			req.AddCookie(&http.Cookie{Name: k, Value: v})
+		}
+		b.mu.Unlock()
+	}
 	rec := httptest.NewRecorder()
 	b.srv.ServeHTTP(rec, req)
+	if _, own := hdr["Cookie"]; !own {
+		b.keepCookies(rec)
+	}
 	return rec
+}
+
+func (b *bundle) keepCookies(rec *httptest.ResponseRecorder) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.jar == nil {
+		b.jar = map[string]string{}
+	}
+	for _, c := range rec.Result().Cookies() {
+		if c.MaxAge < 0 || c.Value == "" {
+			delete(b.jar, c.Name)
+		} else {
+			b.jar[c.Name] = c.Value
+		}
+	}
+}
+
+var csrfMeta = regexp.MustCompile(`<meta name="csrf-token" content="([^"]+)">`)
+
+// csrfToken is the CSRF token of the bundle's session, read from a page once.
+func (b *bundle) csrfToken(t testing.TB) string {
+	t.Helper()
+	b.mu.Lock()
+	tok := b.csrf
+	b.mu.Unlock()
+	if tok != "" {
+		return tok
+	}
+	rec := b.request(t, http.MethodGet, "/ui/login", nil, nil)
+	m := csrfMeta.FindStringSubmatch(rec.Body.String())
+	if m == nil {
+		t.Fatalf("no CSRF token on the sign-in page: %d %s", rec.Code, rec.Body)
+	}
+	b.mu.Lock()
+	b.csrf = m[1]
+	b.mu.Unlock()
+	return m[1]
+}
+
+// signOut forgets the bundle's session, as a new browser.
+func (b *bundle) signOut() {
+	b.mu.Lock()
+	b.jar, b.csrf = nil, ""
+	b.mu.Unlock()
+}
+
+// signIn creates a user with grants (unless it exists) and signs the bundle's browser in as it.
+func (b *bundle) signIn(t testing.TB, name, grants string) {
+	t.Helper()
+	if _, err := b.st.GetUser(context.Background(), name); err != nil {
+		gs, err := store.ParseGrants(grants)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := auth.CreateUser(context.Background(), b.st, "test", name, "password-"+name, gs, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := b.request(t, http.MethodPost, "/ui/login", url.Values{"name": {name}, "password": {"password-" + name}}, nil)
+	if rec.Code != http.StatusSeeOther {
+		t.Fatalf("sign-in of %s: %d %s", name, rec.Code, rec.Body)
+	}
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
 }
 
 func (b *bundle) get(t testing.TB, path string) *httptest.ResponseRecorder {
@@ -231,8 +352,8 @@ func (b *bundle) page(t testing.TB, want int, path string) string {
 // trigger starts a run over the API with a fixed id.
 func (b *bundle) trigger(t testing.TB, dagID, runID string) {
 	t.Helper()
-	status, body := b.srv.Call(context.Background(), http.MethodPost, "/api/v1/dags/"+dagID+"/dagRuns",
-		map[string]any{"dag_run_id": runID}, testToken)
+	status, body := b.srv.Call(server.WithPrincipal(context.Background(), testAdmin), http.MethodPost,
+		"/api/v1/dags/"+dagID+"/dagRuns", map[string]any{"dag_run_id": runID}, testToken)
 	if status != http.StatusOK && status != http.StatusAccepted {
 		t.Fatalf("trigger %s: %d %s", dagID, status, body)
 	}

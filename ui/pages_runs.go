@@ -164,7 +164,7 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	data := taskData{TaskInstanceDetail: d, CanAct: u.canAct(r)}
+	data := taskData{TaskInstanceDetail: d, CanAct: u.canReadLogs(r)}
 	state := d.View.State
 	data.Terminal, data.Running = state.Terminal(), state == vocab.TaskRunning
 	data.IsGate = state == vocab.TaskAwaitingApproval
@@ -208,7 +208,7 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 			av.Queued = state == vocab.TaskScheduled && d.View.StartDate == nil
 		}
 		if data.CanAct && !data.Gate {
-			part, err := u.api.ReadLog(ctx, d, try, server.LogRange{Tail: logTailBytes}, u.token(r))
+			part, err := u.api.ReadLog(ctx, d, try, server.LogRange{Tail: logTailBytes}, "")
 			switch {
 			case err == nil:
 				av.Log, av.LogOffset, av.Truncated = string(part.Text), part.Size, part.Start > 0
@@ -229,7 +229,7 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 func (u *UI) logTail(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	v := mux.Vars(r)
-	if !u.canAct(r) {
+	if !u.canReadLogs(r) {
 		http.Error(w, "sign in to read logs", http.StatusUnauthorized)
 		return
 	}
@@ -251,7 +251,7 @@ func (u *UI) logTail(w http.ResponseWriter, r *http.Request) {
 	offset, _ := strconv.ParseInt(r.URL.Query().Get("offset"), 10, 64)
 	running := d.View.State == vocab.TaskRunning && d.View.TryNumber == try
 	// At most one tail's worth per answer; the script asks again for the rest.
-	part, err := u.api.ReadLog(ctx, d, try, server.LogRange{From: max(offset, 0), Max: logTailBytes}, u.token(r))
+	part, err := u.api.ReadLog(ctx, d, try, server.LogRange{From: max(offset, 0), Max: logTailBytes}, "")
 	switch {
 	case errors.Is(err, server.ErrNoLog):
 		part = server.LogPart{}

@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poolflow/poolflow/auth"
 	"github.com/poolflow/poolflow/executor/runner"
 	"github.com/poolflow/poolflow/internal/testwait"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 func TestRootRedirectsToUI(t *testing.T) {
@@ -48,7 +50,7 @@ func TestPages(t *testing.T) {
 		{"/ui/dags/diamond/runs/r1/tasks/join", []string{"try 1", `id="log-1"`, "Requirements", "_global"}},
 		{"/ui/pools", []string{`id="pool-db"`, "the database", `class="timeline"`, `class="occupancy"`, "strict",
 			"Recent terminal entries"}},
-		{"/ui/login", []string{"no API token configured"}},
+		{"/ui/login", []string{"no users yet"}},
 	}
 	for _, tt := range tests {
 		body := b.page(t, http.StatusOK, tt.path)
@@ -213,47 +215,151 @@ func TestOriginIsChecked(t *testing.T) {
 	}
 }
 
+// TestSignIn: with a user, pages ask to sign in; a wrong password or an unknown name is
+// refused alike; sign-in renews the session's token, sets an HttpOnly SameSite=Strict cookie,
+// and the session acts as the user (the audit log names them); a forged cookie is nobody; a
+// form without the session's CSRF token is refused; sign-out ends the session on the server.
 func TestSignIn(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{token: testToken})
+	b := setup(t, setupOpts{})
+	if err := auth.CreateUser(context.Background(), b.st, "test", "otto", "otto's password", []store.Grant{{Role: vocab.RoleOperator}},
+		time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	form := url.Values{"run_id": {"s1"}}
 	rec := b.request(t, http.MethodPost, "/ui/dags/quick/trigger", form, nil)
 	if rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), "Sign in") {
-		t.Fatalf("without a cookie: %d", rec.Code)
+		t.Fatalf("without a session: %d", rec.Code)
 	}
-	// Authentication is on: pages send the browser to sign in first.
 	if rec := b.get(t, "/ui/dags/quick"); rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/ui/login?next=%2Fui%2Fdags%2Fquick" {
 		t.Errorf("a page without sign-in: %d to %q", rec.Code, rec.Header().Get("Location"))
 	}
-	rec = b.request(t, http.MethodPost, "/ui/login", url.Values{"token": {"wrong"}, "next": {"/ui/dags/quick"}}, nil)
-	if rec.Code != http.StatusUnauthorized || len(rec.Result().Cookies()) != 0 {
-		t.Fatalf("wrong token: %d, cookies %v", rec.Code, rec.Result().Cookies())
+	before := b.jar[sessionCookie]
+	for _, bad := range []url.Values{
+		{"name": {"otto"}, "password": {"wrong password"}},
+		{"name": {"nobody"}, "password": {"otto's password"}},
+	} {
+		rec = b.request(t, http.MethodPost, "/ui/login", bad, nil)
+		if rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), "That name and password do not match.") {
+			t.Fatalf("%v: %d", bad, rec.Code)
+		}
 	}
-	rec = b.request(t, http.MethodPost, "/ui/login", url.Values{"token": {testToken}, "next": {"//evil.example/"}}, nil)
+	rec = b.request(t, http.MethodPost, "/ui/login", url.Values{"name": {"otto"}, "password": {"otto's password"},
+		"next": {"//evil.example/"}}, nil)
 	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/ui/" {
 		t.Fatalf("sign-in: %d to %q", rec.Code, rec.Header().Get("Location"))
 	}
-	cookies := rec.Result().Cookies()
-	if len(cookies) != 1 || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode ||
-		cookies[0].Value != testToken || cookies[0].Path != "/ui/" {
-		t.Fatalf("cookie %+v", cookies)
+	var cookie *http.Cookie
+	for _, c := range rec.Result().Cookies() {
+		if c.Name == sessionCookie {
+			cookie = c
+		}
 	}
-	cookie := map[string]string{"Cookie": cookies[0].String()}
-	rec = b.request(t, http.MethodPost, "/ui/dags/quick/trigger", form, cookie)
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Value == before || before == "" {
+		t.Fatalf("session cookie %+v (before sign-in %q)", cookie, before)
+	}
+	if strings.Contains(cookie.Value, "otto") {
+		t.Fatal("the cookie carries the user's name")
+	}
+	rec = b.request(t, http.MethodPost, "/ui/dags/quick/trigger", form, nil)
 	if rec.Code != http.StatusSeeOther {
-		t.Fatalf("with the cookie: %d %s", rec.Code, rec.Body.String())
+		t.Fatalf("signed in: %d %s", rec.Code, rec.Body.String())
 	}
 	b.waitRunEnd(t, "quick", "s1")
-	if rec := b.get(t, "/ui/dags/quick/runs/s1/tasks/only/logs/1"); rec.Code != http.StatusSeeOther {
-		t.Errorf("log tail without a cookie: %d", rec.Code)
+	evs, _, err := b.st.ListEvents(context.Background(), store.EventFilter{DAGID: "quick", Action: vocab.ActionTrigger})
+	if err != nil || len(evs) != 1 || evs[0].Actor != "otto" {
+		t.Fatalf("trigger events %+v %v", evs, err)
 	}
-	rec = b.request(t, http.MethodGet, "/ui/dags/quick/runs/s1/tasks/only", nil, cookie)
-	if strings.Contains(rec.Body.String(), "Logs need the API token") || !strings.Contains(rec.Body.String(), `id="log-1"`) {
-		t.Error("logs not shown with the cookie")
+	if body := b.page(t, http.StatusOK, "/ui/dags/quick/runs/s1/tasks/only"); !strings.Contains(body, `id="log-1"`) ||
+		!strings.Contains(body, `id="whoami">otto</a>`) {
+		t.Error("the signed-in page lacks the log or the user's name")
 	}
-	rec = b.request(t, http.MethodPost, "/ui/logout", url.Values{}, cookie)
-	if c := rec.Result().Cookies(); rec.Code != http.StatusSeeOther || len(c) != 1 || c[0].MaxAge >= 0 {
-		t.Errorf("sign-out: %d %v", rec.Code, c)
+	// The page before sign-in carried the pre-sign-in token: it is worth nothing now.
+	if rec := b.request(t, http.MethodGet, "/ui/dags/quick", nil, map[string]string{"Cookie": sessionCookie + "=" + before}); rec.Code != http.StatusSeeOther {
+		t.Errorf("the session token from before sign-in: %d", rec.Code)
+	}
+	// A forged cookie is nobody.
+	if rec := b.request(t, http.MethodGet, "/ui/dags/quick", nil, map[string]string{"Cookie": sessionCookie + "=forged"}); rec.Code != http.StatusSeeOther {
+		t.Errorf("a forged session cookie: %d", rec.Code)
+	}
+	// A form without the CSRF token, or with another's, is refused even from this origin.
+	for _, tok := range []string{"-", "not-the-token"} {
+		rec = b.request(t, http.MethodPost, "/ui/dags/quick/pause", url.Values{"paused": {"true"}, "csrf": {tok}}, nil)
+		if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "CSRF") {
+			t.Errorf("csrf %q: %d", tok, rec.Code)
+		}
+	}
+	signedIn := b.jar[sessionCookie]
+	rec = b.request(t, http.MethodPost, "/ui/logout", url.Values{}, nil)
+	if rec.Code != http.StatusSeeOther {
+		t.Errorf("sign-out: %d", rec.Code)
+	}
+	if rec := b.request(t, http.MethodGet, "/ui/dags/quick", nil, map[string]string{"Cookie": sessionCookie + "=" + signedIn}); rec.Code != http.StatusSeeOther {
+		t.Errorf("the session after sign-out: %d", rec.Code)
+	}
+	evs, _, _ = b.st.ListEvents(context.Background(), store.EventFilter{})
+	var seen []string
+	for _, e := range evs {
+		if e.Action == vocab.ActionSignIn || e.Action == vocab.ActionSignOut {
+			seen = append(seen, e.Actor+" "+string(e.Action)+" "+e.Outcome)
+		}
+	}
+	if want := []string{"otto sign_out ok", "otto sign_in ok", "api:192.0.2.1 sign_in refused: unknown user or wrong password",
+		"api:192.0.2.1 sign_in refused: unknown user or wrong password"}; strings.Join(seen, "|") != strings.Join(want, "|") {
+		t.Errorf("sign-in events %q, want %q", seen, want)
+	}
+}
+
+// TestSignInThrottled: a flood of wrong passwords for one name is refused after the first few
+// without checking them; another name from another browser still gets in.
+func TestSignInThrottled(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.signIn(t, "ada", "admin")
+	b.signOut()
+	refused := 0
+	for range 1000 {
+		rec := b.request(t, http.MethodPost, "/ui/login", url.Values{"name": {"ada"}, "password": {"guess"}}, nil)
+		switch rec.Code {
+		case http.StatusTooManyRequests:
+			refused++
+		case http.StatusUnauthorized:
+		default:
+			t.Fatalf("a guess: %d", rec.Code)
+		}
+	}
+	if refused < 980 {
+		t.Fatalf("%d of 1000 guesses throttled", refused)
+	}
+	rec := b.request(t, http.MethodPost, "/ui/login", url.Values{"name": {"ada"}, "password": {"password-ada"}}, nil)
+	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "try again in") {
+		t.Fatalf("the real password during the flood: %d", rec.Code)
+	}
+	// Another user, from another address, is not held up.
+	if err := auth.CreateUser(context.Background(), b.st, "test", "bob", "password-bob", []store.Grant{{Role: vocab.RoleViewer}},
+		time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b.signOut()
+	rec = b.request(t, http.MethodPost, "/ui/login", url.Values{"name": {"bob"}, "password": {"password-bob"}},
+		map[string]string{"RemoteAddr": "198.51.100.7:4242"})
+	if rec.Code != http.StatusSeeOther {
+		t.Fatalf("bob from elsewhere during the flood: %d", rec.Code)
+	}
+	// A minute after the flood, ada gets in.
+	b.signOut()
+	b.advance(time.Minute)
+	rec = b.request(t, http.MethodPost, "/ui/login", url.Values{"name": {"ada"}, "password": {"password-ada"}}, nil)
+	if rec.Code != http.StatusSeeOther {
+		t.Fatalf("ada after the flood: %d %s", rec.Code, rec.Body)
+	}
+	// Two hours and more without a request end the session.
+	if rec := b.get(t, "/ui/"); rec.Code != http.StatusOK {
+		t.Fatalf("signed in: %d", rec.Code)
+	}
+	b.advance(sessionIdle + time.Minute)
+	if rec := b.get(t, "/ui/"); rec.Code != http.StatusSeeOther {
+		t.Fatalf("after %s idle: %d", sessionIdle, rec.Code)
 	}
 }
 

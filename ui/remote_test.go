@@ -81,11 +81,12 @@ func setupTwoHosts(t *testing.T, token string) *twoHosts {
 	return &twoHosts{bundle: b, other: other, otherURL: url2}
 }
 
-// getOther sends a GET to the other daemon's server in process, signed in when token is set.
+// getOther sends a GET to the other daemon's server in process, with the token (as a script
+// reading pages would) when it is set.
 func (h *twoHosts) getOther(path, token string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodGet, path, nil)
 	if token != "" {
-		req.AddCookie(&http.Cookie{Name: cookieName, Value: token})
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	rec := httptest.NewRecorder()
 	h.other.ServeHTTP(rec, req)

@@ -12,8 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alexedwards/scs/v2"
 	"github.com/gorilla/mux"
 
+	"github.com/poolflow/poolflow/auth"
 	"github.com/poolflow/poolflow/server"
 )
 
@@ -32,16 +34,23 @@ type UI struct {
 	static  http.Handler
 	origins *http.CrossOriginProtection
 	log     *slog.Logger
+	// sessions are the sign-in sessions (session.go); throttle slows failed sign-ins.
+	sessions *scs.SessionManager
+	throttle *auth.Throttle
+	// now is the clock of sign-ins (the throttle) and of sessions' idle expiry; tests move it.
+	now func() time.Time
 }
 
 // New builds the UI on the server's read models; it has the signature of server.Config.UI.
 func New(api *server.Server) http.Handler {
-	u := &UI{api: api, origins: http.NewCrossOriginProtection(), log: slog.Default()}
+	u := &UI{api: api, origins: http.NewCrossOriginProtection(), log: slog.Default(), throttle: auth.DefaultThrottle(),
+		now: time.Now}
+	u.sessions = newSessions(api.SessionStore(), func(w http.ResponseWriter, r *http.Request, err error) { u.fail(w, r, err) })
 	u.pages = parsePages()
 	sub, _ := fs.Sub(staticFS, "static")
 	u.static = http.StripPrefix("/ui/static/", http.FileServerFS(sub))
 	u.router = u.routes()
-	u.handler = u.identify(u.router)
+	u.handler = u.sessions.LoadAndSave(u.identify(u.router))
 	return u
 }
 
@@ -64,9 +73,12 @@ func (u *UI) routes() *mux.Router {
 	get("/ui/pools", u.poolsPage)
 	get("/ui/events", u.eventsPage)
 	get("/ui/login", u.loginPage)
+	get("/ui/account", u.accountPage)
 	r.PathPrefix("/ui/static/").Handler(u.cacheStatic(u.static)).Methods(http.MethodGet, http.MethodHead)
 	post("/ui/login", u.login)
 	post("/ui/logout", u.logout)
+	post("/ui/account/tokens", u.createToken)
+	post("/ui/account/tokens/{id}/revoke", u.revokeToken)
 	post("/ui/dags/{dag}/trigger", u.trigger)
 	post("/ui/dags/{dag}/pause", u.pause)
 	post(ti+"/{action:approve|reject|fail|cancel}", u.taskAction)
@@ -97,8 +109,9 @@ func (u *UI) cacheStatic(next http.Handler) http.Handler {
 }
 
 // sameOrigin refuses a POST that a browser did not send from one of this server's pages: it
-// must carry Sec-Fetch-Site: same-origin or an Origin equal to this server (CSRF). A request with
-// neither header is refused too: every browser sends one on a POST, and nothing else posts forms.
+// must carry Sec-Fetch-Site: same-origin or an Origin equal to this server, and the CSRF token
+// of its session (every form of a page has it: withCSRF). A request with neither header is
+// refused too: every browser sends one on a POST, and nothing else posts forms.
 func (u *UI) sameOrigin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Origin") == "" && r.Header.Get("Sec-Fetch-Site") == "" {
@@ -108,6 +121,11 @@ func (u *UI) sameOrigin(next http.Handler) http.Handler {
 		if err := u.origins.Check(r); err != nil {
 			u.actionError(w, r, http.StatusForbidden, "Refused: the form was sent from another site (Origin "+
 				r.Header.Get("Origin")+").")
+			return
+		}
+		if !u.csrfValid(r) {
+			u.actionError(w, r, http.StatusForbidden, "Refused: the form's CSRF token is missing or belongs to "+
+				"another session (reload the page and try again).")
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -121,7 +139,10 @@ type page struct {
 	Now      time.Time
 	Path     string // the request's path and query, for "next" links
 	SignedIn bool
-	Token    bool // the server needs a token for actions
+	Token    bool   // authentication is on
+	User     string // who signed in ("api.token" for the configured token)
+	Roles    string // their roles, as users list shows them
+	CSRF     string // the session's CSRF token (every posting form gets it: withCSRF)
 	// ConfigError says why the newest poolflow.yaml is not in force (or what no longer holds in
 	// the one in force): every page shows it in a banner.
 	ConfigError string
@@ -135,14 +156,16 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name, ti
 	if !ok {
 		panic("ui: no page template " + name)
 	}
-	p := page{Title: title, Nav: nav, Now: u.api.Now(), Path: r.URL.RequestURI(), SignedIn: u.signedIn(r),
-		Token: u.authOn(r), ConfigError: u.api.ConfigStatus().Error, Data: data}
+	who := u.principal(r)
+	p := page{Title: title, Nav: nav, Now: u.api.Now(), Path: r.URL.RequestURI(), SignedIn: who.Named(),
+		Token: u.authOn(r), User: who.Name, Roles: who.Roles(), CSRF: u.csrfToken(r.Context()), ConfigError: u.api.ConfigStatus().Error, Data: data}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
 		u.log.Error("ui: render failed", "page", name, "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
+	body := withCSRF(withoutForbiddenForms(buf.Bytes(), who, u.dagTeam), p.CSRF)
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-cache, private") // revalidated: the ETag of server/compress.go makes that a 304
@@ -153,7 +176,7 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name, ti
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "+
 		"script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(body)
 }
 
 type errorData struct {
@@ -231,7 +254,7 @@ func apiPath(parts ...string) string {
 func parsePages() map[string]*template.Template {
 	shared := []string{"templates/layout.html", "templates/parts.html"}
 	out := map[string]*template.Template{}
-	for _, name := range []string{"dags", "dag", "code", "runs", "run", "task", "pools", "events", "preview", "login", "error", "action"} {
+	for _, name := range []string{"dags", "dag", "code", "runs", "run", "task", "pools", "events", "preview", "login", "error", "action", "account"} {
 		t := template.New(name).Funcs(funcs)
 		t = template.Must(t.ParseFS(templateFS, append(shared, "templates/"+name+".html")...))
 		out[name] = t
