@@ -56,6 +56,7 @@ ui-shots:
 # peak RSS, then the admission-pass benchmarks; the rules benchmark first.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./rules/ ./ui/
+	POOLFLOW_UI_BENCH=1 $(GO) test -count=1 -timeout 30m -run '^TestUIBench$$' -v ./ui/ | grep -v -e '^=== ' -e '^--- ' -e '^PASS' -e '^ok '
 	$(GO) run ./cmd/poolflow-bench
 
 # bench with the 100,000-task fan-out too.

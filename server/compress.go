@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -179,7 +180,8 @@ func (c *condWriter) finish() {
 		}
 		body = out.Bytes()
 	}
-	h.Del("Content-Length")
+	// Its length, so that a client (the UI's live refresh) knows what it cost.
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	c.w.WriteHeader(c.status)
 	if c.r.Method != http.MethodHead {
 		_, _ = c.w.Write(body)

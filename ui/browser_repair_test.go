@@ -127,8 +127,7 @@ func TestBrowserNote(t *testing.T) {
 	do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#note-text`), "re-run after the vendor fixed the feed"))
 	// A live refresh while the note is half written (and the reader looks elsewhere) keeps it.
 	do(t, ctx, chromedp.Blur(chromedp.CSS(`#note-text`)))
-	eval[bool](t, ctx, `document.querySelector("#run-live").__old = true`)
-	waitFor(t, ctx, "a live refresh", `!document.querySelector("#run-live").__old`)
+	waitRefreshes(t, ctx, 2)
 	if got := eval[string](t, ctx, `document.querySelector("#note-text").value`); got != "re-run after the vendor fixed the feed" {
 		t.Fatalf("the refresh lost the note being written: %q", got)
 	}
@@ -202,8 +201,9 @@ func TestBrowserDeleteRun(t *testing.T) {
 	}
 	shot(t, ctx, "repair-delete-running")
 	// Without force the API refuses while the attempt runs: the refusal shows inline.
-	eval[bool](t, ctx, `window.confirm = () => true, document.querySelector("#delete-run-form input[name=force]").remove(), true`)
-	do(t, ctx, chromedp.Click(chromedp.CSS(`#delete-run`)))
+	// In one step, so that no live refresh brings the field back in between.
+	eval[bool](t, ctx, `window.confirm = () => true, document.querySelector("#delete-run-form input[name=force]").remove(),
+		document.querySelector("#delete-run").click(), true`)
 	waitFor(t, ctx, "the refusal", `document.querySelector("#delete-run-form .form-msg.err")`)
 	shot(t, ctx, "repair-delete-refused")
 	do(t, ctx, chromedp.Reload())

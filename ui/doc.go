@@ -25,9 +25,12 @@
 // request. Pictures (graph, Gantt, occupancy bars, pool timeline) are SVG drawn here on the server.
 //
 // Every page reads without JavaScript. The small script of static/app.js makes them live: it
-// re-fetches the page it shows every couple of seconds and swaps in the regions marked
-// data-live, follows a running attempt's log, keeps relative times fresh, and submits action
-// forms without leaving the page.
+// re-fetches the page it shows every couple of seconds (a 304 while nothing changed; a big page
+// less often, about 15 KB a second at most) and changes, in the regions marked data-live, only
+// the elements that differ (a morph: focus, selected text, open details and typed text stay),
+// follows a running attempt's log, keeps relative times fresh, and submits action forms without
+// leaving the page. static/graph.js pans, zooms and searches the DAG graph and follows its run's
+// states through a compact JSON read.
 //
 // Security: all output goes through html/template (SVG text is escaped by the builder of
 // svg.go). The sign-in form stores the API token in an HttpOnly, SameSite=Strict cookie; every

@@ -24,7 +24,8 @@ type poolCard struct {
 	server.BoardPoolJSON
 	Bar      template.HTML
 	Timeline template.HTML
-	Waiting  []waitingRow
+	Waiting  []waitingRow // the page shown of its waiting entries
+	Pager    waitingPager
 	Peak     int
 	FullFor  time.Duration // how long it was full within the window
 	Percent  int
@@ -33,6 +34,8 @@ type poolCard struct {
 }
 
 type poolsData struct {
+	Filter  poolsQuery
+	Reasons []string // the reason codes of the waiting entries, for the filter
 	Pools   []poolCard
 	Waiting int
 	Held    int
@@ -57,7 +60,9 @@ func (u *UI) poolsPage(w http.ResponseWriter, r *http.Request) {
 	for i, h := range holdings {
 		byPool[h.Pool] = append(byPool[h.Pool], i)
 	}
-	data := poolsData{From: from}
+	q := poolsQueryOf(r)
+	codes := map[vocab.ReasonCode]bool{}
+	data := poolsData{From: from, Filter: q}
 	for _, p := range board.Pools {
 		c := poolCard{BoardPoolJSON: p, Bar: occupancyBar(p), Strict: p.Ordering == vocab.Strict}
 		hs := make([]store.Holding, 0, len(byPool[p.Name]))
@@ -76,10 +81,7 @@ func (u *UI) poolsPage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		c.Timeline = timelineSVG(p.Name, p.Capacity, steps, from, now)
-		for i, e := range p.Waiting {
-			c.Waiting = append(c.Waiting, waitingRow{EntryJSON: e, Position: i + 1, Slots: e.Requirements[p.Name],
-				Href: taskPath(e.DAGID, e.DAGRunID, e.TaskID)})
-		}
+		c.Waiting, c.Pager = pageWaiting(q, p, codes)
 		switch {
 		case p.Capacity < 0:
 			c.State = "free"
@@ -99,5 +101,6 @@ func (u *UI) poolsPage(w http.ResponseWriter, r *http.Request) {
 		data.Held += p.Occupancy
 		data.Pools = append(data.Pools, c)
 	}
+	data.Reasons = reasonOptions(codes, q.Reason)
 	u.render(w, r, http.StatusOK, "pools", "Resource pools", "pools", data)
 }

@@ -1,5 +1,7 @@
 // poolflow UI: the pages read without this script; it makes them live.
-// - Regions marked data-live are refreshed from the same URL every couple of seconds.
+// - Regions marked data-live are refreshed from the same URL every couple of seconds (a 304
+//   while nothing changed), changing only the elements that differ (morph), so focus, selected
+//   text, open details and typed text stay.
 // - A running attempt's log (pre[data-log][data-running="1"]) is followed by its new bytes.
 // - <time> elements keep their relative text fresh.
 // - Forms marked data-action are sent in the background and answer next to the button; a
@@ -9,7 +11,7 @@
   "use strict";
   var REFRESH_MS = 2000, LOG_MS = 1000;
   var live = document.getElementById("live");
-  var busy = false;
+  var busy = false, lastHTML = "", refreshes = 0, every = REFRESH_MS, lastAt = 0;
 
   function ago(t) {
     var d = (Date.now() - t.getTime()) / 1000, future = d < 0, s;
@@ -28,53 +30,93 @@
     });
   }
 
-  // Swap every live region for its fresh copy, keeping what the reader has open and the log
-  // text already followed.
+  // Bring every live region up to date by changing, in place, only what differs from its fresh
+  // copy (morph): an element the reader is on — a focused button, a log with selected text, an
+  // open <details>, a field being typed into — is kept as it is, not replaced.
   function swap(doc) {
     document.querySelectorAll("[data-live][id]").forEach(function (old) {
       var fresh = doc.getElementById(old.id);
       if (!fresh) return;
-      old.querySelectorAll("details[id]").forEach(function (d) {
-        var n = fresh.querySelector("#" + CSS.escape(d.id));
-        if (n) n.open = d.open;
-      });
-      old.querySelectorAll("pre[data-log][id]").forEach(function (p) {
-        var n = fresh.querySelector("#" + CSS.escape(p.id));
-        if (n && +p.dataset.offset > +n.dataset.offset) {
-          n.textContent = p.textContent;
-          n.dataset.offset = p.dataset.offset;
-        }
-        if (n && p.scrollTop) n.dataset.scroll = p.scrollTop;
-      });
-      old.querySelectorAll("[data-msg]").forEach(function (m, i) {
-        var all = fresh.querySelectorAll("[data-msg]");
-        if (m.textContent && all[i]) { all[i].textContent = m.textContent; all[i].className = m.className; }
-      });
-      keepInput(old, fresh);
-      old.replaceWith(fresh);
-      fresh.querySelectorAll("pre[data-scroll]").forEach(function (p) { p.scrollTop = +p.dataset.scroll; });
-      bind(fresh);
+      morph(old, fresh);
+      bind(old);
     });
     refreshTimes();
     document.dispatchEvent(new CustomEvent("poolflow:swap"));
   }
 
-  // keepInput carries what the reader changed in a form (a ticked box, a note being written)
-  // into the fresh copy of its region; untouched fields take the fresh values.
-  function keepInput(old, fresh) {
-    old.querySelectorAll("form[id] [name]").forEach(function (el) {
-      var f = fresh.querySelector("#" + CSS.escape(el.form.id));
-      if (!f) return;
-      var sel = '[name="' + CSS.escape(el.name) + '"]';
-      if (el.type === "checkbox" || el.type === "radio") {
-        if (el.checked === el.defaultChecked) return;
-        var n = f.querySelector(sel + '[value="' + CSS.escape(el.value) + '"]');
-        if (n) n.checked = el.checked;
-      } else if ("defaultValue" in el && el.value !== el.defaultValue) {
-        var m = f.querySelector(sel);
-        if (m) m.value = el.value;
+  // Attributes the script sets on the page's elements, which the server's copy never has.
+  var OWN_ATTRS = { "data-bound": 1, "data-fetching": 1, "data-scroll": 1 };
+
+  // same reports whether a fresh node can update an old one in place: the same kind of node,
+  // tag and id (a form about queue entry 81 is never reused for entry 82: its message stays its own).
+  function same(a, b) {
+    if (a.nodeType !== b.nodeType) return false;
+    if (a.nodeType !== 1) return true;
+    return a.tagName === b.tagName && a.id === b.id && a.getAttribute("data-key") === b.getAttribute("data-key");
+  }
+
+  function syncAttrs(a, b) {
+    var i, n;
+    for (i = a.attributes.length - 1; i >= 0; i--) {
+      n = a.attributes[i].name;
+      if (!b.hasAttribute(n) && !OWN_ATTRS[n] && !(n === "open" && a.tagName === "DETAILS")) a.removeAttribute(n);
+    }
+    for (i = 0; i < b.attributes.length; i++) {
+      n = b.attributes[i].name;
+      if (n === "open" && a.tagName === "DETAILS") continue; // the reader opens and closes it
+      if (a.getAttribute(n) !== b.attributes[i].value) a.setAttribute(n, b.attributes[i].value);
+    }
+  }
+
+  // ahead reports whether one of the next few nodes of list (from i) is n's counterpart: the
+  // same element by tag, id, key and class, or the same text.
+  function ahead(n, list, i) {
+    for (var j = i; j < Math.min(list.length, i + 4); j++) {
+      var m = list[j];
+      if (!same(n, m)) continue;
+      if (n.nodeType !== 1) { if (n.nodeValue === m.nodeValue) return true; continue; }
+      if (n.getAttribute("class") === m.getAttribute("class") && n.getAttribute("name") === m.getAttribute("name")) return true;
+    }
+    return false;
+  }
+
+  function morph(a, b) {
+    // A field keeps what the reader typed or ticked; untouched, it takes the fresh value.
+    if (a.tagName === "INPUT" || a.tagName === "TEXTAREA" || a.tagName === "SELECT") {
+      var touched = a.type === "checkbox" || a.type === "radio" ? a.checked !== a.defaultChecked :
+        a.tagName === "SELECT" ? false : a.value !== a.defaultValue;
+      syncAttrs(a, b);
+      if (a.tagName === "TEXTAREA" && !touched && a.defaultValue !== b.defaultValue) { a.defaultValue = b.defaultValue; a.value = b.defaultValue; }
+      if (!touched && (a.type === "checkbox" || a.type === "radio")) a.checked = b.hasAttribute("checked");
+      return;
+    }
+    // A message beside a button says what the last click did: it stays until the next click.
+    if (a.hasAttribute("data-msg")) { if (!a.textContent) { syncAttrs(a, b); a.textContent = b.textContent; } return; }
+    // A log is followed by followLogs: the fresh copy replaces it only when it has more.
+    if (a.tagName === "PRE" && a.hasAttribute("data-log")) {
+      var more = +b.getAttribute("data-offset") > +a.getAttribute("data-offset");
+      var offset = a.getAttribute("data-offset");
+      syncAttrs(a, b);
+      if (more && a.textContent !== b.textContent) { a.textContent = b.textContent; } else { a.setAttribute("data-offset", offset); }
+      return;
+    }
+    syncAttrs(a, b);
+    var fresh = Array.prototype.slice.call(b.childNodes);
+    for (var i = 0; i < fresh.length; i++) {
+      var x = a.childNodes[i], y = fresh[i];
+      if (!x) { a.appendChild(y); continue; }
+      if (!same(x, y)) {
+        // A node added or removed shifts the rest: realign on the next few nodes rather than
+        // replace everything after it (the focused button, a message, would go with it).
+        if (ahead(x, fresh, i + 1)) { a.insertBefore(y, x); continue; }
+        if (ahead(y, a.childNodes, i + 1)) { a.removeChild(x); i--; continue; }
+        a.replaceChild(y, x);
+        continue;
       }
-    });
+      if (x.nodeType === 1) morph(x, y);
+      else if (x.nodeValue !== y.nodeValue) x.nodeValue = y.nodeValue;
+    }
+    while (a.childNodes.length > fresh.length) a.removeChild(a.lastChild);
   }
 
   function refresh() {
@@ -85,12 +127,17 @@
     return fetch(location.href, { headers: { "X-Poolflow-Live": "1" }, credentials: "same-origin" })
       .then(function (r) {
         if (!r.ok) throw new Error(r.status);
+        // A big page refreshes less often: about 15 KB a second at most (a 304 costs nothing).
+        var size = +r.headers.get("Content-Length") || 0;
+        every = Math.min(30000, Math.max(REFRESH_MS, size / 15));
         return r.text();
       })
       .then(function (html) {
-        var active = document.activeElement;
-        if (active && active.closest && active.closest("[data-live]") && active.matches("input, textarea")) return;
-        swap(new DOMParser().parseFromString(html, "text/html"));
+        if (html !== lastHTML) {
+          lastHTML = html;
+          swap(new DOMParser().parseFromString(html, "text/html"));
+        }
+        document.documentElement.dataset.refreshes = ++refreshes;
         if (live) { live.hidden = false; live.classList.remove("stale"); live.textContent = "live"; }
       })
       .catch(function () {
@@ -103,12 +150,15 @@
     document.querySelectorAll('pre[data-log][data-running="1"]').forEach(function (pre) {
       if (pre.dataset.fetching) return;
       pre.dataset.fetching = "1";
-      fetch(pre.dataset.log + "?offset=" + encodeURIComponent(pre.dataset.offset || "0"), { credentials: "same-origin" })
+      var from = pre.dataset.offset || "0";
+      fetch(pre.dataset.log + "?offset=" + encodeURIComponent(from), { credentials: "same-origin" })
         .then(function (r) {
           if (!r.ok) throw new Error(r.status);
           var size = r.headers.get("X-Log-Size"), running = r.headers.get("X-Log-Running");
           return r.text().then(function (text) {
             var cur = document.getElementById(pre.id) || pre;
+            // The live refresh may have brought the log further meanwhile: these bytes are in it.
+            if ((cur.dataset.offset || "0") !== from) return;
             var atEnd = cur.scrollHeight - cur.scrollTop - cur.clientHeight < 24;
             if (text) cur.appendChild(document.createTextNode(text));
             if (size) cur.dataset.offset = size;
@@ -239,7 +289,7 @@
     refreshTimes();
     if (document.querySelector("[data-live]")) {
       if (live) live.hidden = false;
-      setInterval(refresh, REFRESH_MS);
+      setInterval(function () { if (Date.now() - lastAt >= every - 50) { lastAt = Date.now(); refresh(); } }, REFRESH_MS / 2);
       document.addEventListener("visibilitychange", function () { if (!document.hidden) refresh(); });
     }
     setInterval(followLogs, LOG_MS);

@@ -1,0 +1,208 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/internal/bigdag"
+	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
+)
+
+// TestUIBench prints the UI's table of `make bench` (issue 21): for 1,000, 10,000 and 100,000
+// runs in the store, and for the 500-task DAG, each page's server render time (the median of
+// several requests, in process, store reads included) and its size, raw and gzipped; the pools
+// page with 10,000 waiting entries; and what following a running 500-task run costs a second.
+// It runs only with POOLFLOW_UI_BENCH set (POOLFLOW_UI_BENCH_RUNS=1000,10000 picks the sizes).
+func TestUIBench(t *testing.T) {
+	if os.Getenv("POOLFLOW_UI_BENCH") == "" {
+		t.Skip("set POOLFLOW_UI_BENCH=1 (make bench) to print the UI's figures")
+	}
+	sizes := []int{1000, 10000, 100000}
+	if s := os.Getenv("POOLFLOW_UI_BENCH_RUNS"); s != "" {
+		sizes = nil
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	fmt.Printf("\nUI: server render time (median) and bytes per page\n")
+	fmt.Printf("%-34s %10s %10s %10s\n", "page", "time", "raw", "gzip")
+	row := func(name string, m measure) {
+		fmt.Printf("%-34s %10s %10s %10s\n", name, m.median.Round(10*time.Microsecond), kb(m.raw), kb(m.gz))
+	}
+	for _, n := range sizes {
+		b := setup(t, setupOpts{dags: []*dag.DAG{bigdag.Warehouse("warehouse_500", []string{"true"})}})
+		start := time.Now()
+		fillLight(t, b, n)
+		for i := range gridRuns {
+			bigRun(t, b, "warehouse_500", fmt.Sprintf("w%02d", i))
+		}
+		fmt.Printf("-- %d runs of diamond (+25 of warehouse_500), filled in %s\n", n, time.Since(start).Round(time.Second))
+		last := fmt.Sprintf("bench_%06d", n-1)
+		for _, p := range []struct{ name, path string }{
+			{"DAG list", "/ui/"},
+			{"DAG page (4 tasks)", "/ui/dags/diamond"},
+			{"DAG page (500 tasks, grouped)", "/ui/dags/warehouse_500"},
+			{"DAG page (500 tasks, ungrouped)", "/ui/dags/warehouse_500?groups=off"},
+			{"runs list, first page", "/ui/runs"},
+			{"runs list, last page", "/ui/runs?offset=" + strconv.Itoa((n-1)/runsPage*runsPage)},
+			{"run page", "/ui/dags/diamond/runs/" + last},
+			{"run page (500 tasks)", "/ui/dags/warehouse_500/runs/w00"},
+			{"graph states (500 tasks)", "/ui/dags/warehouse_500/runs/w00/states"},
+		} {
+			row(p.name, measurePage(t, b, p.path))
+		}
+	}
+
+	// The pools page with 10,000 entries waiting for db (hold keeps its one slot).
+	b := setup(t, setupOpts{})
+	b.trigger(t, "hold", "h1")
+	b.waitAdmitted(t, "hold", "h1", "keep")
+	queue(t, b, "held", 10000)
+	fmt.Printf("-- 10,000 entries waiting for db\n")
+	row("pools page", measurePage(t, b, "/ui/pools"))
+
+	// Following a running 500-task run: the graph reads its states every 2 s; the page's live
+	// regions are re-read at a pace of at most 15 KB a second of compressed page (app.js).
+	b = setup(t, setupOpts{dags: []*dag.DAG{bigdag.Warehouse("warehouse_500", []string{"true"})}})
+	openBigRun(t, b, "warehouse_500", "live")
+	page, states := measurePage(t, b, "/ui/dags/warehouse_500"), measurePage(t, b, "/ui/dags/warehouse_500/runs/live/states")
+	every := max(2*time.Second, time.Duration(float64(page.gz)/15000*float64(time.Second)))
+	perSec := float64(page.gz)/every.Seconds() + float64(states.gz)/2
+	fmt.Printf("-- following a running 500-task run on its DAG page\n")
+	fmt.Printf("%-34s %s every %s + states %s every 2s = %s/s while everything changes\n", "live update", kb(page.gz),
+		every.Round(100*time.Millisecond), kb(states.gz), kb(int(perSec)))
+}
+
+type measure struct {
+	median  time.Duration
+	raw, gz int
+}
+
+func kb(n int) string { return fmt.Sprintf("%.1f KB", float64(n)/1000) }
+
+// measurePage requests path a few times, in process, and keeps the median time and the sizes.
+func measurePage(t *testing.T, b *bundle, path string) measure {
+	t.Helper()
+	get := func(gzip bool) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		if gzip {
+			req.Header.Set("Accept-Encoding", "gzip")
+		}
+		rec := httptest.NewRecorder()
+		b.srv.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%s: %d", path, rec.Code)
+		}
+		return rec
+	}
+	m := measure{raw: get(false).Body.Len(), gz: get(true).Body.Len()}
+	var times []time.Duration
+	for range 9 {
+		start := time.Now()
+		get(true)
+		times = append(times, time.Since(start))
+	}
+	slices.Sort(times)
+	m.median = times[len(times)/2]
+	return m
+}
+
+// fillLight writes n finished runs of diamond with their task instances, in big transactions:
+// the pages read runs and task instances; fill (bench_test.go) adds attempts and pool history.
+func fillLight(t testing.TB, b *bundle, n int) {
+	t.Helper()
+	now := time.Now().UTC()
+	const batch = 2000
+	for lo := 0; lo < n; lo += batch {
+		err := b.st.WithTx(context.Background(), func(tx store.Tx) error {
+			for i := lo; i < min(lo+batch, n); i++ {
+				at := now.Add(-time.Duration(n-i) * 3 * time.Second)
+				run := store.Run{DAGID: "diamond", RunID: fmt.Sprintf("bench_%06d", i), RunType: vocab.RunManual, LogicalDate: at,
+					State: vocab.RunSuccess, QueuedAt: at, StartDate: at, EndDate: at.Add(2 * time.Second)}
+				if i%7 == 0 {
+					run.State = vocab.RunFailed
+				}
+				if err := tx.InsertRun(&run); err != nil {
+					return err
+				}
+				for k, task := range []string{"start", "left", "right", "join"} {
+					s := at.Add(time.Duration(k) * 400 * time.Millisecond)
+					if err := tx.InsertTI(&store.TaskInstance{Run: run.PK, TaskID: task, State: vocab.TaskSuccess, TryNumber: 1,
+						StartDate: s, EndDate: s.Add(300 * time.Millisecond)}); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// queue writes n open runs of dagID, each with its task scheduled and an entry waiting for db.
+func queue(t testing.TB, b *bundle, dagID string, n int) {
+	t.Helper()
+	now := time.Now().UTC()
+	err := b.st.WithTx(context.Background(), func(tx store.Tx) error {
+		var es []*store.Entry
+		for i := range n {
+			at := now.Add(-time.Duration(n-i) * time.Second)
+			run := store.Run{DAGID: dagID, RunID: fmt.Sprintf("q_%05d", i), RunType: vocab.RunManual, LogicalDate: at,
+				State: vocab.RunRunning, QueuedAt: at, StartDate: at, Owner: "ui-test"}
+			if err := tx.InsertRun(&run); err != nil {
+				return err
+			}
+			if err := tx.InsertTI(&store.TaskInstance{Run: run.PK, TaskID: "load", State: vocab.TaskScheduled}); err != nil {
+				return err
+			}
+			es = append(es, &store.Entry{Run: run.PK, TaskID: "load", TryNumber: 1, Label: dagID + ".load try 1", Priority: 1,
+				Due: at, State: vocab.EntryWaiting, CreatedAt: at, Owner: "ui-test", Needs: []store.Requirement{{Pool: "db", Slots: 1},
+					{Pool: "_global", Slots: 1, Implicit: true, Capacity: 8}}})
+		}
+		return tx.InsertEntries(es)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openBigRun writes a running run of the 500-task DAG: a third done, some running, the rest
+// waiting or not yet ready.
+func openBigRun(t testing.TB, b *bundle, dagID, runID string) {
+	t.Helper()
+	d := bigdag.Warehouse(dagID, []string{"true"})
+	err := b.st.WithTx(context.Background(), func(tx store.Tx) error {
+		at := time.Now().UTC().Add(-time.Minute)
+		run := store.Run{DAGID: dagID, RunID: runID, RunType: vocab.RunManual, LogicalDate: at, State: vocab.RunSuccess,
+			QueuedAt: at, StartDate: at, EndDate: at.Add(time.Second)}
+		if err := tx.InsertRun(&run); err != nil {
+			return err
+		}
+		for i, task := range d.Tasks {
+			st := []vocab.TaskState{vocab.TaskSuccess, vocab.TaskRunning, vocab.TaskScheduled, vocab.TaskNone}[i%4]
+			if err := tx.InsertTI(&store.TaskInstance{Run: run.PK, TaskID: task.ID, State: st, TryNumber: 1, StartDate: at}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
