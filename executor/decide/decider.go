@@ -75,6 +75,16 @@ type Decider struct {
 
 	testRun  store.Run
 	testDone bool
+
+	// Notifications (deadlines.go): the runs whose deadline was told, the waiting entries whose
+	// on_queue_wait was told (both memory only: after a load the store drops a second telling
+	// by its key), when the waiting entries are looked at next, and the shortest
+	// on_queue_wait.after of the DAGs queueWaitOf holds.
+	toldDeadline map[int64]bool
+	toldWait     map[int64]bool
+	queueWaitAt  time.Time
+	queueWaitOf  *DAGs
+	queueWaitMin time.Duration
 }
 
 var timeZero time.Time
@@ -261,8 +271,10 @@ func (d *Decider) Decide(in *Input) *Plan {
 	}
 	ps.createRuns()
 	ps.retireRemoved()
+	ps.deadlines()
 	ps.advanceAll()
 	ps.admit()
+	ps.queueWaits()
 	ps.settleTriggers()
 	ps.endRuns()
 	ps.flush()

@@ -147,6 +147,9 @@ func (ps *pass) endRuns() {
 			// A person marked the run (§10.2): it ends as asked, whatever its leaves say.
 			st, run.ReasonCode = vocab.RunState(to), vocab.ReasonMarked
 		}
+		if run.ReasonCode == vocab.ReasonDagrunTimeout {
+			st = vocab.RunFailed // its skipped leaves would say success
+		}
 		run.State, run.EndDate = st, ps.now
 		ps.end(run)
 	}

@@ -36,6 +36,7 @@ func (d *Decider) NextWake(now time.Time) time.Time {
 		}
 	}
 	at(d.St.NextWake(now))
+	d.notifyWake(at)
 	return wake
 }
 
