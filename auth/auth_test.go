@@ -19,7 +19,7 @@ func TestRolesHoldPermissions(t *testing.T) {
 	t.Parallel()
 	want := map[vocab.Role][]vocab.Permission{
 		vocab.RoleViewer:   {vocab.PermPublic, vocab.PermRead, vocab.PermLogs, vocab.PermOwnToken},
-		vocab.RoleOperator: {vocab.PermPublic, vocab.PermRead, vocab.PermLogs, vocab.PermOwnToken, vocab.PermTrigger, vocab.PermPause, vocab.PermRepair, vocab.PermApprove, vocab.PermCancel, vocab.PermBackfill},
+		vocab.RoleOperator: {vocab.PermPublic, vocab.PermRead, vocab.PermLogs, vocab.PermOwnToken, vocab.PermTrigger, vocab.PermPause, vocab.PermRepair, vocab.PermApprove, vocab.PermCancel, vocab.PermBackfill, vocab.PermNotify},
 		vocab.RoleAdmin:    vocab.Permissions(),
 	}
 	for role, perms := range want {

@@ -121,6 +121,7 @@ type setupOpts struct {
 	readsOpen bool
 	noStop    bool   // the test stops the daemon itself
 	api       string // the API address the daemon advertises in its owner row
+	config    string // added to testConfig (notifiers:)
 }
 
 func setup(t testing.TB, opts setupOpts) *bundle {
@@ -138,7 +139,7 @@ func setup(t testing.TB, opts setupOpts) *bundle {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := config.Parse("poolflow.yaml", []byte(testConfig))
+	cfg, err := config.Parse("poolflow.yaml", []byte(testConfig+opts.config))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -191,6 +191,9 @@ func (s *Server) table() []route {
 		{http.MethodGet, v1 + "/importErrors", s.listImportErrors, read, importErrsPars},
 		{http.MethodPost, v1 + "/rules/test", s.testRules, read, nil},
 		{http.MethodGet, v1 + "/eventLogs", s.listEvents, read, eventParams},
+		{http.MethodGet, v1 + "/notifications", s.listNotifications, read, notificationParams},
+		{http.MethodGet, v1 + "/notifiers", s.listNotifiers, read, nil},
+		{http.MethodPost, v1 + "/notifiers/{name}/test", s.testNotifier, vocab.PermNotify, nil},
 		// The seed's routes (seed 000), outside /api/v1.
 		{http.MethodGet, "/pools", s.poolBoard, read, nil},
 		{http.MethodPost, "/pools/{name}/queue/{key}/cancel", s.cancelEntry, cancel, nil},

@@ -72,6 +72,7 @@ func (u *UI) routes() *mux.Router {
 	get(ti+"/logs/{try}", u.logTail)
 	get("/ui/pools", u.poolsPage)
 	get("/ui/events", u.eventsPage)
+	get("/ui/notifications", u.notificationsPage)
 	get("/ui/login", u.loginPage)
 	get("/ui/account", u.accountPage)
 	r.PathPrefix("/ui/static/").Handler(u.cacheStatic(u.static)).Methods(http.MethodGet, http.MethodHead)
@@ -83,6 +84,7 @@ func (u *UI) routes() *mux.Router {
 	post("/ui/dags/{dag}/pause", u.pause)
 	post(ti+"/{action:approve|reject|fail|cancel}", u.taskAction)
 	post("/ui/pools/{pool}/queue/{id}/cancel", u.cancelEntry)
+	post("/ui/notifiers/{name}/test", u.testNotifier)
 	const run = "/ui/dags/{dag}/runs/{run}"
 	post(ti+"/clear", u.clearTask)
 	post(ti+"/mark", u.markTask)
@@ -135,7 +137,7 @@ func (u *UI) sameOrigin(next http.Handler) http.Handler {
 // page is what every page template gets.
 type page struct {
 	Title    string
-	Nav      string // dags | pools | events
+	Nav      string // dags | pools | events | notifications
 	Now      time.Time
 	Path     string // the request's path and query, for "next" links
 	SignedIn bool
@@ -254,7 +256,7 @@ func apiPath(parts ...string) string {
 func parsePages() map[string]*template.Template {
 	shared := []string{"templates/layout.html", "templates/parts.html"}
 	out := map[string]*template.Template{}
-	for _, name := range []string{"dags", "dag", "code", "runs", "run", "task", "pools", "events", "preview", "login", "error", "action", "account"} {
+	for _, name := range []string{"dags", "dag", "code", "runs", "run", "task", "pools", "events", "notifications", "preview", "login", "error", "action", "account"} {
 		t := template.New(name).Funcs(funcs)
 		t = template.Must(t.ParseFS(templateFS, append(shared, "templates/"+name+".html")...))
 		out[name] = t

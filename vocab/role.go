@@ -40,6 +40,7 @@ const (
 	PermApprove  Permission = "approve"  // approve and reject approval gates
 	PermCancel   Permission = "cancel"   // cancel a waiting entry, fail or force-start a task
 	PermBackfill Permission = "backfill" // create and steer backfills
+	PermNotify   Permission = "notify"   // send a notifier a test notification (§13)
 	PermPools    Permission = "pools"    // create, change and delete pools (seed 003)
 	PermUsers    Permission = "users"    // manage users and everyone's tokens
 	PermHistory  Permission = "history"  // delete history (poolflow db clean)
@@ -48,7 +49,7 @@ const (
 // Permissions lists every permission, by the role that first holds it.
 func Permissions() []Permission {
 	return []Permission{PermPublic, PermRead, PermLogs, PermOwnToken, PermTrigger, PermPause, PermRepair, PermApprove,
-		PermCancel, PermBackfill, PermPools, PermUsers, PermHistory}
+		PermCancel, PermBackfill, PermNotify, PermPools, PermUsers, PermHistory}
 }
 
 // Valid reports whether p is a permission.

@@ -33,10 +33,13 @@ func (t *Tx) InsertNotifications(ns []*store.Notification) (int, error) {
 		if next.IsZero() {
 			next = n.CreatedAt
 		}
+		// A row may be written settled already: a test sent at once (the API's "send test").
 		id, ok, err := t.insertID(`INSERT INTO notifications (idem_key, event, notifier, dag_id, run_id, task_id, try_number,
-			payload, state, created_at, next_at, tries, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			payload, state, created_at, next_at, tries, sender, sent_at, last_error)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (idem_key) DO NOTHING RETURNING id`, n.Key, string(n.Event), n.Notifier, n.DAGID, n.RunID, n.TaskID,
-			n.Try, n.Payload, string(st), store.Micros(n.CreatedAt), store.Micros(next), n.Tries, n.LastError)
+			n.Try, n.Payload, string(st), store.Micros(n.CreatedAt), store.Micros(next), n.Tries, n.Sender,
+			nullMicros(n.SentAt), n.LastError)
 		if err != nil {
 			return inserted, err
 		}
