@@ -113,7 +113,7 @@ func RunOptions(ctx context.Context, args []string, stdout, stderr io.Writer, op
 	pf.StringVar(&e.stateDir, "state", "", "state folder: database and logs (default state.path of the config, else ./state)")
 	pf.StringVar(&e.storeFlag, "store", "", "store: postgres://… or sqlite:PATH (default $POOLFLOW_STORE_DSN, else store: of the config, else sqlite:<state>/poolflow.db)")
 	root.AddCommand(e.serveCmd(), e.dagsCmd(), e.tasksCmd(), e.poolsCmd(), e.rulesCmd(), e.eventsCmd(), e.versionCmd(), e.storeCmd(),
-		e.dbCmd(), e.usersCmd(), e.tokensCmd())
+		e.dbCmd(), e.usersCmd(), e.tokensCmd(), e.notifiersCmd())
 	graceful := false
 	if c, _, err := root.Find(args); err == nil {
 		graceful = c.CommandPath() == "poolflow serve" || c.CommandPath() == "poolflow dags test"

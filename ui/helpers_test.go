@@ -150,9 +150,10 @@ func init() { auth.Cost = bcrypt.MinCost }
 var testAdmin = auth.Principal{Kind: auth.KindUser, Name: "test-helper", Grants: []store.Grant{{Role: vocab.RoleAdmin}}}
 
 type setupOpts struct {
-	token string
-	api   string     // the API address the daemon advertises in its owner row
-	dags  []*dag.DAG // Go DAGs registered besides the YAML ones
+	config string // added to testConfig (notifiers:)
+	token  string
+	api    string     // the API address the daemon advertises in its owner row
+	dags   []*dag.DAG // Go DAGs registered besides the YAML ones
 }
 
 func setup(t testing.TB, opts setupOpts) *bundle {
@@ -176,7 +177,7 @@ func setup(t testing.TB, opts setupOpts) *bundle {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := config.Parse("poolflow.yaml", []byte(testConfig))
+	cfg, err := config.Parse("poolflow.yaml", []byte(testConfig+opts.config))
 	if err != nil {
 		t.Fatal(err)
 	}

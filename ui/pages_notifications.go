@@ -126,7 +126,7 @@ func (u *UI) notificationsPage(w http.ResponseWriter, r *http.Request) {
 		_ = json.Unmarshal(n.Payload, &ev)
 		row.Reason = ev.Reason
 		if n.State == vocab.DeliveryDelivered && n.SentAt != nil {
-			row.Latency = n.SentAt.Sub(n.CreatedAt)
+			row.Latency = n.SentAt.Sub(n.CreatedAt).Round(time.Millisecond)
 		}
 		data.Rows = append(data.Rows, row)
 	}
