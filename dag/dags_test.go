@@ -13,7 +13,7 @@ func TestExampleDAGs(t *testing.T) {
 	dags, errs := LoadDir(filepath.Join("..", "dags"), LoadOptions{Pools: func(name string) (int, bool) {
 		c, ok := pools[name]
 		return c, ok
-	}})
+	}, Notifiers: func(name string) bool { return name == "ops" }})
 	for _, e := range errs {
 		t.Error(e)
 	}
@@ -21,7 +21,7 @@ func TestExampleDAGs(t *testing.T) {
 	for _, d := range dags {
 		byID[d.ID] = d
 	}
-	for _, id := range []string{"hello", "warehouse_export", "nightly_job", "host_report"} {
+	for _, id := range []string{"hello", "warehouse_export", "nightly_job", "host_report", "flaky_report"} {
 		if byID[id] == nil {
 			t.Errorf("example DAG %s missing", id)
 		}
@@ -39,6 +39,9 @@ func TestExampleDAGs(t *testing.T) {
 	}
 	if d := byID["host_report"]; d != nil && (!d.EveryNode || !d.IsJob || d.Schedule == "") {
 		t.Errorf("host_report: a scheduled every_node job, got every_node %v, job %v, schedule %q", d.EveryNode, d.IsJob, d.Schedule)
+	}
+	if d := byID["flaky_report"]; d != nil && (len(d.OnFailure) != 1 || len(d.Tasks[0].OnRetry) != 1 || d.Schedule != "") {
+		t.Errorf("flaky_report: a manual DAG telling ops, got %+v", d)
 	}
 	if d := byID["nightly_job"]; d != nil {
 		task := d.Tasks[0]

@@ -179,11 +179,14 @@ func (s *Sender) round(ctx context.Context) (more bool, next time.Time) {
 // lease is how long a claim lasts: twice the longest notifier timeout and a margin, so that a
 // live sender always settles before it lapses and a dead one's rows wait no longer.
 func (s *Sender) lease() time.Duration {
-	longest := config.DefaultNotifierTimeout
+	var longest time.Duration
 	if c := s.cfg.Config(); c != nil {
 		for _, n := range c.Notifiers {
 			longest = max(longest, n.Timeout)
 		}
+	}
+	if longest == 0 {
+		longest = config.DefaultNotifierTimeout
 	}
 	return 2*longest + 5*time.Second
 }

@@ -1,16 +1,17 @@
 // Package notifytest is a real HTTP receiver of webhooks and Slack messages for tests: it
-// checks each webhook's signature with the secret, keeps what it got, and signals each
-// delivery on a channel (no polling). It can answer with an error status or hang up, to test
-// retries.
+// checks each webhook's signature with the secret, keeps what it got with when it got it, and
+// signals each delivery on a channel (no polling). It can answer with an error status, hold
+// requests, or go down (its port closed) and come back on the same address, to test retries.
 package notifytest
 
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/poolflow/poolflow/notify"
 )
@@ -22,28 +23,79 @@ type Delivery struct {
 	Signature string
 	SignedOK  bool // the signature matches the body under the receiver's secret
 	Body      []byte
-	Slack     string // a Slack message's text
+	Slack     string    // a Slack message's text
+	At        time.Time // when it arrived
 }
 
 // Receiver is an HTTP server in the test process.
 type Receiver struct {
-	*httptest.Server
+	URL    string
 	Secret []byte
 	// Got receives every delivery taken (buffered).
 	Got chan Delivery
 
+	addr string
+	srv  *http.Server
+
 	mu     sync.Mutex
-	status int // 0: 204
+	status int           // 0: 204
+	hold   chan struct{} // when set, requests wait until it is closed
 	all    []Delivery
 	seen   map[string]int
+	up     bool
 }
 
 // New starts a receiver closed at the test's end; secret "" checks no signature.
 func New(t testing.TB, secret string) *Receiver {
-	r := &Receiver{Secret: []byte(secret), Got: make(chan Delivery, 10000), seen: map[string]int{}}
-	r.Server = httptest.NewServer(http.HandlerFunc(r.serve))
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Receiver{Secret: []byte(secret), Got: make(chan Delivery, 100000), seen: map[string]int{}, addr: ln.Addr().String()}
+	r.URL = "http://" + r.addr
+	r.serve(ln)
 	t.Cleanup(r.Close)
 	return r
+}
+
+func (r *Receiver) serve(ln net.Listener) {
+	r.srv = &http.Server{Handler: http.HandlerFunc(r.handle), ReadHeaderTimeout: 10 * time.Second}
+	r.up = true
+	go r.srv.Serve(ln) //nolint:errcheck // ends with Close
+}
+
+// Close stops the receiver.
+func (r *Receiver) Close() {
+	r.Release()
+	r.mu.Lock()
+	srv := r.srv
+	r.up = false
+	r.mu.Unlock()
+	if srv != nil {
+		srv.Close()
+	}
+}
+
+// Down closes the receiver's port: senders get connection refused.
+func (r *Receiver) Down() {
+	r.mu.Lock()
+	srv := r.srv
+	r.up = false
+	r.mu.Unlock()
+	srv.Close()
+}
+
+// Up listens again on the same address.
+func (r *Receiver) Up(t testing.TB) {
+	t.Helper()
+	ln, err := net.Listen("tcp", r.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.serve(ln)
 }
 
 // Fail makes the receiver answer status (0: take deliveries again).
@@ -53,16 +105,36 @@ func (r *Receiver) Fail(status int) {
 	r.mu.Unlock()
 }
 
-func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
-	body, _ := io.ReadAll(req.Body)
+// Hold makes requests wait (after they are recorded) until Release.
+func (r *Receiver) Hold() {
 	r.mu.Lock()
-	status := r.status
+	if r.hold == nil {
+		r.hold = make(chan struct{})
+	}
+	r.mu.Unlock()
+}
+
+// Release lets held requests answer.
+func (r *Receiver) Release() {
+	r.mu.Lock()
+	if r.hold != nil {
+		close(r.hold)
+		r.hold = nil
+	}
+	r.mu.Unlock()
+}
+
+func (r *Receiver) handle(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	d := Delivery{Key: req.Header.Get(notify.HeaderIdempotency), Signature: req.Header.Get(notify.HeaderSignature), Body: body,
+		At: time.Now()}
+	r.mu.Lock()
+	status, hold := r.status, r.hold
 	r.mu.Unlock()
 	if status != 0 {
 		http.Error(w, "receiver says no", status)
 		return
 	}
-	d := Delivery{Key: req.Header.Get(notify.HeaderIdempotency), Signature: req.Header.Get(notify.HeaderSignature), Body: body}
 	if len(r.Secret) > 0 {
 		d.SignedOK = notify.Verify(r.Secret, body, d.Signature)
 	}
@@ -80,8 +152,15 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.all = append(r.all, d)
 	r.seen[d.Key]++
 	r.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
 	r.Got <- d
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-req.Context().Done():
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // All is every delivery taken so far.
