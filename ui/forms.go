@@ -46,6 +46,8 @@ func formPermission(action string) (vocab.Permission, string) {
 		return vocab.PermRepair, dag
 	case "tokens", "revoke":
 		return vocab.PermOwnToken, ""
+	case "test": // a notifier's Send test (§13)
+		return vocab.PermNotify, ""
 	}
 	return vocab.PermUsers, dag // an action this table does not know: admins only, until it is added
 }
