@@ -68,6 +68,7 @@ bench-large:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./dag/
 	$(GO) test -run '^$$' -fuzz FuzzPieces -fuzztime 30s ./dag/
+	$(GO) test -run '^$$' -fuzz FuzzTemplate -fuzztime 30s ./dag/
 	$(GO) test -run '^$$' -fuzz FuzzYAMLFile -fuzztime 30s ./internal/yamlfile/
 	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 30s ./config/
 	$(GO) test -run '^$$' -fuzz FuzzRule -fuzztime 30s ./rules/

@@ -115,6 +115,17 @@ func Pools(req map[string]int) TaskOption {
 	}
 }
 
+// PoolTemplates adds pool requirements with a template in the pool name or the slots (§14),
+// evaluated when the task is queued, e.g. {"db_${{ item.shard }}": "1"}.
+func PoolTemplates(req map[string]string) TaskOption {
+	return func(t *Task) {
+		t.PoolTemplates = nil
+		if len(req) > 0 {
+			t.PoolTemplates = maps.Clone(req)
+		}
+	}
+}
+
 // Retries allows n retries, so n+1 attempts (§3.3).
 func Retries(n int) TaskOption { return func(t *Task) { t.Retries = n } }
 

@@ -12,7 +12,7 @@ import (
 type derived struct {
 	// atomic.Value rather than atomic.Pointer, which may not be copied: tests compare DAGs by
 	// value.
-	index, order, weights, layout, fingerprints, sourceHash atomic.Value
+	index, order, weights, layout, fingerprints, sourceHash, templates atomic.Value
 }
 
 func (m *derived) reset() { *m = derived{} }

@@ -122,6 +122,9 @@ type Task struct {
 	// legacy pool + pool_slots (exactly {pool: pool_slots}); nil when the task declares none
 	// (then rules, then {default: 1} apply at enqueue time).
 	PoolRequirements map[string]int
+	// PoolTemplates are the requirements with a template in the pool name or the slots (§14),
+	// the slots as written: evaluated when the task is queued, added to PoolRequirements.
+	PoolTemplates map[string]string
 
 	PriorityWeight        int
 	WeightRule            string

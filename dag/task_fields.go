@@ -32,8 +32,16 @@ var taskFields = []taskField{
 	field("max_retry_delay", all|notApproval, "MaxRetryDelay", (*reader).duration, func(s *taskSpec) *time.Duration { return &s.t.MaxRetryDelay }),
 	field("execution_timeout", all|notApproval, "ExecutionTimeout", (*reader).duration, func(s *taskSpec) *time.Duration { return &s.t.ExecutionTimeout }),
 	field("queue_timeout", all|notApproval, "QueueTimeout", (*reader).duration, func(s *taskSpec) *time.Duration { return &s.t.QueueTimeout }),
-	field("pool_requirements", all|notApproval, "PoolRequirements", (*reader).intMap,
-		func(s *taskSpec) *map[string]int { return &s.t.PoolRequirements }),
+	// A requirement with a template in its name or slots goes to PoolTemplates (§14).
+	{name: "pool_requirements", use: all | notApproval, fp: "PoolRequirements",
+		decode: func(r *reader, n *yaml.Node, a at, s *taskSpec) {
+			s.t.PoolRequirements, s.t.PoolTemplates, _ = r.requirements(n, a)
+		},
+		copy: func(dst, src *taskSpec) {
+			dst.t.PoolRequirements, dst.t.PoolTemplates = maps.Clone(src.t.PoolRequirements), maps.Clone(src.t.PoolTemplates)
+		},
+		value: func(s *taskSpec) any { return &s.t.PoolRequirements }},
+	modelOnly("PoolTemplates,omitempty", func(s *taskSpec) *map[string]string { return &s.t.PoolTemplates }),
 	// The legacy form of pool_requirements (§4.2), turned into it by finish.
 	field("pool", all|notApproval, "", (*reader).str, func(s *taskSpec) *string { return &s.pool }),
 	field("pool_slots", all|notApproval, "", (*reader).integer, func(s *taskSpec) *int { return &s.poolSlots }),
@@ -314,4 +322,45 @@ func (r *reader) approval(n *yaml.Node, a at) (*Approval, bool) {
 	ap := &Approval{}
 	readFields(r, n, a, approvalFields, ap)
 	return ap, true
+}
+
+// requirements reads pool_requirements: names to integers, and (§14) the entries whose name or
+// slots hold a template, kept as written to be evaluated when the task is queued.
+func (r *reader) requirements(n *yaml.Node, a at) (map[string]int, map[string]string, bool) {
+	es, ok := r.mapping(n, a)
+	if !ok {
+		return nil, nil, false
+	}
+	out := make(map[string]int, len(es))
+	var templ map[string]string
+	for _, e := range es {
+		ea := a.child(e.key)
+		r.recordKey(ea, e.keyN)
+		r.record(ea, e.value)
+		v := r.peek(e.value)
+		if v == nil {
+			r.fail(e.value, ea, "", "expected an integer, got null")
+			ok = false
+			continue
+		}
+		if v.Kind == yaml.ScalarNode && (HasTemplate(e.key) || HasTemplate(v.Value)) {
+			if tagOf(v) != "!!int" && !HasTemplate(v.Value) {
+				r.fail(e.value, ea, v.Value, "expected an integer or a ${{ }} template, got %s", describe(v))
+				ok = false
+				continue
+			}
+			if templ == nil {
+				templ = map[string]string{}
+			}
+			templ[e.key] = v.Value
+			continue
+		}
+		n, vok := r.integer(e.value, ea)
+		if !vok {
+			ok = false
+			continue
+		}
+		out[e.key] = n
+	}
+	return out, templ, ok
 }

@@ -41,7 +41,19 @@ func validate(d *DAG, opts LoadOptions) []*ImportError {
 		v.checkTask(i, t)
 	}
 	v.checkDependencies(first)
+	v.checkTemplates()
 	return v.errs
+}
+
+// checkTemplates reports the templates that do not compile, hold the wrong type or read a task
+// that is not upstream (§14), at the token of the field.
+func (v *validator) checkTemplates() {
+	for _, p := range v.d.templates().problems {
+		if p.path != "" && v.bad(p.task, p.path) {
+			continue
+		}
+		v.fail(p.task, p.path, p.value, "%s", p.msg)
+	}
 }
 
 // fail records an error about field path of task i (srcDAG for the DAG itself).

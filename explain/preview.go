@@ -147,7 +147,7 @@ func ClearPreview(ctx context.Context, st store.Store, eff *config.Effective, d 
 		row := &rows[i]
 		t := d.Task(row.TaskID)
 		if t.Kind != dag.KindApproval {
-			row.Needs = Requirements(d, t, run.RunID, "", maxRunning, func() (string, int) {
+			row.Needs = Requirements(d, t, nil, run.RunID, "", maxRunning, func() (string, int) {
 				if assign == nil {
 					return pools.DefaultPool, 1
 				}

@@ -14,12 +14,20 @@ import (
 // rule, else {default: 1}), plus the implicit limits — _global (maxRunning, none when 0), the
 // run's max_active_tasks, the task's per-DAG and per-run limits — by pool name. The scheduler
 // queues an attempt with them, and a clear's preview asks admission about them.
-func Requirements(d *dag.DAG, t *dag.Task, runID, dagPool string, maxRunning int, assign func() (pool string, slots int)) []store.Requirement {
+//
+// named, when not nil, are the task's named-pool requirements with its templates evaluated
+// (dag.Rendered.Pools, §14), in place of t.PoolRequirements.
+func Requirements(d *dag.DAG, t *dag.Task, named map[string]int, runID, dagPool string, maxRunning int,
+	assign func() (pool string, slots int)) []store.Requirement {
 	if dagPool == "" {
 		dagPool = pools.DAGPoolPrefix + d.ID + "/" + runID
 	}
 	var needs []store.Requirement
-	if reqs := t.PoolRequirements; len(reqs) > 0 {
+	reqs := t.PoolRequirements
+	if named != nil {
+		reqs = named
+	}
+	if len(reqs) > 0 {
 		for pool, slots := range reqs {
 			needs = append(needs, store.Requirement{Pool: pool, Slots: slots})
 		}

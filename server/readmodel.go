@@ -85,6 +85,7 @@ type TaskInstanceDetail struct {
 	Task         *dag.Task        // nil when its DAG or task is not loaded now
 	Entry        *store.Entry     // its newest queue entry
 	Dependencies []DependencyJSON // what holds it back, as GET .../dependencies
+	Rendered     *RenderedView    // its templates evaluated (§14); nil for a task without any
 }
 
 // DependencyJSON is one unmet dependency of a task instance.
@@ -96,7 +97,8 @@ func (s *Server) TaskInstance(ctx context.Context, dagID, runID, taskID string) 
 	if err != nil {
 		return TaskInstanceDetail{}, err
 	}
-	return TaskInstanceDetail{Run: t.run, View: t.view(), Task: t.task, Entry: t.entry, Dependencies: t.dependencies()}, nil
+	return TaskInstanceDetail{Run: t.run, View: t.view(), Task: t.task, Entry: t.entry, Dependencies: t.dependencies(),
+		Rendered: t.rendered()}, nil
 }
 
 // PoolBoard is GET /pools.

@@ -111,6 +111,10 @@ tasks:
   - id: emit
     bash: |
       printf '%s' '{"files": ["<b>a.csv</b>"], "n": 1}' > "$POOLFLOW_OUTPUT"
+  - id: use
+    depends_on: [emit]
+    command: ["echo", "${{ tasks.emit.output.files[0] }} and more", "${{ dag_id }}"]
+    env: {API_TOKEN: "${{ run_id }}", FILE: "${{ tasks.emit.output.files[0] }}"}
 `,
 		"quotes.yaml": `
 params: {name: world}

@@ -549,4 +549,18 @@ func TestTaskOutput(t *testing.T) {
 	if !strings.Contains(page, `<pre class="json" id="task-output">`+want+`</pre>`) {
 		t.Fatalf("task page lacks the output %q:\n%s", want, page)
 	}
+	// The task after it shows its argv and env rendered, one item per argument, the token masked.
+	page = b.page(t, http.StatusOK, "/ui/dags/emits/runs/o1/tasks/use")
+	for _, want := range []string{
+		`<li><code>` + htmlText("<b>a.csv</b> and more") + `</code></li><li><code>emits</code></li>`,
+		`<dt><code>FILE</code></dt><dd><code>` + htmlText("<b>a.csv</b>") + `</code></dd>`,
+		`<dt><code>API_TOKEN</code></dt><dd><span class="muted" title="named like a secret: not shown">***</span></dd>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("task page lacks %s", want)
+		}
+	}
+	if strings.Contains(page, ">o1<") && strings.Contains(page, "API_TOKEN</code></dt><dd><code>o1") {
+		t.Error("the token's value is shown")
+	}
 }

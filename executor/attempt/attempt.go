@@ -15,13 +15,16 @@ type Spec struct {
 	Entry   int64 // its queue entry: the events name it
 	DAGID   string
 	RunID   string
-	Task    *dag.Task // the loaded DAG's task: read only
+	Task    *dag.Task // the loaded DAG's task, or a copy with its templates evaluated (§14): read only
 	Try     int
 	Logical time.Time
 	Params  map[string]any // the run's params over the DAG's defaults: read only
 	// Replay: the attempt ran before and was interrupted (a crash, a shutdown); its log gets a
 	// "--- replay ---" line and the output after it.
 	Replay bool
+	// Fail, when set, is why the attempt cannot run (its templates no longer evaluate): the
+	// runner ends it at once, failed with this reason.
+	Fail string
 }
 
 // Started says an attempt began: its process group (0 for a Go task or a sensor's own check)

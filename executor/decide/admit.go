@@ -56,8 +56,9 @@ func (ps *pass) admit() {
 		ps.st.Touch(ti)
 		ps.admitted = append(ps.admitted, le)
 		run := le.Run
-		ps.p.Starts = append(ps.p.Starts, &attempt.Spec{Entry: le.ID, DAGID: run.DAGID, RunID: run.RunID, Task: ti.Task,
-			Try: le.TryNumber, Logical: run.LogicalDate, Params: run.Params, Replay: le.Replay})
+		task, fail := ps.startTask(run, ti, le.TryNumber)
+		ps.p.Starts = append(ps.p.Starts, &attempt.Spec{Entry: le.ID, DAGID: run.DAGID, RunID: run.RunID, Task: task,
+			Try: le.TryNumber, Logical: run.LogicalDate, Params: run.Params, Replay: le.Replay, Fail: fail})
 		ps.notify(Notice{Kind: NoticeAdmitted, DAGID: run.DAGID, RunID: run.RunID, TaskID: le.TaskID,
 			Try: le.TryNumber, Duration: ps.now.Sub(le.CreatedAt), Pool: ps.waitedOn(le, prev)})
 	}

@@ -19,6 +19,9 @@ type readyTask struct {
 	run *state.Run
 	ti  *state.TI
 	try int
+	// pools are its named-pool requirements with their templates evaluated (§14); nil when
+	// the task's pool_requirements hold none.
+	pools map[string]int
 }
 
 // due is the due time of the ready task's entry: its run's, or, for a task a clear queued
@@ -63,6 +66,10 @@ func (ps *pass) advanceAll() {
 // enqueueAll queues the ready tasks in order, all in a few statements (Tx.InsertEntries); an
 // entry a pool refuses (max_queued, §4.6) is queued and rejected at once.
 func (ps *pass) enqueueAll(ready []readyTask) {
+	if len(ready) == 0 {
+		return
+	}
+	ready = ps.renderReady(ready)
 	if len(ready) == 0 {
 		return
 	}
@@ -177,7 +184,7 @@ func (ps *pass) queuedPerPool() map[string]int {
 // queue ID of the store.
 func (ps *pass) newEntry(r readyTask) store.Entry {
 	run, ti := r.run, r.ti
-	needs, rule := ps.requirements(run, ti, r.try)
+	needs, rule := ps.requirements(run, ti, r.try, r.pools)
 	if slices.Equal(needs, run.LastNeeds) {
 		// Most entries of a run need the same pools: they share one slice, which no one writes
 		// (loads and shared runs build new ones). 120 bytes per waiting entry.
@@ -242,9 +249,9 @@ func (ps *pass) refusal(needs []store.Requirement, queued map[string]int) *pools
 
 // requirements are the attempt's requirement rows (explain.Requirements: the task's, else the
 // first matching rule's, else {default: 1}, plus the limits) and the rule that assigned them.
-func (ps *pass) requirements(run *state.Run, ti *state.TI, try int) ([]store.Requirement, string) {
+func (ps *pass) requirements(run *state.Run, ti *state.TI, try int, named map[string]int) ([]store.Requirement, string) {
 	rule := ""
-	needs := explain.Requirements(run.DAG, ti.Task, run.RunID, run.DAGPool, ps.Settings.MaxRunning, func() (string, int) {
+	needs := explain.Requirements(run.DAG, ti.Task, named, run.RunID, run.DAGPool, ps.Settings.MaxRunning, func() (string, int) {
 		pool, slots, name := ps.assign(run, ti, try)
 		rule = name
 		return pool, slots

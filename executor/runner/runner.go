@@ -300,11 +300,15 @@ func (r *Runner) execute(a *attemptRun) *attempt.Ended {
 	a.mu.Lock()
 	a.cancel = cancel
 	a.mu.Unlock()
-	switch a.spec.Task.Kind {
-	case dag.KindGo:
+	switch kind := a.spec.Task.Kind; {
+	case a.spec.Fail != "":
+		r.cfg.Post(&attempt.Started{Entry: a.spec.Entry, Start: start})
+		fmt.Fprintf(logf, "poolflow: %s\n", a.spec.Fail)
+		ev.Reason = a.spec.Fail
+	case kind == dag.KindGo:
 		r.cfg.Post(&attempt.Started{Entry: a.spec.Entry, Start: start})
 		ev.OK, ev.Reason, ev.Output = runGo(ctx, a, logf)
-	case dag.KindSensor:
+	case kind == dag.KindSensor:
 		r.cfg.Post(&attempt.Started{Entry: a.spec.Entry, Start: start})
 		if a.spec.Task.Sensor.Mode == dag.ModeReschedule {
 			r.pokeOnce(ctx, a, logf, ev)

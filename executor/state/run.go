@@ -1,12 +1,12 @@
 package state
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
+	"github.com/poolflow/poolflow/explain"
 	"github.com/poolflow/poolflow/owners"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
@@ -27,6 +27,11 @@ type Run struct {
 	TIs     map[string]*TI
 	ByIdx   []*TI // by task index in DAG.Tasks
 	Params  map[string]any
+	// Conf is the run's conf as a map (nil for none), for templates (§14).
+	Conf map[string]any
+	// TemplateErr is why its templated params defaults could not be evaluated: every task of
+	// the run that is queued fails with it.
+	TemplateErr string
 	// frontier holds topological positions (min first) of tasks to evaluate; inFrontier marks them.
 	frontier   posHeap
 	inFrontier []bool
@@ -94,17 +99,11 @@ func NewRun(r store.Run, d *dag.DAG) *Run {
 	lr.Layout, lr.Weights = d.Layout(), d.Weights()
 	lr.ByIdx = make([]*TI, len(d.Tasks))
 	lr.inFrontier = make([]bool, len(lr.Layout.Order))
-	lr.Params = map[string]any{}
-	for k, v := range d.Params {
-		lr.Params[k] = v
-	}
-	if r.Conf != "" {
-		var conf map[string]any
-		if json.Unmarshal([]byte(r.Conf), &conf) == nil {
-			for k, v := range conf {
-				lr.Params[k] = v
-			}
-		}
+	params, conf, err := explain.RunParams(d, r.RunID, r.LogicalDate, r.Conf)
+	lr.Params, lr.Conf = params, conf
+	if err != nil {
+		// Templated params defaults (§14) are the run's: every task of it queued fails with this.
+		lr.TemplateErr = err.Error()
 	}
 	return lr
 }

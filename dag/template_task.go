@@ -1,0 +1,332 @@
+package dag
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// dagTemplates are a DAG's compiled templates, memoized on it (derived.templates): validation
+// reports their problems, the scheduler and the API render them.
+type dagTemplates struct {
+	tasks    []*taskTemplates // by task index; nil for a task without templates
+	params   map[string]*tmplString
+	problems []templateProblem
+}
+
+// templateProblem is a template that does not compile, or reads a task it may not.
+type templateProblem struct {
+	task        int // srcDAG for params
+	path, value string
+	msg         string
+}
+
+// taskTemplates are one task's compiled templates.
+type taskTemplates struct {
+	command []*tmplString // by argv item; nil for a plain item
+	env     map[string]*tmplString
+	sensor  []*tmplString // sensor.command items
+	file    *tmplString   // sensor.file_exists
+	url     *tmplString   // sensor.http.url
+	pools   []poolTemplate
+	reads   []string // the tasks whose outputs it reads, sorted
+}
+
+// poolTemplate is one pool requirement with a template in its name or its slots.
+type poolTemplate struct {
+	rawName      string
+	name, amount *tmplString // nil: plain
+	slots        int         // the slots when amount is plain
+}
+
+func (d *DAG) templates() *dagTemplates {
+	return memo(&d.derived.templates, func() *dagTemplates { return compileDAG(d) })
+}
+
+// compileDAG compiles every template of the DAG and checks what the tasks read.
+func compileDAG(d *DAG) *dagTemplates {
+	out := &dagTemplates{}
+	fail := func(task int, path, value string, err error) {
+		out.problems = append(out.problems, templateProblem{task, path, value, err.Error()})
+	}
+	for _, k := range slices.Sorted(maps.Keys(d.Params)) {
+		s, ok := d.Params[k].(string)
+		if !ok {
+			continue
+		}
+		tp, err := compileTemplate(s, paramsVars{}, wantValue, nil)
+		if err != nil {
+			fail(srcDAG, "params."+k, s, fmt.Errorf("%w (a params default reads dag_id, run_id, logical_date, ds, ds_nodash and conf)", err))
+			continue
+		}
+		if tp != nil {
+			if out.params == nil {
+				out.params = map[string]*tmplString{}
+			}
+			out.params[k] = tp
+		}
+	}
+	for i, t := range d.Tasks {
+		tt, problems := compileTask(d, i, t)
+		out.problems = append(out.problems, problems...)
+		if tt != nil {
+			if out.tasks == nil {
+				out.tasks = make([]*taskTemplates, len(d.Tasks))
+			}
+			out.tasks[i] = tt
+		}
+	}
+	return out
+}
+
+func compileTask(d *DAG, i int, t *Task) (*taskTemplates, []templateProblem) {
+	var problems []templateProblem
+	tt := &taskTemplates{}
+	any := false
+	reads := map[string]bool{}
+	uses := func(id string) { reads[id] = true }
+	one := func(path, s string, w want) *tmplString {
+		tp, err := compileTemplate(s, TemplateVars{}, w, uses)
+		if err != nil {
+			problems = append(problems, templateProblem{i, path, s, err.Error()})
+			return nil
+		}
+		any = any || tp != nil
+		return tp
+	}
+	list := func(path string, items []string) []*tmplString {
+		var out []*tmplString
+		for j, s := range items {
+			if tp := one(path+"["+strconv.Itoa(j)+"]", s, wantString); tp != nil {
+				if out == nil {
+					out = make([]*tmplString, len(items))
+				}
+				out[j] = tp
+			}
+		}
+		return out
+	}
+	if HasTemplate(t.Bash) {
+		problems = append(problems, templateProblem{i, "bash", clip(t.Bash),
+			"templates are not expanded in a bash script (the shell would run whatever a value holds): " +
+				"pass the value through env: (env: {FILES: \"${{ tasks.extract.output.files[0] }}\"}) and read $FILES"})
+	}
+	tt.command = list("command", t.Command)
+	for _, k := range slices.Sorted(maps.Keys(t.Env)) {
+		if tp := one("env."+k, t.Env[k], wantString); tp != nil {
+			if tt.env == nil {
+				tt.env = map[string]*tmplString{}
+			}
+			tt.env[k] = tp
+		}
+	}
+	if s := t.Sensor; s != nil {
+		tt.sensor = list("sensor.command", s.Command)
+		tt.file = one("sensor.file_exists", s.FileExists, wantString)
+		if s.HTTP != nil {
+			tt.url = one("sensor.http.url", s.HTTP.URL, wantString)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(t.PoolTemplates)) {
+		amount := t.PoolTemplates[name]
+		pt := poolTemplate{rawName: name}
+		path := "pool_requirements." + name
+		pt.name = one(path+keySuffix, name, wantString)
+		if HasTemplate(amount) {
+			pt.amount = one(path, amount, wantAmount)
+		} else if n, err := strconv.Atoi(amount); err != nil || n < 1 {
+			problems = append(problems, templateProblem{i, path, amount, "slots must be an integer of at least 1"})
+		} else {
+			pt.slots = n
+		}
+		tt.pools = append(tt.pools, pt)
+		any = true
+	}
+	if len(reads) > 0 {
+		up := upstreamOf(d, t)
+		for _, id := range slices.Sorted(maps.Keys(reads)) {
+			switch {
+			case d.Task(id) == nil:
+				problems = append(problems, templateProblem{i, "", "tasks." + id,
+					fmt.Sprintf("a template reads tasks.%s, but the DAG has no task %s", id, id)})
+			case !up[id]:
+				problems = append(problems, templateProblem{i, "", "tasks." + id,
+					fmt.Sprintf("a template reads tasks.%s, which is not upstream of %s: add it to depends_on", id, t.ID)})
+			}
+			tt.reads = append(tt.reads, id)
+		}
+	}
+	if !any {
+		return nil, problems
+	}
+	return tt, problems
+}
+
+// upstreamOf is every task t depends on, directly or not.
+func upstreamOf(d *DAG, t *Task) map[string]bool {
+	seen := map[string]bool{}
+	stack := slices.Clone(t.DependsOn)
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if u := d.Task(id); u != nil {
+			stack = append(stack, u.DependsOn...)
+		}
+	}
+	return seen
+}
+
+// Templated reports whether task t of d has templates to render before it runs.
+func (d *DAG) Templated(t *Task) bool { return d.taskTemplates(t) != nil }
+
+func (d *DAG) taskTemplates(t *Task) *taskTemplates {
+	dt := d.templates()
+	if dt.tasks == nil {
+		return nil
+	}
+	i, ok := d.TaskIndex(t.ID)
+	if !ok || d.Tasks[i] != t {
+		return nil
+	}
+	return dt.tasks[i]
+}
+
+// TemplateReads lists the tasks whose outputs t's templates read.
+func (d *DAG) TemplateReads(t *Task) []string {
+	if tt := d.taskTemplates(t); tt != nil {
+		return tt.reads
+	}
+	return nil
+}
+
+// Rendered is a task's templated fields evaluated for one task instance; a field is nil when
+// the task's is not templated (use the task's own).
+type Rendered struct {
+	Argv   []string
+	Env    map[string]string
+	Sensor *Sensor
+	// Pools are the named-pool requirements, the plain ones with the evaluated ones.
+	Pools map[string]int
+}
+
+// Render evaluates t's templates over vars: nil, nil for a task without templates. The first
+// evaluation that fails is a *TemplateError naming the field and the expression.
+func (d *DAG) Render(t *Task, vars *TemplateVars) (*Rendered, error) {
+	tt := d.taskTemplates(t)
+	if tt == nil {
+		return nil, nil
+	}
+	env := *vars
+	out := &Rendered{}
+	var err error
+	if tt.command != nil {
+		if out.Argv, err = renderList("command", t.Command, tt.command, &env); err != nil {
+			return nil, err
+		}
+	}
+	if tt.env != nil {
+		out.Env = maps.Clone(t.Env)
+		for k, tp := range tt.env {
+			if out.Env[k], err = tp.evalString(&env, "env."+k); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if s := t.Sensor; s != nil && (tt.sensor != nil || tt.file != nil || tt.url != nil) {
+		c := *s
+		if tt.sensor != nil {
+			if c.Command, err = renderList("sensor.command", s.Command, tt.sensor, &env); err != nil {
+				return nil, err
+			}
+		}
+		if tt.file != nil {
+			if c.FileExists, err = tt.file.evalString(&env, "sensor.file_exists"); err != nil {
+				return nil, err
+			}
+		}
+		if tt.url != nil {
+			h := *s.HTTP
+			if h.URL, err = tt.url.evalString(&env, "sensor.http.url"); err != nil {
+				return nil, err
+			}
+			c.HTTP = &h
+		}
+		out.Sensor = &c
+	}
+	if tt.pools != nil {
+		out.Pools = maps.Clone(t.PoolRequirements)
+		if out.Pools == nil {
+			out.Pools = map[string]int{}
+		}
+		for _, pt := range tt.pools {
+			name, slots := pt.rawName, pt.slots
+			path := "pool_requirements." + pt.rawName
+			if pt.name != nil {
+				if name, err = pt.name.evalString(&env, path); err != nil {
+					return nil, err
+				}
+				if name == "" || name[0] == '_' {
+					return nil, &TemplateError{path, pt.name.parts[len(pt.name.parts)-1].src,
+						fmt.Sprintf("gives the pool name %q, which is not a pool a task may require", name)}
+				}
+			}
+			if pt.amount != nil {
+				if slots, err = pt.amount.evalAmount(&env, path); err != nil {
+					return nil, err
+				}
+			}
+			out.Pools[name] += slots
+		}
+	}
+	return out, nil
+}
+
+func renderList(field string, items []string, tps []*tmplString, env *TemplateVars) ([]string, error) {
+	out := slices.Clone(items)
+	for j, tp := range tps {
+		if tp == nil {
+			continue
+		}
+		s, err := tp.evalString(env, field+"["+strconv.Itoa(j)+"]")
+		if err != nil {
+			return nil, err
+		}
+		out[j] = s // one argv element, whatever it holds: never split, never given to a shell
+	}
+	return out, nil
+}
+
+// RenderParams evaluates the templated params defaults of the DAG for a run into params (which
+// holds the defaults): a key conf sets is the run's value and is not evaluated.
+func (d *DAG) RenderParams(params map[string]any, runID string, logical time.Time, conf map[string]any) error {
+	dt := d.templates()
+	if len(dt.params) == 0 {
+		return nil
+	}
+	env := paramsVars{DAGID: d.ID, RunID: runID, LogicalDate: logical, DS: logical.UTC().Format("2006-01-02"),
+		DSNoDash: logical.UTC().Format("20060102"), Conf: conf}
+	for _, k := range slices.Sorted(maps.Keys(dt.params)) {
+		if _, set := conf[k]; set {
+			continue
+		}
+		v, err := dt.params[k].evalValue(&env, "params."+k)
+		if err != nil {
+			return err
+		}
+		params[k] = v
+	}
+	return nil
+}
+
+// NewTemplateVars fills the run's part of TemplateVars; the caller adds the tasks' outputs and
+// a mapped instance's item.
+func NewTemplateVars(dagID, runID string, logical time.Time, params, conf map[string]any, try int) *TemplateVars {
+	return &TemplateVars{DAGID: dagID, RunID: runID, LogicalDate: logical, DS: logical.UTC().Format("2006-01-02"),
+		DSNoDash: logical.UTC().Format("20060102"), Params: params, Conf: conf, TryNumber: try, MapIndex: -1}
+}
