@@ -106,6 +106,18 @@ func canonicalTask(t *Task) json.RawMessage {
 		if f.name == "queue_priority" {
 			continue // priority_weight's alias
 		}
+		if f.name == "pool_requirements" && len(t.PoolTemplates) > 0 {
+			// As YAML writes them: the templated requirements beside the plain ones (§14).
+			all := map[string]any{}
+			for k, v := range t.PoolRequirements {
+				all[k] = v
+			}
+			for k, v := range t.PoolTemplates {
+				all[k] = v
+			}
+			o.field(f.name, all)
+			continue
+		}
 		o.field(f.name, canonicalValue(f.value(s)))
 	}
 	// The handlers change who is told, not how the task runs (no fingerprint), but they are
