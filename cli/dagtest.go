@@ -123,6 +123,8 @@ type TaskReport struct {
 	EndDate      *string         `json:"end_date"`
 	Requirements map[string]int  `json:"requirements"`
 	Reason       *string         `json:"reason"`
+	// MapIndex is a mapped instance's index (§14); its row follows its task's.
+	MapIndex *int `json:"map_index,omitempty"`
 }
 
 // writeJSON writes the report as writeJSON would, a task at a time: the JSON of a 100,000-task
@@ -182,28 +184,45 @@ func testReport(ctx context.Context, st store.Store, d *dag.DAG, run store.Run) 
 	}
 	rep := &TestReport{DAGID: d.ID, RunID: run.RunID, State: run.State, Tasks: []TaskReport{}}
 	for _, t := range d.Tasks {
-		ti := byID[t.ID]
-		tr := TaskReport{TaskID: t.ID, State: ti.State, TryNumber: ti.TryNumber, StartDate: FormatTime(ti.StartDate),
-			EndDate: FormatTime(ti.EndDate), Requirements: map[string]int{}}
-		entry, queued := latest[t.ID]
-		switch {
-		case queued:
-			for _, n := range entry.Needs {
-				if !n.Implicit {
-					tr.Requirements[n.Pool] = n.Slots
-				}
-			}
-		case t.Kind != dag.KindApproval:
-			for p, s := range declared(t) {
-				tr.Requirements[p] = s
-			}
+		rep.Tasks = append(rep.Tasks, taskReport(t, t.ID, byID[t.ID], latest))
+		if !t.Mapped() {
+			continue
 		}
-		if reason := taskReason(ti, entry); reason != "" {
-			tr.Reason = &reason
+		for i := 0; ; i++ {
+			id := dag.MapID(t.ID, i)
+			ti, ok := byID[id]
+			if !ok {
+				break
+			}
+			tr := taskReport(t, id, ti, latest)
+			tr.MapIndex = &i
+			rep.Tasks = append(rep.Tasks, tr)
 		}
-		rep.Tasks = append(rep.Tasks, tr)
 	}
 	return rep, nil
+}
+
+// taskReport is the report of task instance id of task t.
+func taskReport(t *dag.Task, id string, ti store.TaskInstance, latest map[string]store.Entry) TaskReport {
+	tr := TaskReport{TaskID: id, State: ti.State, TryNumber: ti.TryNumber, StartDate: FormatTime(ti.StartDate),
+		EndDate: FormatTime(ti.EndDate), Requirements: map[string]int{}}
+	entry, queued := latest[id]
+	switch {
+	case queued:
+		for _, n := range entry.Needs {
+			if !n.Implicit {
+				tr.Requirements[n.Pool] = n.Slots
+			}
+		}
+	case t.Kind != dag.KindApproval:
+		for p, s := range declared(t) {
+			tr.Requirements[p] = s
+		}
+	}
+	if reason := taskReason(ti, entry); reason != "" {
+		tr.Reason = &reason
+	}
+	return tr
 }
 
 func declared(t *dag.Task) map[string]int {

@@ -126,6 +126,21 @@ func PoolTemplates(req map[string]string) TaskOption {
 	}
 }
 
+// ExpandOver maps the task over a list computed when it is ready (§14): one ${{ }} giving a list,
+// e.g. "${{ tasks.extract.output.files }}". Each item runs as a task instance of its own, with
+// its item in TaskContext.Item (a Go task) or ${{ item }} (templates).
+func ExpandOver(template string) TaskOption {
+	return func(t *Task) { t.Expand = &Expand{Template: template} }
+}
+
+// ExpandItems maps the task over a literal list (§14).
+func ExpandItems(items ...any) TaskOption {
+	return func(t *Task) { t.Expand = &Expand{Items: slices.Clone(items)} }
+}
+
+// MaxMapLength bounds the items of a mapped task (default 1,024).
+func MaxMapLength(n int) TaskOption { return func(t *Task) { t.MaxMapLength = n } }
+
 // Retries allows n retries, so n+1 attempts (§3.3).
 func Retries(n int) TaskOption { return func(t *Task) { t.Retries = n } }
 

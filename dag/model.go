@@ -51,6 +51,9 @@ type TaskContext struct {
 	TryNumber   int
 	LogicalDate time.Time
 	Params      map[string]any
+	// Item and MapIndex are a mapped task instance's item and index (MapIndex -1 otherwise).
+	Item     any
+	MapIndex int
 	// Log receives the attempt's log lines (the attempt log file).
 	Log func(format string, args ...any)
 	// Output is what the task publishes when it succeeds (§14): a value that encodes as one JSON
@@ -126,6 +129,13 @@ type Task struct {
 	// the slots as written: evaluated when the task is queued, added to PoolRequirements.
 	PoolTemplates map[string]string
 
+	// Expand makes the task mapped (§14): one task instance per item of a list, literal or
+	// computed by a template when the task is ready; nil for a plain task.
+	Expand *Expand
+	// MaxMapLength bounds the items of a mapped task (0: DefaultMaxMapLength); above it the
+	// task fails naming the length.
+	MaxMapLength int
+
 	PriorityWeight        int
 	WeightRule            string
 	MaxActiveTIsPerDAG    int // 0 = no limit
@@ -139,6 +149,16 @@ type Task struct {
 	// explicit marks zero values that were set on purpose, so ApplyDefaults keeps them.
 	explicit explicitFields
 }
+
+// Expand is the list a mapped task maps over: Items written out, or Template, one ${{ }}
+// giving a list (an upstream output, params, conf).
+type Expand struct {
+	Items    []any
+	Template string
+}
+
+// DefaultMaxMapLength is max_map_length when a task does not set it (Airflow's default).
+const DefaultMaxMapLength = 1024
 
 // Sensor is a poking task (§5.1).
 type Sensor struct {

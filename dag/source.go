@@ -106,6 +106,9 @@ func canonicalTask(t *Task) json.RawMessage {
 		if f.name == "queue_priority" {
 			continue // priority_weight's alias
 		}
+		if strings.HasSuffix(f.fp, ",omitempty") && reflect.ValueOf(f.value(s)).Elem().IsZero() {
+			continue // a field added later, unset: the source of a DAG that does not use it is as it was
+		}
 		if f.name == "pool_requirements" && len(t.PoolTemplates) > 0 {
 			// As YAML writes them: the templated requirements beside the plain ones (§14).
 			all := map[string]any{}

@@ -58,6 +58,9 @@ var taskFields = []taskField{
 	field("on_success", inTask|inDefaults, "", (*reader).ids, func(s *taskSpec) *[]string { return &s.t.OnSuccess }),
 	field("on_retry", all, "", (*reader).ids, func(s *taskSpec) *[]string { return &s.t.OnRetry }),
 	field("on_queue_wait", all, "", (*reader).queueWait, func(s *taskSpec) **QueueWait { return &s.t.OnQueueWait }),
+	field("expand", inTask, "Expand,omitempty", (*reader).expand, func(s *taskSpec) **Expand { return &s.t.Expand }),
+	field("max_map_length", all|notApproval, "MaxMapLength,omitempty", (*reader).integer,
+		func(s *taskSpec) *int { return &s.t.MaxMapLength }),
 	// A job's alias of priority_weight (§2.1).
 	field("queue_priority", inJob, "", (*reader).integer, func(s *taskSpec) *int { return &s.t.PriorityWeight }).
 		explicitly(explicitPriorityWeight),
@@ -363,4 +366,29 @@ func (r *reader) requirements(n *yaml.Node, a at) (map[string]int, map[string]st
 		out[e.key] = n
 	}
 	return out, templ, ok
+}
+
+// expand reads a mapped task's list (§14): a sequence written out, or one ${{ }} giving a list.
+func (r *reader) expand(n *yaml.Node, a at) (*Expand, bool) {
+	v := r.peek(n)
+	if v != nil && v.Kind == yaml.ScalarNode {
+		if !HasTemplate(v.Value) {
+			r.fail(n, a, v.Value, "expected a list, or a ${{ }} template giving one (expand: ${{ tasks.list.output.files }})")
+			return nil, false
+		}
+		return &Expand{Template: v.Value}, true
+	}
+	val, ok := r.value(n, a)
+	if !ok {
+		return nil, false
+	}
+	items, isList := val.([]any)
+	if !isList {
+		r.fail(n, a, "", "expected a list, or a ${{ }} template giving one, got %s", describe(v))
+		return nil, false
+	}
+	if items == nil {
+		items = []any{}
+	}
+	return &Expand{Items: items}, true
 }

@@ -67,6 +67,7 @@ const (
 	wantString want = iota // a command item, env value, sensor field, pool name: text
 	wantAmount             // a pool requirement's slots: an integer of at least 1
 	wantValue              // a params default written as one whole ${{ }}: any value
+	wantList               // expand: one whole ${{ }} giving a list
 )
 
 // tmplString is one compiled templated string: literal text and expressions in turn.
@@ -213,6 +214,12 @@ func (t *tmplString) checkType(w want) error {
 			continue // known only when it runs
 		}
 		switch {
+		case w == wantList && t.whole():
+			if k := typ.Kind(); k != reflect.Slice && k != reflect.Array {
+				return fmt.Errorf("${{ %s }}: gives %s; expand needs a list", p.src, typeWords(typ))
+			}
+		case w == wantList:
+			return fmt.Errorf("${{ %s }}: expand must be one ${{ }} giving a list, with no text around it", p.src)
 		case w == wantValue && t.whole():
 		case w == wantAmount && t.whole():
 			if k := typ.Kind(); k < reflect.Int || k > reflect.Uint64 {

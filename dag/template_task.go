@@ -3,8 +3,10 @@ package dag
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -31,7 +33,9 @@ type taskTemplates struct {
 	file    *tmplString   // sensor.file_exists
 	url     *tmplString   // sensor.http.url
 	pools   []poolTemplate
-	reads   []string // the tasks whose outputs it reads, sorted
+	expand  *tmplString // a mapped task's list
+	mapped  bool        // a mapped task (its list literal or not)
+	reads   []string    // the tasks whose outputs it reads, sorted
 }
 
 // poolTemplate is one pool requirement with a template in its name or its slots.
@@ -127,6 +131,15 @@ func compileTask(d *DAG, i int, t *Task) (*taskTemplates, []templateProblem) {
 		tt.file = one("sensor.file_exists", s.FileExists, wantString)
 		if s.HTTP != nil {
 			tt.url = one("sensor.http.url", s.HTTP.URL, wantString)
+		}
+	}
+	if e := t.Expand; e != nil {
+		tt.mapped, any = true, true
+		if e.Template != "" {
+			tt.expand = one("expand", e.Template, wantList)
+		} else if n := maxMapLength(t); len(e.Items) > n {
+			problems = append(problems, templateProblem{i, "expand", fmt.Sprintf("%d items", len(e.Items)),
+				fmt.Sprintf("%d items, over max_map_length %d", len(e.Items), n)})
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(t.PoolTemplates)) {
@@ -329,4 +342,91 @@ func (d *DAG) RenderParams(params map[string]any, runID string, logical time.Tim
 func NewTemplateVars(dagID, runID string, logical time.Time, params, conf map[string]any, try int) *TemplateVars {
 	return &TemplateVars{DAGID: dagID, RunID: runID, LogicalDate: logical, DS: logical.UTC().Format("2006-01-02"),
 		DSNoDash: logical.UTC().Format("20060102"), Params: params, Conf: conf, TryNumber: try, MapIndex: -1}
+}
+
+func maxMapLength(t *Task) int {
+	if t.MaxMapLength > 0 {
+		return t.MaxMapLength
+	}
+	return DefaultMaxMapLength
+}
+
+// Mapped reports whether t is a mapped task (expand:).
+func (t *Task) Mapped() bool { return t != nil && t.Expand != nil }
+
+// ExpandItems is the list a mapped task maps over, for a run: its literal items, or its
+// template evaluated over vars. More than max_map_length items, or a value that is not a list,
+// is an error naming the length or the type.
+func (d *DAG) ExpandItems(t *Task, vars *TemplateVars) ([]any, error) {
+	if t.Expand == nil {
+		return nil, nil
+	}
+	items := t.Expand.Items
+	if t.Expand.Template != "" {
+		tt := d.taskTemplates(t)
+		if tt == nil || tt.expand == nil {
+			return nil, fmt.Errorf("expand: the template did not compile")
+		}
+		v, err := tt.expand.evalValue(vars, "expand")
+		if err != nil {
+			return nil, err
+		}
+		list, ok := asList(v)
+		if !ok {
+			return nil, &TemplateError{"expand", tt.expand.parts[0].src, fmt.Sprintf("gives %s; expand needs a list", valueWords(v))}
+		}
+		items = list
+	}
+	if n := maxMapLength(t); len(items) > n {
+		return nil, fmt.Errorf("expand: %d items, over max_map_length %d", len(items), n)
+	}
+	return items, nil
+}
+
+func asList(v any) ([]any, bool) {
+	if l, ok := v.([]any); ok {
+		return l, true
+	}
+	rv := reflect.ValueOf(v)
+	if v == nil || (rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array) {
+		return nil, false
+	}
+	out := make([]any, rv.Len())
+	for i := range out {
+		out[i] = rv.Index(i).Interface()
+	}
+	return out, true
+}
+
+// MapID is the id of instance i of mapped task id: id[i].
+func MapID(id string, i int) string { return id + "[" + strconv.Itoa(i) + "]" }
+
+// SplitMapID splits a mapped instance's id "id[i]" into id and i; ok is false for any other id.
+func SplitMapID(s string) (id string, i int, ok bool) {
+	if !strings.HasSuffix(s, "]") {
+		return s, -1, false
+	}
+	open := strings.LastIndexByte(s, '[')
+	if open <= 0 {
+		return s, -1, false
+	}
+	n, err := strconv.Atoi(s[open+1 : len(s)-1])
+	if err != nil || n < 0 || strconv.Itoa(n) != s[open+1:len(s)-1] {
+		return s, -1, false
+	}
+	return s[:open], n, true
+}
+
+// TaskOf is the task of a task instance id: a task's own, or for a mapped instance "id[i]" its
+// mapped task's; nil when there is none.
+func (d *DAG) TaskOf(id string) *Task {
+	if t := d.Task(id); t != nil {
+		return t
+	}
+	if base, _, ok := SplitMapID(id); ok {
+		if t := d.Task(base); t.Mapped() {
+			return t
+		}
+	}
+	return nil
 }

@@ -213,6 +213,7 @@ func (v *validator) checkTask(i int, t *Task) {
 	v.nonNegative(i, "retries", int64(t.Retries))
 	v.nonNegative(i, "max_active_tis_per_dag", int64(t.MaxActiveTIsPerDAG))
 	v.nonNegative(i, "max_active_tis_per_dagrun", int64(t.MaxActiveTIsPerDAGRun))
+	v.nonNegative(i, "max_map_length", int64(t.MaxMapLength))
 	v.nonNegativeDuration(i, "retry_delay", t.RetryDelay)
 	v.nonNegativeDuration(i, "max_retry_delay", t.MaxRetryDelay)
 	v.nonNegativeDuration(i, "execution_timeout", t.ExecutionTimeout)

@@ -72,6 +72,9 @@ func (v *validator) checkApproval(i int, t *Task) {
 	if t.PoolRequirements != nil && !v.bad(i, "pool_requirements") {
 		v.fail(i, "pool_requirements", "", "an approval task needs no pool")
 	}
+	if t.Expand != nil && !v.bad(i, "expand") {
+		v.fail(i, "expand", "", "an approval gate cannot be mapped")
+	}
 	if t.MaxActiveTIsPerDAG > 0 {
 		v.fail(i, "max_active_tis_per_dag", fmt.Sprint(t.MaxActiveTIsPerDAG), "an approval task needs no pool")
 	}

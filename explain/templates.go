@@ -2,6 +2,7 @@ package explain
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/poolflow/poolflow/dag"
@@ -13,8 +14,11 @@ import (
 // JSON object of a task instance that succeeded, "" for none). The scheduler renders with them
 // when it queues the task and when it starts it, the API and the task page show what they give:
 // one function, so the three agree.
+//
+// output gives a task instance's output and whether the task instance exists; a mapped task's
+// outputs are its instances' "id[0]", "id[1]"… in order.
 func TemplateVars(d *dag.DAG, t *dag.Task, runID string, logical time.Time, params, conf map[string]any, try int,
-	output func(taskID string) string) *dag.TemplateVars {
+	output func(taskID string) (string, bool)) *dag.TemplateVars {
 	v := dag.NewTemplateVars(d.ID, runID, logical, params, conf, try)
 	reads := d.TemplateReads(t)
 	if len(reads) == 0 {
@@ -23,8 +27,22 @@ func TemplateVars(d *dag.DAG, t *dag.Task, runID string, logical time.Time, para
 	v.Tasks = make(map[string]dag.TaskOutputs, len(reads))
 	for _, id := range reads {
 		var out dag.TaskOutputs
-		if s := output(id); s != "" {
+		if s, _ := output(id); s != "" {
 			_ = json.Unmarshal([]byte(s), &out.Output) // stored outputs are JSON objects
+		}
+		if d.Task(id).Mapped() {
+			out.Outputs = []any{}
+			for i := 0; ; i++ {
+				s, ok := output(dag.MapID(id, i))
+				if !ok {
+					break
+				}
+				var o map[string]any
+				if s != "" {
+					_ = json.Unmarshal([]byte(s), &o)
+				}
+				out.Outputs = append(out.Outputs, o)
+			}
 		}
 		v.Tasks[id] = out
 	}
@@ -50,7 +68,9 @@ func RunParams(d *dag.DAG, runID string, logical time.Time, confJSON string) (pa
 // Render evaluates task t's templates for try `try` of its task instance in run r, whose task
 // instances are tis (their outputs): what the attempt runs, or ran. nil, nil for a task without
 // templates.
-func Render(d *dag.DAG, t *dag.Task, r store.Run, try int, tis []store.TaskInstance) (*dag.Rendered, error) {
+//
+// taskID is the task instance's id: a mapped instance's ("load[3]") renders with its item.
+func Render(d *dag.DAG, t *dag.Task, taskID string, r store.Run, try int, tis []store.TaskInstance) (*dag.Rendered, error) {
 	if !d.Templated(t) {
 		return nil, nil
 	}
@@ -58,13 +78,33 @@ func Render(d *dag.DAG, t *dag.Task, r store.Run, try int, tis []store.TaskInsta
 	if err != nil {
 		return nil, err
 	}
-	vars := TemplateVars(d, t, r.RunID, r.LogicalDate, params, conf, try, func(id string) string {
-		for _, ti := range tis {
-			if ti.TaskID == id {
-				return ti.Output
-			}
+	byID := make(map[string]*store.TaskInstance, len(tis))
+	for i := range tis {
+		byID[tis[i].TaskID] = &tis[i]
+	}
+	vars := TemplateVars(d, t, r.RunID, r.LogicalDate, params, conf, try, func(id string) (string, bool) {
+		ti := byID[id]
+		if ti == nil {
+			return "", false
 		}
-		return ""
+		return ti.Output, true
 	})
+	if base, i, ok := dag.SplitMapID(taskID); ok {
+		// A mapped instance: its item is its task's list's (evaluated as the scheduler did).
+		items, err := d.ExpandItems(t, TemplateVars(d, t, r.RunID, r.LogicalDate, params, conf, 1, func(id string) (string, bool) {
+			ti := byID[id]
+			if ti == nil {
+				return "", false
+			}
+			return ti.Output, true
+		}))
+		if err != nil {
+			return nil, err
+		}
+		if base != t.ID || i >= len(items) {
+			return nil, fmt.Errorf("%s: no item %d in a list of %d", base, i, len(items))
+		}
+		vars.Item, vars.MapIndex = items[i], i
+	}
 	return d.Render(t, vars)
 }

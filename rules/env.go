@@ -21,6 +21,8 @@ var envTypes = map[string]any{
 	"try_number":   0,
 	"kind":         "",
 	"logical_date": time.Time{},
+	"item":         map[string]any(nil),
+	"map_index":    0,
 }
 
 // evaluator is what one Assign needs: a VM and an environment map, both reused through the
@@ -47,6 +49,8 @@ func (e *evaluator) load(a Attrs) {
 	env["try_number"] = a.TryNumber
 	env["kind"] = a.Kind
 	env["logical_date"] = a.LogicalDate
+	env["item"] = a.Item
+	env["map_index"] = a.MapIndex
 }
 
 // release drops references to the caller's slices and maps so a pooled environment does not
@@ -54,4 +58,5 @@ func (e *evaluator) load(a Attrs) {
 func (e *evaluator) release() {
 	e.env["tags"] = nil
 	e.env["params"] = nil
+	e.env["item"] = map[string]any(nil)
 }

@@ -45,7 +45,7 @@ func (t *taskInstance) rendered() *RenderedView {
 	if t.dag == nil || t.task == nil || !t.dag.Templated(t.task) {
 		return nil
 	}
-	r, err := explain.Render(t.dag, t.task, t.run, max(t.ti.TryNumber, 1), t.all)
+	r, err := explain.Render(t.dag, t.task, t.ti.TaskID, t.run, max(t.ti.TryNumber, 1), t.all)
 	if err != nil {
 		return &RenderedView{Err: err.Error()}
 	}

@@ -25,6 +25,10 @@ type Spec struct {
 	// Fail, when set, is why the attempt cannot run (its templates no longer evaluate): the
 	// runner ends it at once, failed with this reason.
 	Fail string
+	// Mapped: the attempt is of a mapped instance (§14), with its MapIndex and Item.
+	Mapped   bool
+	MapIndex int
+	Item     any
 }
 
 // Started says an attempt began: its process group (0 for a Go task or a sensor's own check)

@@ -59,6 +59,13 @@ func (ps *pass) admit() {
 		task, fail := ps.startTask(run, ti, le.TryNumber)
 		ps.p.Starts = append(ps.p.Starts, &attempt.Spec{Entry: le.ID, DAGID: run.DAGID, RunID: run.RunID, Task: task,
 			Try: le.TryNumber, Logical: run.LogicalDate, Params: run.Params, Replay: le.Replay, Fail: fail})
+		if ti.Instance {
+			sp := ps.p.Starts[len(ps.p.Starts)-1]
+			sp.Mapped, sp.MapIndex = true, ti.MapIndex
+			if items, err := ps.items(run, run.TIs[ti.Base]); err == nil && ti.MapIndex < len(items) {
+				sp.Item = items[ti.MapIndex]
+			}
+		}
 		ps.notify(Notice{Kind: NoticeAdmitted, DAGID: run.DAGID, RunID: run.RunID, TaskID: le.TaskID,
 			Try: le.TryNumber, Duration: ps.now.Sub(le.CreatedAt), Pool: ps.waitedOn(le, prev)})
 	}

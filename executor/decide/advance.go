@@ -97,8 +97,8 @@ func (ps *pass) enqueueAll(ready []readyTask) {
 // a sensor's poke or timeout.
 func (ps *pass) clockDue(run *state.Run) {
 	for ti := range run.Timers {
-		if w := clockWake(ti); !w.IsZero() && !ps.now.Before(w) && ti.Idx >= 0 {
-			run.Push(run.Layout.Pos[ti.Idx])
+		if w := clockWake(ti); !w.IsZero() && !ps.now.Before(w) {
+			run.PushTI(ti)
 		}
 	}
 }
@@ -126,16 +126,13 @@ func (ps *pass) advance(run *state.Run) []readyTask {
 		if ti == nil || ti.Task == nil {
 			continue
 		}
+		if ti.Task.Mapped() {
+			ready = append(ready, ps.advanceMapped(run, ti)...)
+			continue
+		}
 		switch ti.State {
 		case vocab.TaskNone:
-			up := run.Layout.Up[ti.Idx]
-			ups := make([]vocab.TaskState, 0, len(up))
-			for _, u := range up {
-				if uti := run.ByIdx[u]; uti != nil {
-					ups = append(ups, uti.State)
-				}
-			}
-			switch next := dag.Trigger(ti.Task.TriggerRule, ups); next {
+			switch next := dag.Trigger(ti.Task.TriggerRule, ps.upStates(run, ti)); next {
 			case vocab.TaskScheduled:
 				if ti.Task.Kind == dag.KindApproval {
 					ps.openGate(ti)
@@ -193,7 +190,7 @@ func (ps *pass) newEntry(r readyTask) store.Entry {
 		run.LastNeeds = needs
 	}
 	e := store.Entry{ID: ps.st.NextEntryID, Run: run.PK, TaskID: ti.TaskID, TryNumber: r.try,
-		Label: label(run.DAGID, ti.TaskID, r.try), Priority: run.Weights[ti.TaskID], Due: r.due(), State: vocab.EntryWaiting,
+		Label: label(run.DAGID, ti.TaskID, r.try), Priority: run.Weights[ti.TaskKey()], Due: r.due(), State: vocab.EntryWaiting,
 		Rule: rule, CreatedAt: ps.now, Needs: needs, Owner: ps.cfg.DaemonID, DAGID: run.DAGID, RunID: run.RunID,
 		RunType: run.RunType, Fingerprint: ti.Fingerprint()}
 	ps.st.NextEntryID++

@@ -297,6 +297,7 @@ type pass struct {
 	admitted []*state.Entry
 	deleted  map[int64]bool // runs deleted in this pass
 	outbox   []*store.Notification
+	mapReady map[*state.TI]bool // mapped instances made ready in this pass
 }
 
 // flush writes what the pass kept to write once: the attempts that ended, then the runs and

@@ -49,7 +49,7 @@ func (ps *pass) runFor(c store.Command) (run *state.Run, ended bool, err error) 
 	}
 	run = state.NewRun(cr.Run, g)
 	for _, row := range cr.TIs {
-		ti := &state.TI{TaskInstance: row, Task: g.Task(row.TaskID)}
+		ti := &state.TI{TaskInstance: row, Task: g.TaskOf(row.TaskID)}
 		run.Add(ti)
 	}
 	return run, true, nil

@@ -33,19 +33,33 @@ func (ps *pass) assign(run *state.Run, ti *state.TI, try int) (pool string, slot
 	a, ok := ps.ruleCache[key]
 	if !ok {
 		ps.RuleMisses++
-		a = ps.evalRules(run, ti.Task, try)
+		var item any
+		idx := -1
+		if ti.Instance {
+			idx = ti.MapIndex
+			if items, err := ps.items(run, run.TIs[ti.Base]); err == nil && idx < len(items) {
+				item = items[idx]
+			}
+		}
+		a = ps.evalRulesFor(run, ti.Task, try, item, idx)
 	}
 	return a.pool, a.slots, a.rule
 }
 
 func (d *Decider) evalRules(run *state.Run, t *dag.Task, try int) assignment {
+	return d.evalRulesFor(run, t, try, nil, -1)
+}
+
+// evalRulesFor evaluates the rules for one try; a mapped instance's rules see its item (§14).
+func (d *Decider) evalRulesFor(run *state.Run, t *dag.Task, try int, item any, mapIndex int) assignment {
+	m, _ := item.(map[string]any)
 	trigger := run.RunType
 	if trigger == vocab.RunTest {
 		trigger = vocab.RunManual
 	}
 	res := d.Rules.Assign(rules.Attrs{DAGID: run.DAGID, TaskID: t.ID, RunID: run.RunID, Owner: run.DAG.Owner,
 		Tags: run.DAG.Tags, Trigger: string(trigger), Params: run.Params, TryNumber: try, Kind: string(t.Kind),
-		LogicalDate: run.LogicalDate})
+		LogicalDate: run.LogicalDate, Item: m, MapIndex: mapIndex})
 	return assignment{pool: res.Pool, slots: res.Slots, rule: res.Rule}
 }
 

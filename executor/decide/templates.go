@@ -21,13 +21,21 @@ func (ps *pass) render(run *state.Run, ti *state.TI, try int) (*dag.Rendered, er
 	if run.DAG == nil || ti.Task == nil || !run.DAG.Templated(ti.Task) {
 		return nil, nil
 	}
-	vars := explain.TemplateVars(run.DAG, ti.Task, run.RunID, run.LogicalDate, run.Params, run.Conf, try,
-		func(id string) string {
-			if u := run.TIs[id]; u != nil && u.State == vocab.TaskSuccess {
-				return u.Output
-			}
-			return ""
-		})
+	vars := ps.templateVars(run, ti, try)
+	if ti.Instance {
+		parent := run.TIs[ti.Base]
+		if parent == nil {
+			return nil, fmt.Errorf("mapped instance %s has no task %s", ti.TaskID, ti.Base)
+		}
+		items, err := ps.items(run, parent)
+		if err != nil {
+			return nil, err
+		}
+		if ti.MapIndex >= len(items) {
+			return nil, fmt.Errorf("%s: no item %d in a list of %d", ti.Base, ti.MapIndex, len(items))
+		}
+		vars.Item, vars.MapIndex = items[ti.MapIndex], ti.MapIndex
+	}
 	return run.DAG.Render(ti.Task, vars)
 }
 
@@ -79,6 +87,9 @@ func (ps *pass) startTask(run *state.Run, ti *state.TI, try int) (t *dag.Task, f
 		return ti.Task, ""
 	}
 	c := *ti.Task
+	if ti.Instance {
+		c.ID = ti.TaskID // its log, its POOLFLOW_TASK_ID: the instance's own
+	}
 	if rd.Argv != nil {
 		c.Command = rd.Argv
 	}
@@ -92,4 +103,19 @@ func (ps *pass) startTask(run *state.Run, ti *state.TI, try int) (t *dag.Task, f
 		c.PoolRequirements = rd.Pools
 	}
 	return &c, ""
+}
+
+// templateVars are the values of a try's templates, from memory.
+func (ps *pass) templateVars(run *state.Run, ti *state.TI, try int) *dag.TemplateVars {
+	return explain.TemplateVars(run.DAG, ti.Task, run.RunID, run.LogicalDate, run.Params, run.Conf, try,
+		func(id string) (string, bool) {
+			u := run.TIs[id]
+			if u == nil {
+				return "", false
+			}
+			if u.State == vocab.TaskSuccess {
+				return u.Output, true
+			}
+			return "", true
+		})
 }

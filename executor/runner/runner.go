@@ -368,7 +368,7 @@ func argv(t *dag.Task) []string {
 // getenv takes the first of duplicate entries, and os.StartProcess does not dedupe.
 var attemptVars = map[string]bool{"POOLFLOW_DAG_ID": true, "POOLFLOW_RUN_ID": true, "POOLFLOW_TASK_ID": true,
 	"POOLFLOW_TRY_NUMBER": true, "POOLFLOW_LOGICAL_DATE": true, "POOLFLOW_PARAMS": true, "POOLFLOW_PARAMS_FILE": true,
-	envOutput: true, envDaemonID: true, envEpoch: true, envStore: true, envAttempt: true}
+	envOutput: true, "POOLFLOW_MAP_INDEX": true, "POOLFLOW_ITEM": true, envDaemonID: true, envEpoch: true, envStore: true, envAttempt: true}
 
 // envKey is the name of a NAME=value entry.
 func envKey(kv string) string {
@@ -397,6 +397,10 @@ func (r *Runner) env(a *attemptRun) []string {
 		if !attemptVars[k] {
 			env = append(env, k+"="+v)
 		}
+	}
+	if sp.Mapped { // a mapped instance (§14): its index, and its item as JSON
+		item, _ := json.Marshal(sp.Item)
+		env = append(env, "POOLFLOW_MAP_INDEX="+strconv.Itoa(sp.MapIndex), "POOLFLOW_ITEM="+string(item))
 	}
 	return append(env,
 		"POOLFLOW_DAG_ID="+sp.DAGID,
@@ -596,7 +600,7 @@ func runGo(ctx context.Context, a *attemptRun, logf *attemptLog) (ok bool, reaso
 	}
 	var mu sync.Mutex
 	ti := &dag.TaskContext{DAGID: sp.DAGID, RunID: sp.RunID, TaskID: sp.Task.ID, TryNumber: sp.Try,
-		LogicalDate: sp.Logical, Params: sp.Params,
+		LogicalDate: sp.Logical, Params: sp.Params, Item: sp.Item, MapIndex: mapIndex(sp),
 		Log: func(format string, args ...any) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -644,4 +648,12 @@ func (r *Runner) watchdog() *watchdog {
 func (a *attemptRun) logAttrs(args ...any) []any {
 	sp := a.spec
 	return append([]any{"dag_id", sp.DAGID, "run_id", sp.RunID, "task_id", sp.Task.ID, "try_number", sp.Try}, args...)
+}
+
+// mapIndex is a Go task's TaskContext.MapIndex: its instance's, -1 for a task that is not mapped.
+func mapIndex(sp *attempt.Spec) int {
+	if sp.Mapped {
+		return sp.MapIndex
+	}
+	return -1
 }

@@ -83,7 +83,7 @@ func (s *State) place(r store.Run, tis []store.TaskInstance, found *Found) {
 	for _, ti := range tis {
 		lti := &TI{TaskInstance: ti}
 		if lr.DAG != nil {
-			lti.Task = lr.DAG.Task(ti.TaskID)
+			lti.Task = lr.DAG.TaskOf(ti.TaskID)
 		}
 		lr.Add(lti) // every task is on the frontier once: a loaded run is walked whole
 	}
@@ -239,7 +239,7 @@ func (s *State) Refresh(ch *Changes, dv, seq int64) Found {
 		if ti == nil {
 			ti = &TI{TaskInstance: row}
 			if lr.DAG != nil {
-				ti.Task = lr.DAG.Task(row.TaskID)
+				ti.Task = lr.DAG.TaskOf(row.TaskID)
 			}
 			lr.Add(ti)
 			continue

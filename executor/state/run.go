@@ -75,6 +75,22 @@ type TI struct {
 	// RanTry was admitted under version RanVersion of its DAG (§12): the version its attempt
 	// ran. Memory, from the admitted entry's row after a load.
 	RanTry, RanVersion int
+	// A mapped task's instance (§14) is a task instance of its own, id "task[i]": Instance
+	// says so, MapIndex is i and Base its task's id. Its Idx is -1 (it is not a node of the
+	// DAG's graph): a change of its state puts its mapped task on the frontier instead.
+	Instance bool
+	MapIndex int
+	Base     string
+	// Items are a mapped task's items once it expanded (memory: evaluated again after a load).
+	Items []any
+}
+
+// TaskKey is the id of the task ti runs: its own, or a mapped instance's task's.
+func (ti *TI) TaskKey() string {
+	if ti.Instance {
+		return ti.Base
+	}
+	return ti.TaskID
 }
 
 // TriesAllowed is how many tries the task instance may take in all (§3.3): its own bound when a
@@ -116,6 +132,8 @@ func (r *Run) Add(ti *TI) {
 		if i, ok := r.DAG.TaskIndex(ti.TaskID); ok {
 			ti.Idx = int32(i)
 			r.ByIdx[i] = ti
+		} else if base, n, ok := dag.SplitMapID(ti.TaskID); ok {
+			ti.Instance, ti.MapIndex, ti.Base = true, n, base
 		}
 	}
 	ti.seen = ""
@@ -140,6 +158,10 @@ func (r *Run) note(ti *TI) {
 		r.Timers[ti] = struct{}{}
 	} else {
 		delete(r.Timers, ti)
+	}
+	if ti.Instance {
+		r.pushTask(ti.Base) // its mapped task gathers its instances' states
+		return
 	}
 	if r.Layout == nil || ti.Idx < 0 {
 		return
@@ -191,6 +213,40 @@ func (r *Run) InOrder() []*TI {
 	}
 	sort.Slice(gone, func(i, j int) bool { return gone[i].TaskID < gone[j].TaskID })
 	return append(out, gone...)
+}
+
+// pushTask puts the task with id on the frontier.
+func (r *Run) pushTask(id string) {
+	if r.Layout == nil || r.DAG == nil {
+		return
+	}
+	if i, ok := r.DAG.TaskIndex(id); ok {
+		r.Push(r.Layout.Pos[i])
+	}
+}
+
+// PushTI puts a task instance's task on the frontier: its own, or a mapped instance's task.
+func (r *Run) PushTI(ti *TI) {
+	if ti.Instance {
+		r.pushTask(ti.Base)
+		return
+	}
+	if r.Layout != nil && ti.Idx >= 0 {
+		r.Push(r.Layout.Pos[ti.Idx])
+	}
+}
+
+// Instances lists a mapped task's instances in map_index order, as far as they run on
+// without a gap.
+func (r *Run) Instances(id string) []*TI {
+	var out []*TI
+	for i := 0; ; i++ {
+		ti := r.TIs[dag.MapID(id, i)]
+		if ti == nil {
+			return out
+		}
+		out = append(out, ti)
+	}
 }
 
 // Push adds the task at topological position pos to the frontier.
