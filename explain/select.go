@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/store"
@@ -22,7 +23,7 @@ func Select(d *dag.DAG, runID string, states map[string]vocab.TaskState, roots [
 			}
 		}
 		for id := range states {
-			if d.Task(id) == nil {
+			if d.TaskOf(id) == nil {
 				gone = append(gone, id)
 			}
 		}
@@ -30,27 +31,69 @@ func Select(d *dag.DAG, runID string, states map[string]vocab.TaskState, roots [
 			ordered, _ := d.Select(out, false, false)
 			out = ordered
 		}
-		return append(out, gone...), nil
+		return append(withInstances(d, states, out, nil), gone...), nil
 	}
+	// A mapped instance (TASK[3], §14) is selected alone; its task's downstream or upstream
+	// tasks come with it as they would with its task, but not its task's other instances.
+	var taskRoots, instances []string
+	only := map[string]bool{} // mapped tasks reached only through one of their instances
 	for _, id := range roots {
-		switch _, ok := states[id]; {
+		_, ok := states[id]
+		base, _, isInst := dag.SplitMapID(id)
+		isInst = isInst && d.Task(base).Mapped()
+		switch {
 		case !ok:
 			return nil, fmt.Errorf("%w: task %s of dag run %s", store.ErrNotFound, id, runID)
-		case d.Task(id) == nil:
+		case d.TaskOf(id) == nil:
 			return nil, fmt.Errorf("%w: task %s is no longer in dag %s", store.ErrConflict, id, d.ID)
+		case isInst:
+			instances = append(instances, id)
+			if !slices.Contains(roots, base) {
+				only[base] = true
+			}
+			if down || up {
+				taskRoots = append(taskRoots, base)
+			}
+		default:
+			taskRoots = append(taskRoots, id)
 		}
 	}
-	ids, err := d.Select(roots, down, up)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", store.ErrConflict, err)
+	var ids []string
+	if len(taskRoots) > 0 {
+		var err error
+		if ids, err = d.Select(taskRoots, down, up); err != nil {
+			return nil, fmt.Errorf("%w: %w", store.ErrConflict, err)
+		}
 	}
-	out := ids[:0]
+	out := make([]string, 0, len(ids)+len(instances))
 	for _, id := range ids {
-		if _, ok := states[id]; ok {
+		if _, ok := states[id]; ok && !only[id] {
 			out = append(out, id)
 		}
 	}
-	return out, nil
+	return withInstances(d, states, out, instances), nil
+}
+
+// withInstances adds to the selected task ids the instances of the mapped tasks among them
+// (clearing a mapped task clears all of its instances) and the instances selected alone.
+func withInstances(d *dag.DAG, states map[string]vocab.TaskState, ids, alone []string) []string {
+	out := make([]string, 0, len(ids)+len(alone))
+	for _, id := range ids {
+		out = append(out, id)
+		if !d.Task(id).Mapped() {
+			continue
+		}
+		for i := 0; ; i++ {
+			inst := dag.MapID(id, i)
+			if _, ok := states[inst]; !ok {
+				break
+			}
+			if !slices.Contains(alone, inst) {
+				out = append(out, inst)
+			}
+		}
+	}
+	return append(out, alone...)
 }
 
 // Clears reports whether a clear with p takes a task instance in state s.
@@ -75,7 +118,7 @@ func ClearSelection(d *dag.DAG, runID string, tis []store.TaskInstance, p store.
 	}
 	out := ids[:0:0]
 	for _, id := range ids {
-		if d.Task(id) != nil && Clears(p, states[id]) {
+		if d.TaskOf(id) != nil && Clears(p, states[id]) {
 			out = append(out, id)
 		}
 	}
@@ -93,7 +136,7 @@ func MarkSelection(d *dag.DAG, runID string, tis []store.TaskInstance, p store.M
 	}
 	out := ids[:0:0]
 	for _, id := range ids {
-		if d.Task(id) != nil && states[id] != vocab.TaskState(p.State) {
+		if d.TaskOf(id) != nil && states[id] != vocab.TaskState(p.State) {
 			out = append(out, id)
 		}
 	}

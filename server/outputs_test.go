@@ -42,3 +42,47 @@ tasks:
 		t.Fatalf("without the token: %d", rec.Code)
 	}
 }
+
+// TestListMapped: a mapped task's instances are task instances with map_index, listed in
+// map_index order by listMapped (Airflow's); each is read by its own id, with its output.
+func TestListMapped(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.writeDAG(t, "maps.yaml", `
+tasks:
+  - id: each
+    expand: [x, y, z]
+    command: ["sh", "-c", 'echo "{\"item\": \"$1\"}" > "$POOLFLOW_OUTPUT"', "each", "${{ item }}"]
+`)
+	b.waitDAG(t, "maps")
+	if rec := b.trigger(t, "maps", "m1", ""); rec.Code != http.StatusOK && rec.Code != http.StatusAccepted {
+		t.Fatalf("trigger: %d %s", rec.Code, rec.Body)
+	}
+	if state := b.waitRunEnd(t, "maps", "m1"); state != "success" {
+		t.Fatalf("run ended %s", state)
+	}
+	const base = "/api/v1/dags/maps/dagRuns/m1/taskInstances/"
+	var list struct {
+		TaskInstances []TaskInstanceJSON `json:"task_instances"`
+		TotalEntries  int                `json:"total_entries"`
+	}
+	if err := json.Unmarshal(b.must(t, http.StatusOK, http.MethodGet, base+"each/listMapped?order_by=-map_index", ""), &list); err != nil {
+		t.Fatal(err)
+	}
+	if list.TotalEntries != 3 || list.TaskInstances[0].TaskID != "each[2]" || list.TaskInstances[0].MapIndex != 2 ||
+		list.TaskInstances[2].MapIndex != 0 || list.TaskInstances[1].State != "success" {
+		t.Fatalf("listMapped: %+v", list)
+	}
+	var one TaskInstanceJSON
+	if err := json.Unmarshal(b.must(t, http.StatusOK, http.MethodGet, base+"each%5B1%5D", ""), &one); err != nil || one.MapIndex != 1 {
+		t.Fatalf("each[1]: %+v %v", one, err)
+	}
+	var out OutputJSON
+	if err := json.Unmarshal(b.must(t, http.StatusOK, http.MethodGet, base+"each%5B1%5D/output", ""), &out); err != nil ||
+		compact(out.Value) != `{"item":"y"}` {
+		t.Fatalf("each[1]'s output: %+v %v", out, err)
+	}
+	if rec := b.do(t, http.MethodGet, "/api/v1/dags/quick/dagRuns/m1/taskInstances/only/listMapped", "", ""); rec.Code != http.StatusNotFound {
+		t.Fatalf("not mapped: %d", rec.Code)
+	}
+}

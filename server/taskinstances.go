@@ -95,6 +95,9 @@ func tiView(run store.Run, ti store.TaskInstance, task *dag.Task, weight int, en
 		StartDate: ts(ti.StartDate), EndDate: ts(ti.EndDate), State: ti.State, TryNumber: ti.TryNumber, MapIndex: -1,
 		Requirements: map[string]int{}, Limits: []LimitJSON{}, NextAt: ts(ti.NextAt), ReasonCode: codeOrNil(ti.ReasonCode), Reason: strOrNil(ti.ReasonCode.Say(ti.Reason)),
 		Note: strOrNil(ti.Note), NoteBy: strOrNil(ti.NoteBy), NoteAt: ts(ti.NoteAt)}
+	if _, i, ok := dag.SplitMapID(ti.TaskID); ok && task.Mapped() {
+		v.MapIndex = i // a mapped instance (§14): its id is task[i]
+	}
 	if !ti.StartDate.IsZero() && !ti.EndDate.IsZero() {
 		d := ti.EndDate.Sub(ti.StartDate).Seconds()
 		v.Duration = &d
@@ -203,7 +206,7 @@ func taskOf(d *dag.DAG, id string) *dag.Task {
 	if d == nil {
 		return nil
 	}
-	return d.Task(id)
+	return d.TaskOf(id) // a mapped instance "load[3]": its task's (§14)
 }
 
 func entryOf(entries map[string]store.Entry, id string) *store.Entry {
@@ -245,7 +248,7 @@ func (s *Server) listTaskInstances(w http.ResponseWriter, r *http.Request) {
 	weights := weightsOf(d)
 	views := []TaskInstanceJSON{}
 	for _, ti := range tis {
-		v := tiView(run, ti, taskOf(d, ti.TaskID), weights[ti.TaskID], entryOf(entries, ti.TaskID))
+		v := tiView(run, ti, taskOf(d, ti.TaskID), weights[baseID(ti.TaskID)], entryOf(entries, ti.TaskID))
 		if keep(v) {
 			views = append(views, v)
 		}
@@ -426,4 +429,64 @@ func (s *Server) explain(ctx context.Context, entries map[string]store.Entry) er
 		entries[id] = e
 	}
 	return nil
+}
+
+// baseID is the task id of a task instance id: a mapped instance's task's.
+func baseID(id string) string {
+	base, _, _ := dag.SplitMapID(id)
+	return base
+}
+
+// listMapped is GET .../taskInstances/{task_id}/listMapped (Airflow's): the instances of a
+// mapped task in map_index order, filtered, ordered and paged as the task instance list is.
+func (s *Server) listMapped(w http.ResponseWriter, r *http.Request) {
+	p, err := pageOf(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	keep, err := tiFilterOf(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	field, desc, err := orderQuery(r, append(slices.Clone(tiOrders), "map_index"), "map_index")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	run, err := s.runOf(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	tis, entries, d, err := s.runTasks(r.Context(), run)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	id := pathVar(r, "task_id")
+	task := taskOf(d, id)
+	if task == nil || !task.Mapped() {
+		s.fail(w, r, notFound("task %s of dag %s is not a mapped task", id, run.DAGID))
+		return
+	}
+	weight := weightsOf(d)[id]
+	views := []TaskInstanceJSON{}
+	for _, ti := range tis {
+		if base, _, ok := dag.SplitMapID(ti.TaskID); !ok || base != id {
+			continue
+		}
+		if v := tiView(run, ti, task, weight, entryOf(entries, ti.TaskID)); keep(v) {
+			views = append(views, v)
+		}
+	}
+	sort.SliceStable(views, func(i, j int) bool { return views[i].MapIndex < views[j].MapIndex })
+	if field != "map_index" {
+		sortTIs(views, field, desc)
+	} else if desc {
+		slices.Reverse(views)
+	}
+	lo, hi := p.slice(len(views))
+	writeJSON(w, http.StatusOK, taskInstanceCollection{TaskInstances: views[lo:hi], TotalEntries: len(views)})
 }
