@@ -181,8 +181,8 @@ func TestBrowserPages(t *testing.T) {
 
 	do(t, ctx, chromedp.Navigate(base+"/"))
 	waitFor(t, ctx, "the DAG list", `document.querySelector("a.dag-link[href='/ui/dags/diamond']")`)
-	if n := eval[int](t, ctx, `document.querySelectorAll("table.dags tbody tr").length`); n != 9 {
-		t.Errorf("DAG list: %d rows, want 9", n)
+	if n := eval[int](t, ctx, `document.querySelectorAll("table.dags tbody tr").length`); n != 10 {
+		t.Errorf("DAG list: %d rows, want 10", n)
 	}
 	shot(t, ctx, "dags")
 

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,7 +31,9 @@ var funcs = template.FuncMap{
 	"dur":      duration,
 	"span":     span,
 	"state":    func(v any) string { return stateClass(text(v)) },
-	"pretty":   prettyJSON,
+	// pct is a share as a CSS width (a mapped task's bar of instance states).
+	"pct":    func(f float64) template.CSS { return template.CSS(strconv.FormatFloat(f, 'f', 2, 64) + "%") },
+	"pretty": prettyJSON,
 	"sortedReqs": func(m map[string]int) []poolSlots {
 		return sortedReqs(m)
 	},

@@ -20,6 +20,8 @@ type nodeInfo struct {
 	State  vocab.TaskState
 	Reason string // wait reason, shown on hover
 	Href   string // the task instance page; "" without a run
+	// Instances are a mapped task's instances by state (§14): counts on the node and a bar.
+	Instances []statePart
 }
 
 const (
@@ -170,6 +172,13 @@ func graphSVG(d *dag.DAG, nodes []*vnode, info map[string]nodeInfo, collapse boo
 			}
 			s.raw(`<g class="node %s" data-task="%s" data-state="%s" transform="translate(%s,%s)">`,
 				attr(stateClass(state)), attr(t.ID), attr(string(state)), num(p.x), num(p.y))
+			total := 0
+			for _, c := range in.Instances {
+				total += c.N
+			}
+			if total > 0 {
+				tip += "\n" + itoa(total) + " mapped instances: " + countsText(in.Instances)
+			}
 			s.title(tip)
 			s.raw(`<rect class="box" width="%s" height="%s" rx="7"/>`, num(p.w), num(nodeH))
 			s.raw(`<rect class="strip" width="6" height="%s" rx="3"/>`, num(nodeH))
@@ -178,12 +187,28 @@ func graphSVG(d *dag.DAG, nodes []*vnode, info map[string]nodeInfo, collapse boo
 				name -= len(pill) + 2
 				s.pill(p.w, pill, state)
 			}
-			s.text(16, 19, "name", "start", truncate(t.ID, name))
-			sub := taskSummary(t, state)
-			if state == vocab.TaskScheduled && in.Reason != "" {
-				sub = in.Reason
+			label := t.ID
+			if t.Mapped() {
+				label += " [ ]" // a mapped task (§14), as Airflow marks one
 			}
-			s.text(16, 36, "sub", "start", truncate(sub, maxChars+4))
+			s.text(16, 19, "name", "start", truncate(label, name))
+			if total > 0 {
+				s.text(16, 32, "sub", "start", truncate(mappedSummary(total, in.Instances), maxChars+4))
+				// The instances' states as one bar along the node's foot.
+				x, barW := 16.0, p.w-26
+				for _, c := range in.Instances {
+					w := barW * c.Pct / 100
+					s.raw(`<rect class="mbar %s" data-state="%s" data-count="%d" x="%s" y="%s" width="%s" height="5"/>`,
+						attr(stateClass(c.State)), attr(string(c.State)), c.N, num(x), num(nodeH-10), num(w))
+					x += w
+				}
+			} else {
+				sub := taskSummary(t, state)
+				if state == vocab.TaskScheduled && in.Reason != "" {
+					sub = in.Reason
+				}
+				s.text(16, 36, "sub", "start", truncate(sub, maxChars+4))
+			}
 			s.raw(`</g>`)
 			if in.Href != "" {
 				s.raw(`</a>`)
@@ -278,4 +303,15 @@ func (s *svg) pill(w float64, word string, state vocab.TaskState) {
 		attr(stateClass(state)), num(w-pw-6), num(pw))
 	s.text(pw/2, 11.5, "pill-text", "middle", word)
 	s.raw(`</g>`)
+}
+
+// mappedSummary is a mapped node's second line: how many instances, and how many ended well.
+func mappedSummary(total int, parts []statePart) string {
+	done := 0
+	for _, p := range parts {
+		if p.State == vocab.TaskSuccess {
+			done = p.N
+		}
+	}
+	return itoa(total) + " mapped · " + itoa(done) + " done"
 }

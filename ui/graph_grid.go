@@ -17,6 +17,7 @@ type gridCell struct {
 	State vocab.TaskState
 	Href  string
 	Title string
+	Bar   []statePart // a mapped task's instances by state (§14)
 }
 
 type gridRow struct {
@@ -48,6 +49,20 @@ func buildGrid(dagID string, def *dag.DAG, nodes []*vnode, runs []store.Run, tis
 			Title: task + " in " + run.RunID + ": " + strings.ReplaceAll(string(ti.State), "_", " ")}
 		if ti.TryNumber > 1 {
 			c.Title += " (try " + itoa(ti.TryNumber) + ")"
+		}
+		if def != nil && def.Task(task).Mapped() {
+			var states []vocab.TaskState
+			for k := 0; ; k++ {
+				inst, ok := byRun[i][dag.MapID(task, k)]
+				if !ok {
+					break
+				}
+				states = append(states, inst.State)
+			}
+			if len(states) > 0 {
+				c.Bar = instanceCounts(states)
+				c.Title += " · " + itoa(len(states)) + " mapped: " + countsText(c.Bar)
+			}
 		}
 		return c
 	}
@@ -89,7 +104,7 @@ func buildGrid(dagID string, def *dag.DAG, nodes []*vnode, runs []store.Run, tis
 	var gone []string
 	for i := range runs {
 		for _, ti := range tis[runs[i].PK] {
-			if !known[ti.TaskID] {
+			if !known[ti.TaskID] && !isInstance(def, ti.TaskID) { // instances are in their task's cell
 				known[ti.TaskID] = true
 				gone = append(gone, ti.TaskID)
 			}

@@ -116,6 +116,16 @@ tasks:
     command: ["echo", "${{ tasks.emit.output.files[0] }} and more", "${{ dag_id }}"]
     env: {API_TOKEN: "${{ run_id }}", FILE: "${{ tasks.emit.output.files[0] }}"}
 `,
+		"mapped.yaml": `
+tasks:
+  - id: each
+    expand: [a, b, bad, d, e]
+    command: ["sh", "-c", 'test "$1" != bad', "each", "${{ item }}"]
+  - id: after
+    depends_on: [each]
+    trigger_rule: all_done
+    command: ["true"]
+`,
 		"quotes.yaml": `
 params: {name: world}
 tasks:

@@ -212,8 +212,21 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 				u.fail(w, r, err)
 				return
 			}
+			mapped := map[string][]vocab.TaskState{}
 			for _, v := range views {
+				if isInstance(def, v.TaskID) {
+					base, _, _ := dag.SplitMapID(v.TaskID)
+					mapped[base] = append(mapped[base], v.State)
+				}
+			}
+			for _, v := range views {
+				if isInstance(def, v.TaskID) {
+					continue // drawn inside its mapped task's node
+				}
 				in := nodeInfo{State: v.State, Href: taskPath(id, data.Selected.RunID, v.TaskID)}
+				if states := mapped[v.TaskID]; len(states) > 0 {
+					in.Instances = instanceCounts(states)
+				}
 				if v.WaitReason != nil {
 					in.Reason = v.WaitReason.Text
 				} else if v.Reason != nil {

@@ -136,6 +136,11 @@ type taskData struct {
 	Events   eventsCard
 	// Output is the task instance's output (§14), indented for reading; "" when it has none.
 	Output string
+	// A mapped task's instances and their counts by state; for an instance, its task.
+	Instances      []store.TaskInstance
+	InstanceCounts []statePart
+	MappedTask     string
+	MapIndex       int
 }
 
 // noteView is a run's or a task instance's note with who wrote it and when (§10.3).
@@ -175,6 +180,18 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		u.fail(w, r, err)
 		return
+	}
+	if d.Task.Mapped() {
+		if base, i, ok := dag.SplitMapID(d.View.TaskID); ok && base == d.Task.ID {
+			data.MappedTask, data.MapIndex = base, i
+		} else {
+			data.Instances = instancesOf(data.RunTasks, d.View.TaskID)
+			states := make([]vocab.TaskState, len(data.Instances))
+			for i, ti := range data.Instances {
+				states[i] = ti.State
+			}
+			data.InstanceCounts = instanceCounts(states)
+		}
 	}
 	here := taskPath(d.Run.DAGID, d.Run.RunID, d.View.TaskID)
 	data.Note = noteView{Now: u.api.Now(), Action: here + "/note", Text: deref(d.View.Note), By: deref(d.View.NoteBy)}
