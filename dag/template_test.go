@@ -101,7 +101,9 @@ func TestTemplateErrors(t *testing.T) {
 			d.Command("extract", []string{"true"})
 		}, "", "template command[1]: ${{ tasks.extract.output.files }}: gives a list, not a single value"},
 		{"missing key", func(d *DAG) { d.Command("x", []string{"echo", "${{ params.nope }}"}) }, "", "gives nil (a missing key?)"},
-		{"slots below 1", func(d *DAG) { d.Command("x", []string{"true"}, PoolTemplates(map[string]string{"db": "${{ params.n - 3 }}"})) },
+		{"slots below 1", func(d *DAG) {
+			d.Command("x", []string{"true"}, PoolTemplates(map[string]string{"db": "${{ params.n - 3 }}"}))
+		},
 			"", "pool_requirements.db: ${{ params.n - 3 }}: slots must be at least 1, got 0"},
 		{"reserved pool", func(d *DAG) {
 			d.Command("x", []string{"true"}, PoolTemplates(map[string]string{"${{ '_global' }}": "1"}))
