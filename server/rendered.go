@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/explain"
 )
 
@@ -44,6 +45,9 @@ func Sensitive(key string) bool {
 func (t *taskInstance) rendered() *RenderedView {
 	if t.dag == nil || t.task == nil || !t.dag.Templated(t.task) {
 		return nil
+	}
+	if _, _, inst := dag.SplitMapID(t.ti.TaskID); t.task.Mapped() && !inst {
+		return nil // a mapped task's own task instance runs nothing: its instances do
 	}
 	r, err := explain.Render(t.dag, t.task, t.ti.TaskID, t.run, max(t.ti.TryNumber, 1), t.all)
 	if err != nil {

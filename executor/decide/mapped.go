@@ -108,7 +108,6 @@ func (ps *pass) expand(run *state.Run, ti *state.TI) []readyTask {
 	}
 	ti.Items = items
 	ti.State, ti.EndDate, ti.ReasonCode, ti.Reason = vocab.TaskRunning, timeZero, "", mappedReason(len(items))
-	ti.TryNumber = max(ti.TryNumber, 1)
 	ps.st.Touch(ti)
 	var ready []readyTask
 	for i := range items {
