@@ -196,7 +196,8 @@ type Tx interface {
 	// run, a run with a waiting or admitted entry, the newest run of a DAG, or the highest run
 	// id. A run that ended less than an hour before now leaves a tombstone ChangesSince reports.
 	PruneRuns(before, now time.Time, limit int) ([]PrunedRun, error)
-	// PruneEvents deletes up to limit audit events older than before, oldest first.
+	// PruneEvents deletes up to limit audit events older than before, oldest first, and up to
+	// limit settled notifications (delivered or failed) created before it (§13).
 	PruneEvents(before time.Time, limit int) (int, error)
 	// PruneVersions deletes up to limit DAG versions last seen before `before` that are
 	// neither their DAG's current nor its highest and that no run, entry or attempt records.

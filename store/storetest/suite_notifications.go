@@ -138,4 +138,14 @@ func testNotifications(t *testing.T, h Harness) {
 	if list, total, _ = st.ListNotifications(bg(), store.NotificationFilter{Limit: 1, Offset: 1}); total != 2 || len(list) != 1 || list[0].Key != "k1" {
 		t.Fatalf("page 2 = %d %+v, want k1", total, list)
 	}
+	// Retention (events:) deletes settled notifications past its age, never one still to send.
+	var pruned int
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		var err error
+		pruned, err = tx.PruneEvents(t0.Add(time.Hour), 100)
+		return err
+	}))
+	if list, total, _ = st.ListNotifications(bg(), store.NotificationFilter{}); pruned != 1 || total != 1 || list[0].Key != "k2" {
+		t.Fatalf("pruned %d, left %+v; want k1 (delivered) gone and k2 (sending) kept", pruned, list)
+	}
 }

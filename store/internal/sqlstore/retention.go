@@ -114,8 +114,9 @@ func (t *Tx) compact() error {
 	return unavailable(rows.Err())
 }
 
-// PruneEvents deletes up to limit audit events older than before, oldest first, and says how
-// many it deleted.
+// PruneEvents deletes up to limit audit events older than before, oldest first, then up to
+// limit settled notifications (delivered or failed, §13) created before it, and says how many
+// rows it deleted. A notification still to send is never deleted.
 func (t *Tx) PruneEvents(before time.Time, limit int) (int, error) {
 	res, err := t.exec(`DELETE FROM events WHERE id IN (SELECT id FROM events WHERE at < ? ORDER BY at, id LIMIT ?)`,
 		store.Micros(before), limit)
@@ -123,6 +124,13 @@ func (t *Tx) PruneEvents(before time.Time, limit int) (int, error) {
 		return 0, err
 	}
 	n, _ := res.RowsAffected()
+	res, err = t.exec(`DELETE FROM notifications WHERE id IN (SELECT id FROM notifications WHERE created_at < ?
+		AND state IN ('delivered', 'failed') ORDER BY created_at, id LIMIT ?)`, store.Micros(before), limit)
+	if err != nil {
+		return 0, err
+	}
+	m, _ := res.RowsAffected()
+	n += m
 	if n > 0 {
 		if err := t.compact(); err != nil {
 			return 0, err
