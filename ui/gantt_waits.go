@@ -122,3 +122,15 @@ func waitBars(entries []store.Entry, now time.Time) ([]bar, waitSum) {
 	})
 	return out, sum
 }
+
+// neverStarted says how a try that ended unstarted ended, from its queue entry: "never started:
+// cancelled while waiting for db".
+func neverStarted(entries []store.Entry, task string, try int) string {
+	for _, e := range entries {
+		if e.TaskID == task && e.TryNumber == try && e.AdmittedAt.IsZero() {
+			pools, _ := entryPools(e)
+			return "never started: " + strings.ReplaceAll(string(e.State), "_", " ") + " while waiting for " + strings.Join(pools, ", ")
+		}
+	}
+	return "never started"
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/poolflow/poolflow/dag"
 	"github.com/poolflow/poolflow/store"
 )
 
@@ -100,14 +101,14 @@ type gridPager struct {
 	Newest        string
 }
 
-func newGridPager(p dagPage, shown, total int) gridPager {
+func newGridPager(p dagPage, size, shown, total int) gridPager {
 	g := gridPager{Offset: p.Grid, Total: total}
 	at := func(off int) string { q := p; q.Grid = off; return q.path() + "#grid-live" }
 	if p.Grid > 0 {
-		g.Newer, g.Newest = at(max(p.Grid-gridRuns, 0)), at(0)
+		g.Newer, g.Newest = at(max(p.Grid-size, 0)), at(0)
 	}
 	if p.Grid+shown < total {
-		g.Older = at(p.Grid + gridRuns)
+		g.Older = at(p.Grid + size)
 	}
 	return g
 }
@@ -125,3 +126,17 @@ func newestStarted(runs []store.Run) *store.Run {
 	}
 	return nil
 }
+
+// gridSize is how many runs the grid shows at once: fewer for a big DAG, whose grid reads a
+// task instance per task and run (500 tasks × 25 runs was 12,500 rows for one page).
+func gridSize(def *dag.DAG) int {
+	if def != nil && len(def.Tasks) > bigGrid {
+		return gridRunsBig
+	}
+	return gridRuns
+}
+
+const (
+	bigGrid     = 100 // tasks past which a DAG's grid shows gridRunsBig runs
+	gridRunsBig = 10
+)

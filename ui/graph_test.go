@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -273,4 +274,19 @@ func TestRunStatesJSON(t *testing.T) {
 		t.Errorf("states: run %s open %v, %d tasks, load_table_000 %v", got.Run, got.Open, len(got.Tasks), got.Tasks["load_table_000"])
 	}
 	b.page(t, http.StatusNotFound, "/ui/dags/warehouse_500/runs/nope/states")
+}
+
+// BenchmarkBigDAGPage renders the 500-task DAG's page with 25 runs in its grid.
+func BenchmarkBigDAGPage(b *testing.B) {
+	bd := bigSetup(b)
+	for i := 1; i < gridRuns; i++ {
+		bigRun(b, bd, "warehouse_500", fmt.Sprintf("r%02d", i+1))
+	}
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		bd.srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ui/dags/warehouse_500", nil))
+		if rec.Code != http.StatusOK {
+			b.Fatal(rec.Code)
+		}
+	}
 }

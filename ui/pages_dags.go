@@ -141,7 +141,8 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 	}
 	pg := dagPageOf(r, id)
 	offset := pg.Grid
-	runs, total, err := u.api.Store().ListRuns(ctx, id, gridRuns, offset)
+	size := gridSize(def)
+	runs, total, err := u.api.Store().ListRuns(ctx, id, size, offset)
 	if err != nil {
 		u.fail(w, r, err)
 		return
@@ -149,7 +150,7 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 	recent := slices.Clone(runs)
 	slices.Reverse(runs)
 	data := dagData{DAG: view, Def: def, Runs: runs, Recent: recent, Counts: map[vocab.RunState]int{}}
-	data.Pager = newGridPager(pg, len(runs), total)
+	data.Pager = newGridPager(pg, size, len(runs), total)
 	if view.ScheduleInterval != nil {
 		data.Schedule = view.ScheduleInterval.Value
 	}

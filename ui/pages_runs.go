@@ -116,6 +116,9 @@ type attemptView struct {
 	Queued    bool // the current try waits for admission and has not started: no log yet
 	Version   int  // the DAG version it ran (§12); 0 when unknown
 	DAGID     string
+	// NeverStarted says why a try that ended without starting never ran: "never started:
+	// cancelled while waiting for db".
+	NeverStarted string
 }
 
 type taskData struct {
@@ -213,18 +216,26 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 	if a := len(ended); a > 0 && ended[a-1].TryNumber > last {
 		last = ended[a-1].TryNumber
 	}
+	entries, err := u.api.Store().RunEntries(ctx, d.Run.PK)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
 	for try := last; try >= 1; try-- {
 		av := attemptView{Try: try, Current: try == d.View.TryNumber, DAGID: d.View.DAGID}
 		if a, ok := byTry[try]; ok {
 			av.State, av.Reason, av.Version = a.State, a.ReasonCode.Say(a.Reason), a.Version
 			av.Start, av.End = a.StartDate, a.EndDate
+			if a.StartDate.IsZero() {
+				av.NeverStarted = neverStarted(entries, d.View.TaskID, try)
+			}
 		} else if av.Current {
 			av.State = state
 			av.Start, av.End = d.View.StartDate, d.View.EndDate
 			av.Running = state == vocab.TaskRunning
 			av.Queued = state == vocab.TaskScheduled && d.View.StartDate == nil
 		}
-		if data.CanAct && !data.Gate {
+		if data.CanAct && !data.Gate && av.NeverStarted == "" {
 			part, err := u.api.ReadLog(ctx, d, try, server.LogRange{Tail: logTailBytes}, "")
 			switch {
 			case err == nil:

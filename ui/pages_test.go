@@ -392,6 +392,10 @@ func TestActions(t *testing.T) {
 	if !strings.Contains(task, "failed") {
 		t.Errorf("the cancelled task is not failed")
 	}
+	// A try that never started says so, and how it ended, instead of "started –".
+	if !strings.Contains(task, "never started: cancelled while waiting for db") || !strings.Contains(task, "It was never admitted") {
+		t.Errorf("the cancelled try does not say it never started")
+	}
 	// The task page's cancel, on another waiting entry.
 	b.trigger(t, "held", "w2")
 	b.waiting(t, "held", "w2", "load")
