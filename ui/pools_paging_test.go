@@ -54,7 +54,7 @@ func TestBrowserPoolsPaging(t *testing.T) {
 	waitFor(t, ctx, "the waiting list", `document.querySelectorAll("#pool-db tr[data-queue-id]").length === 50`)
 	for _, pos := range []string{"51", "101"} {
 		do(t, ctx, chromedp.Click(chromedp.CSS(`#waiting-next-db`)))
-		waitFor(t, ctx, "position "+pos, `document.querySelector("#pool-db tr[data-queue-id] td").textContent === "`+pos+`"`)
+		waitFor(t, ctx, "position "+pos, `(document.querySelector("#pool-db tr[data-queue-id] td") || {}).textContent === "`+pos+`"`)
 	}
 	shot(t, ctx, "pools-paged")
 }
