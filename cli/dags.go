@@ -163,7 +163,7 @@ func (e *env) pauseCmd(name string, paused bool) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			if err := e.authorize(ctx, st, vocab.PermPause, ""); err != nil {
+			if err := e.authorizeDAG(ctx, st, vocab.PermPause, args[0]); err != nil {
 				return err
 			}
 			ev := e.event(vocab.ActionUnpause)
@@ -229,7 +229,7 @@ func (e *env) dagsTriggerCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			if err := e.authorize(ctx, st, vocab.PermTrigger, ""); err != nil {
+			if err := e.authorizeDAG(ctx, st, vocab.PermTrigger, args[0]); err != nil {
 				return err
 			}
 			v, _, err := e.validation(ctx, cfg, st, nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/poolflow/poolflow/auth"
 	"github.com/poolflow/poolflow/store"
@@ -76,4 +77,53 @@ func (e *env) actor() string {
 		return e.who.Name
 	}
 	return osActor()
+}
+
+// authorizeDAG is authorize on the team of DAG dagID (§15). The DAGs are loaded only for a
+// principal whose permission is scoped to teams: everyone else may act whatever the team.
+func (e *env) authorizeDAG(ctx context.Context, st store.Store, perm vocab.Permission, dagID string) error {
+	p, err := e.identify(ctx, st)
+	if err != nil {
+		return err
+	}
+	team := ""
+	if !p.Can(perm, "") && p.CanAny(perm) {
+		cfg, err := e.settings()
+		if err != nil {
+			return err
+		}
+		dags, _, err := e.loadDAGs(ctx, cfg, st)
+		if err != nil {
+			return err
+		}
+		for _, d := range dags {
+			if d.ID == dagID {
+				team = d.Team
+			}
+		}
+	}
+	return e.authorize(ctx, st, perm, team)
+}
+
+// authorizePool checks the pools permission on pools open to each of teamSets (the pool as it
+// is and as it will be): an admin of finance changes only pools that name finance.
+func (e *env) authorizePool(ctx context.Context, st store.Store, teamSets ...[]string) error {
+	p, err := e.identify(ctx, st)
+	if err != nil {
+		return err
+	}
+	if !p.CanAny(vocab.PermPools) {
+		return e.authorize(ctx, st, vocab.PermPools, "") // its refusal
+	}
+	e.who = p
+	for _, teams := range teamSets {
+		if !e.who.CanPool(vocab.PermPools, teams) {
+			team := strings.Join(teams, ", ")
+			if team == "" {
+				team = "(every team)"
+			}
+			return &ExitError{Code: ExitDenied, Err: &auth.Denied{Perm: vocab.PermPools, Team: team, Who: e.who.Name}}
+		}
+	}
+	return nil
 }

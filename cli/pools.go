@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -160,7 +161,21 @@ func (e *env) poolsListCmd() *cobra.Command {
 	return c
 }
 
+// poolTeams are the team sets a change of pool name must be allowed on: the pool's teams as it
+// is stored (none when it does not exist yet) and then more.
+func poolTeams(ctx context.Context, st store.Store, name string, more ...[]string) [][]string {
+	var out [][]string
+	ps, _ := st.ListPools(ctx)
+	for _, p := range ps {
+		if p.Name == name {
+			out = append(out, p.Teams)
+		}
+	}
+	return append(out, more...)
+}
+
 func (e *env) poolsSetCmd() *cobra.Command {
+	var teams []string
 	var slots, maxQueued int
 	var ordering, onResize, description string
 	var starvation time.Duration
@@ -180,13 +195,18 @@ func (e *env) poolsSetCmd() *cobra.Command {
 			}
 			spec := pools.Spec{Name: args[0], Slots: slots, MaxQueued: maxQueued, Ordering: vocab.Ordering(ordering),
 				StarvationAfter: starvation, IncludeDeferred: includeDeferred, OnResize: vocab.OnResize(onResize), Description: description,
-				Source: "store"}
+				Teams: teams, Source: "store"}
+			for _, t := range teams {
+				if t == "" || strings.ContainsAny(t, ",: \t") {
+					return &ExitError{Code: ExitUsage, Err: fmt.Errorf("--team %q: want a name without spaces, commas or colons", t)}
+				}
+			}
 			st, _, err := e.openStore(ctx, cfg)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			if err := e.authorize(ctx, st, vocab.PermPools, ""); err != nil {
+			if err := e.authorizePool(ctx, st, poolTeams(ctx, st, args[0], teams)...); err != nil {
 				return err
 			}
 			dags, _, err := e.loadDAGs(ctx, cfg, st)
@@ -210,6 +230,7 @@ func (e *env) poolsSetCmd() *cobra.Command {
 		},
 	}
 	f := c.Flags()
+	f.StringArrayVar(&teams, "team", nil, "a team whose DAGs may use the pool (repeatable; none = every team)")
 	f.IntVar(&slots, "slots", 0, "capacity in slots; -1 = unlimited")
 	f.IntVar(&maxQueued, "max-queued", 0, "backlog limit of waiting entries; 0 = none")
 	f.StringVar(&ordering, "ordering", string(vocab.Backfill), "strict or backfill")
@@ -235,7 +256,7 @@ func (e *env) poolsDeleteCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			if err := e.authorize(ctx, st, vocab.PermPools, ""); err != nil {
+			if err := e.authorizePool(ctx, st, poolTeams(ctx, st, args[0])...); err != nil {
 				return err
 			}
 			dags, _, err := e.loadDAGs(ctx, cfg, st)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"slices"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -59,7 +59,7 @@ func TestReadsLeaveTheStoreAlone(t *testing.T) {
 		t.Fatalf("dags test: %d %s%s", code, out, errOut)
 	}
 	after, _ := st.ListPools(ctx)
-	if !slices.Equal(before, after) {
+	if !reflect.DeepEqual(before, after) {
 		t.Fatalf("pools changed:\nbefore %+v\nafter  %+v", before, after)
 	}
 	if out, _, _ := other.run("pools", "list"); !strings.Contains(out, "fp") {

@@ -120,7 +120,7 @@ func (e *env) tasksClearCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			if err := e.authorize(ctx, st, vocab.PermRepair, ""); err != nil {
+			if err := e.authorizeDAG(ctx, st, vocab.PermRepair, args[0]); err != nil {
 				return err
 			}
 			c := store.Command{Kind: vocab.CommandClear, Who: e.actor(), Params: params(p), Note: note}
@@ -298,7 +298,7 @@ func (e *env) tasksMarkCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			if err := e.authorize(ctx, st, vocab.PermRepair, ""); err != nil {
+			if err := e.authorizeDAG(ctx, st, vocab.PermRepair, args[0]); err != nil {
 				return err
 			}
 			c := store.Command{Kind: vocab.CommandMark, Who: e.actor(), Params: params(p), Note: note}
@@ -351,7 +351,7 @@ func (e *env) tasksNoteCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			if err := e.authorize(ctx, st, vocab.PermRepair, ""); err != nil {
+			if err := e.authorizeDAG(ctx, st, vocab.PermRepair, args[0]); err != nil {
 				return err
 			}
 			var task string
@@ -409,7 +409,7 @@ func (e *env) markRunCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			if err := e.authorize(ctx, st, vocab.PermRepair, ""); err != nil {
+			if err := e.authorizeDAG(ctx, st, vocab.PermRepair, args[0]); err != nil {
 				return err
 			}
 			c := store.Command{Kind: vocab.CommandMark, Who: e.actor(), Params: params(p), Note: note}
@@ -441,7 +441,7 @@ func (e *env) deleteRunCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			if err := e.authorize(ctx, st, vocab.PermRepair, ""); err != nil {
+			if err := e.authorizeDAG(ctx, st, vocab.PermRepair, args[0]); err != nil {
 				return err
 			}
 			c := store.Command{Kind: vocab.CommandDelete, Who: e.actor(), Params: params(p)}

@@ -61,7 +61,7 @@ func (e *env) commandCmd(use string, kind vocab.CommandKind, short string) *cobr
 			if kind == vocab.CommandApprove || kind == vocab.CommandReject {
 				perm = vocab.PermApprove
 			}
-			if err := e.authorize(ctx, st, perm, ""); err != nil {
+			if err := e.authorizeDAG(ctx, st, perm, args[0]); err != nil {
 				return err
 			}
 			c := store.Command{Kind: kind, TaskID: args[2], Who: e.actor(), Note: note}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,3 +188,54 @@ func openTestStore(t *testing.T, p *project) store.Store {
 }
 
 func nowUTC() time.Time { return time.Now().UTC() }
+
+// TestTeamsCLI: an operator of finance pauses finance's DAG and not another's; an admin of
+// finance sets finance's pools only; a DAG of finance requiring another team's pool is invalid.
+func TestTeamsCLI(t *testing.T) {
+	t.Parallel()
+	p := newProject(t, "pools:\n  wh:\n    slots: 2\n    teams: [analytics]\n", map[string]string{
+		"fin.yaml":  "team: finance\ntasks:\n  - {id: a, bash: echo}\n",
+		"open.yaml": "tasks:\n  - {id: a, bash: echo}\n",
+	})
+	if _, errOut, code := p.runAs("", "", "store", "migrate"); code != 0 {
+		t.Fatalf("store migrate: %s", errOut)
+	}
+	st := openTestStore(t, p)
+	ctx := context.Background()
+	mk := func(name, grants string) string {
+		gs, _ := store.ParseGrants(grants)
+		if err := auth.CreateUser(ctx, st, "test", name, "", gs, nowUTC()); err != nil {
+			t.Fatal(err)
+		}
+		_, tok, err := auth.CreateToken(ctx, st, "test", name, "", 0, nowUTC())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	ada, finn, fa := mk("ada", "admin"), mk("finn", "operator:finance"), mk("fa", "admin:finance")
+	if _, errOut, code := p.runAs(finn, "", "dags", "pause", "fin"); code != 0 {
+		t.Fatalf("finn pauses fin: %d %s", code, errOut)
+	}
+	if _, errOut, code := p.runAs(finn, "", "dags", "pause", "open"); code != ExitDenied || !strings.Contains(errOut, "permission pause") {
+		t.Fatalf("finn pauses open: %d %s", code, errOut)
+	}
+	if _, errOut, code := p.runAs(fa, "", "pools", "set", "ledger", "--slots", "2", "--team", "finance"); code != 0 {
+		t.Fatalf("fa sets ledger: %d %s", code, errOut)
+	}
+	if _, errOut, code := p.runAs(fa, "", "pools", "set", "shared", "--slots", "2"); code != ExitDenied {
+		t.Fatalf("fa sets a pool for every team: %d %s", code, errOut)
+	}
+	if _, errOut, code := p.runAs(ada, "", "pools", "set", "shared", "--slots", "2"); code != 0 {
+		t.Fatalf("ada sets shared: %d %s", code, errOut)
+	}
+	if ps, _ := st.ListPools(ctx); !slices.ContainsFunc(ps, func(p store.Pool) bool { return p.Name == "ledger" && slices.Equal(p.Teams, []string{"finance"}) }) {
+		t.Fatalf("ledger's teams: %+v", ps)
+	}
+	if err := os.WriteFile(filepath.Join(p.dags, "bad.yaml"), []byte("team: finance\ntasks:\n  - {id: a, bash: echo, pool: wh}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := p.runAs("", "", "dags", "validate"); code != ExitFailed || !strings.Contains(errOut, "pool wh is for team analytics, not team finance") {
+		t.Fatalf("validate: %d %s", code, errOut)
+	}
+}

@@ -42,3 +42,27 @@ func TestParseAuth(t *testing.T) {
 		})
 	}
 }
+
+func TestParsePoolTeams(t *testing.T) {
+	t.Parallel()
+	c, err := Parse("p.yaml", []byte("pools:\n  wh:\n    slots: 2\n    teams: [finance, audit]\n  open: 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewEffective(c, nil)
+	if got := e.PoolTeams("wh"); len(got) != 2 || got[0] != "finance" || got[1] != "audit" {
+		t.Fatalf("wh's teams %v", got)
+	}
+	if got := e.PoolTeams("open"); len(got) != 0 {
+		t.Fatalf("open's teams %v", got)
+	}
+	for src, want := range map[string]string{
+		"pools:\n  wh:\n    slots: 1\n    teams: finance\n":       "p.yaml:4:12: pools.wh.teams: invalid value \"finance\" (want a list of team names)",
+		"pools:\n  wh:\n    slots: 1\n    teams: [\"a b\"]\n":     "pools.wh.teams[0]: invalid team \"a b\"",
+		"pools:\n  wh:\n    slots: 1\n    teams: [\"fin:ops\"]\n": "invalid team \"fin:ops\"",
+	} {
+		if _, err := Parse("p.yaml", []byte(src)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", src, err, want)
+		}
+	}
+}

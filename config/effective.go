@@ -32,7 +32,8 @@ type Effective struct {
 	Rules *rules.Set
 
 	caps     map[string]int
-	order    []string // pool names, file pools first
+	teams    map[string][]string // the pools open to some teams only (§15)
+	order    []string            // pool names, file pools first
 	problems []error
 }
 
@@ -42,11 +43,12 @@ func NewEffective(cfg *Config, stored []store.Pool) *Effective {
 	if cfg == nil {
 		cfg = Default()
 	}
-	e := &Effective{Settings: cfg, caps: map[string]int{}}
+	e := &Effective{Settings: cfg, caps: map[string]int{}, teams: map[string][]string{}}
 	file := orDefault(cfg.File, "poolflow.yaml")
 	remainder := false
 	for _, p := range cfg.Pools {
 		e.caps[p.Name] = p.Slots
+		e.teams[p.Name] = p.Teams
 		e.order = append(e.order, p.Name)
 		remainder = remainder || (p.Name == pools.DefaultPool && p.Remainder)
 	}
@@ -64,6 +66,7 @@ func NewEffective(cfg *Config, stored []store.Pool) *Effective {
 			slots = p.TargetSlots // validation checks against the capacity the drain heads to
 		}
 		e.caps[p.Name] = slots
+		e.teams[p.Name] = p.Teams
 		e.order = append(e.order, p.Name)
 		e.Stored = append(e.Stored, p)
 	}
@@ -153,12 +156,15 @@ func (e *Effective) Pool(name string) (int, bool) {
 	return c, ok
 }
 
+// PoolTeams are the teams whose DAGs may use pool name (§15); none = every team.
+func (e *Effective) PoolTeams(name string) []string { return e.teams[name] }
+
 // PoolNames lists the pools, file-defined first in file order, then the stored ones by name.
 func (e *Effective) PoolNames() []string { return slices.Clone(e.order) }
 
 // Options are the DAG validation options of these pools (§2.3).
 func (e *Effective) Options() dag.LoadOptions {
-	return dag.LoadOptions{Pools: e.Pool, Notifiers: e.HasNotifier}
+	return dag.LoadOptions{Pools: e.Pool, Notifiers: e.HasNotifier, PoolTeams: e.PoolTeams}
 }
 
 // HasNotifier reports whether poolflow.yaml defines the notifier name (§13): a handler naming

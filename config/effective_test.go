@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -137,7 +138,7 @@ func TestPoolOpsWriteOnlyTheirPool(t *testing.T) {
 		t.Fatalf("pools %v -> %v", before, after)
 	}
 	for i, p := range before {
-		if after[i+1] != p && after[i] != p {
+		if !reflect.DeepEqual(after[i+1], p) && !reflect.DeepEqual(after[i], p) {
 			t.Errorf("file pool %s changed", p.Name)
 		}
 	}

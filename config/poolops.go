@@ -55,7 +55,8 @@ func SetPool(tx store.Tx, cfg *Config, dags []*dag.DAG, spec pools.Spec, force b
 	}
 	row := store.Pool{Name: spec.Name, Slots: spec.Slots, TargetSlots: store.NoTarget, Ordering: spec.Ordering,
 		MaxQueued: spec.MaxQueued, StarvationAfter: spec.StarvationAfter, IncludeDeferred: spec.IncludeDeferred,
-		OnResize: orDefault(spec.OnResize, vocab.ResizeImmediate), Description: spec.Description, Source: "store"}
+		OnResize: orDefault(spec.OnResize, vocab.ResizeImmediate), Description: spec.Description, Teams: spec.Teams,
+		Source: "store"}
 	if row.Ordering == "" {
 		row.Ordering = vocab.Backfill
 	}

@@ -104,7 +104,7 @@ func (r *reader) pool(f field) (pools.Spec, bool) {
 
 	ok, hasSlots := true, false
 	for _, g := range r.fields(f.value, f.path, f.at, "slots", "max_queued", "ordering",
-		"starvation_after", "include_deferred", "on_resize", "description") {
+		"starvation_after", "include_deferred", "on_resize", "description", "teams") {
 		at[g.key] = g.valuePos()
 		var good bool
 		switch g.key {
@@ -128,6 +128,8 @@ func (r *reader) pool(f field) (pools.Spec, bool) {
 			s.OnResize = vocab.OnResize(v)
 		case "description":
 			s.Description, good = r.str(g)
+		case "teams":
+			s.Teams, good = r.teams(g)
 		}
 		ok = ok && good
 	}
@@ -230,4 +232,31 @@ func (r *reader) hosts(f field) []string {
 		}
 	}
 	return out
+}
+
+// teams reads a pool's teams: a list of team names (§15).
+func (r *reader) teams(f field) ([]string, bool) {
+	switch {
+	case yamlfile.IsNull(f.value):
+		return nil, true
+	case f.value.Kind != yaml.SequenceNode:
+		r.bad(f, "a list of team names")
+		return nil, false
+	}
+	var out []string
+	ok := true
+	for i, item := range f.value.Content {
+		g := field{path: fmt.Sprintf("%s[%d]", f.path, i), at: position(item, f.at), value: r.unwrap(item)}
+		t, good := r.str(g)
+		switch {
+		case !good:
+			ok = false
+		case t == "" || strings.ContainsAny(t, ",: \t"):
+			r.fail(g.at, g.path, "invalid team %q (want a name without spaces, commas or colons)", t)
+			ok = false
+		default:
+			out = append(out, t)
+		}
+	}
+	return out, ok
 }

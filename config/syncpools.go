@@ -27,7 +27,8 @@ func SyncPools(tx store.Tx, cfg *Config, now time.Time) error {
 		remainder = remainder || (sp.Name == "default" && sp.Remainder)
 		row := store.Pool{Name: sp.Name, Slots: sp.Slots, TargetSlots: store.NoTarget, Ordering: orDefault(sp.Ordering, vocab.Backfill),
 			MaxQueued: sp.MaxQueued, StarvationAfter: sp.StarvationAfter, IncludeDeferred: sp.IncludeDeferred,
-			OnResize: orDefault(sp.OnResize, vocab.ResizeImmediate), Description: sp.Description, Source: "file"}
+			OnResize: orDefault(sp.OnResize, vocab.ResizeImmediate), Description: sp.Description, Teams: sp.Teams,
+			Source: "file"}
 		prev, err := tx.PoolByName(sp.Name)
 		switch {
 		case err == nil && prev.Source == "store":
@@ -132,7 +133,8 @@ func AddMissingPools(tx store.Tx, cfg *Config, now time.Time) error {
 		}
 		row := store.Pool{Name: sp.Name, Slots: slots, TargetSlots: store.NoTarget, Ordering: orDefault(sp.Ordering, vocab.Backfill),
 			MaxQueued: sp.MaxQueued, StarvationAfter: sp.StarvationAfter, IncludeDeferred: sp.IncludeDeferred,
-			OnResize: orDefault(sp.OnResize, vocab.ResizeImmediate), Description: sp.Description, Source: "file"}
+			OnResize: orDefault(sp.OnResize, vocab.ResizeImmediate), Description: sp.Description, Teams: sp.Teams,
+			Source: "file"}
 		if err := tx.PutPool(&row, now); err != nil {
 			return err
 		}

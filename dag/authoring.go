@@ -47,6 +47,9 @@ func Tags(tags ...string) DAGOption {
 	return func(d *DAG) { d.Tags = append(d.Tags, tags...) }
 }
 
+// Team names the team the DAG belongs to (§15).
+func Team(s string) DAGOption { return func(d *DAG) { d.Team = s } }
+
 // Owner names who owns the DAG.
 func Owner(s string) DAGOption { return func(d *DAG) { d.Owner = s } }
 

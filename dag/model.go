@@ -79,8 +79,11 @@ type DAG struct {
 	ConcurrencyPolicy string
 	Tags              []string
 	Owner             string
-	Params            map[string]any
-	IsJob             bool
+	// Team is the team the DAG belongs to (§15): its tasks may use only the pools open to that
+	// team, and a user whose role is scoped to a team acts only on that team's DAGs. "" = none.
+	Team   string
+	Params map[string]any
+	IsJob  bool
 	// OnFailure, OnSuccess: notifier names told once per run that ended failed or success;
 	// OnDeadlineMiss those told when a run is still open at Deadline (§13).
 	OnFailure, OnSuccess, OnDeadlineMiss []string

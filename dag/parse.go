@@ -21,6 +21,9 @@ type LoadOptions struct {
 	Pools PoolLookup
 	// Notifiers tells whether a notifier exists (§13); nil skips the check of handlers' names.
 	Notifiers func(name string) bool
+	// PoolTeams gives the teams a pool is open to (§15; none = every team); nil skips the check
+	// that a task's pools are open to its DAG's team.
+	PoolTeams func(name string) []string
 }
 
 // dagFields are the fields of the top level of a DAG file other than default_args and tasks;
@@ -37,6 +40,7 @@ var dagFields = []subField[DAG]{
 	sub("max_active_tasks", (*reader).atLeastOne, func(d *DAG) *int { return &d.MaxActiveTasks }),
 	sub("concurrency_policy", (*reader).str, func(d *DAG) *string { return &d.ConcurrencyPolicy }),
 	sub("tags", (*reader).strList, func(d *DAG) *[]string { return &d.Tags }),
+	sub("team", (*reader).str, func(d *DAG) *string { return &d.Team }),
 	sub("owner", (*reader).str, func(d *DAG) *string { return &d.Owner }),
 	sub("params", (*reader).params, func(d *DAG) *map[string]any { return &d.Params }),
 	sub("on_failure", (*reader).ids, func(d *DAG) *[]string { return &d.OnFailure }),

@@ -65,6 +65,7 @@ func (d *DAG) CanonicalJSON() string {
 	o.field("concurrency_policy", d.ConcurrencyPolicy)
 	o.field("tags", d.Tags)
 	o.field("owner", d.Owner)
+	o.field("team", d.Team)
 	o.field("params", d.Params)
 	o.field("job", d.IsJob)
 	o.field("on_failure", d.OnFailure)

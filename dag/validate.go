@@ -297,5 +297,22 @@ func (v *validator) checkRequirements(i int, t *Task) {
 		case capacity >= 0 && slots > capacity:
 			v.fail(i, path, fmt.Sprint(slots), "%d slots exceed capacity %d", slots, capacity)
 		}
+		if ok && v.opts.PoolTeams != nil {
+			if msg := TeamRefusal(name, v.opts.PoolTeams(name), v.d.Team); msg != "" {
+				v.fail(i, path+keySuffix, name, "%s", msg)
+			}
+		}
 	}
+}
+
+// TeamRefusal says why a DAG of team may not use pool, open to teams (§15; none = every team),
+// "" when it may.
+func TeamRefusal(pool string, teams []string, team string) string {
+	if len(teams) == 0 || slices.Contains(teams, team) {
+		return ""
+	}
+	if team == "" {
+		return fmt.Sprintf("pool %s is for team %s; this DAG names no team", pool, strings.Join(teams, ", "))
+	}
+	return fmt.Sprintf("pool %s is for team %s, not team %s", pool, strings.Join(teams, ", "), team)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -106,7 +107,7 @@ func TestReadsNeverWrite(t *testing.T) {
 		t.Fatalf("pools list: %d\n%s", code, out)
 	}
 	after, _ := st.ListPools(context.Background())
-	if !slices.Equal(before, after) {
+	if !reflect.DeepEqual(before, after) {
 		t.Fatalf("pools list changed the pool table:\nbefore %+v\nafter  %+v", before, after)
 	}
 	if out, code := elsewhere("pools", "set", "api", "--slots", "1"); code != 0 {

@@ -20,8 +20,10 @@ type Spec struct {
 	IncludeDeferred bool
 	OnResize        vocab.OnResize
 	Description     string
-	Source          string // "file" or "store"
-	Line, Column    int    // position in poolflow.yaml, 0 for stored pools
+	// Teams are the teams whose DAGs may use the pool (§15); none = every team.
+	Teams        []string
+	Source       string // "file" or "store"
+	Line, Column int    // position in poolflow.yaml, 0 for stored pools
 }
 
 // Default pool settings (§4.1).

@@ -109,6 +109,29 @@ func (s *Server) authorize(perm vocab.Permission, next http.Handler) http.Handle
 	})
 }
 
+// authorizeDAG guards a route whose path names a DAG ({dag_id}): the permission must hold on
+// that DAG's team (§15: an operator of finance acts only on finance's DAGs; reads need no team).
+func (s *Server) authorizeDAG(perm vocab.Permission, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.allowed(r.Context(), perm, s.dagTeam(pathVar(r, "dag_id"))); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// dagTeam is a loaded DAG's team; "" for a DAG of no team or one not loaded now.
+func (s *Server) dagTeam(id string) string {
+	if d := s.findDAG(id); d != nil {
+		return d.Team
+	}
+	return ""
+}
+
+// DAGTeam is dagTeam for the UI (which hides the buttons of other teams' DAGs).
+func (s *Server) DAGTeam(id string) string { return s.dagTeam(id) }
+
 // allowed checks perm on a target of team, once the handler knows the target (§15: an
 // operator of finance acts only on finance's DAGs).
 func (s *Server) allowed(ctx context.Context, perm vocab.Permission, team string) error {

@@ -40,6 +40,8 @@ type BoardPoolJSON struct {
 	Ordering   vocab.Ordering `json:"ordering"`
 	MaxQueued  int            `json:"max_queued"`
 	Source     string         `json:"source"`
+	// Teams are the teams whose DAGs may use the pool (§15); [] = every team.
+	Teams []string `json:"teams"`
 	// Holders are the admitted entries holding slots, by queue ID.
 	Holders []HolderJSON `json:"holders"`
 	// Waiting lists the waiting entries in admission order.
@@ -133,7 +135,7 @@ func (s *Server) board(ctx context.Context) (BoardJSON, error) {
 	out := BoardJSON{Pools: []BoardPoolJSON{}, TotalEntries: len(st.pools)}
 	for _, p := range st.pools {
 		u := st.usage(p.Name)
-		v := BoardPoolJSON{Name: p.Name, Description: strOrNil(p.Description), Capacity: p.Slots, Occupancy: u.occupied,
+		v := BoardPoolJSON{Name: p.Name, Teams: append([]string{}, p.Teams...), Description: strOrNil(p.Description), Capacity: p.Slots, Occupancy: u.occupied,
 			OpenSlots: openSlots(p, u.occupied), Ordering: p.Ordering, MaxQueued: p.MaxQueued, Source: p.Source,
 			Holders: []HolderJSON{}, Waiting: []EntryJSON{}, Recent: []EntryJSON{}}
 		if p.TargetSlots != store.NoTarget {
@@ -192,6 +194,9 @@ func (s *Server) cancelEntry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	run, err := s.cfg.Store.GetRunByPK(r.Context(), e.Run)
+	if err == nil {
+		err = s.allowed(r.Context(), vocab.PermCancel, s.dagTeam(run.DAGID))
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -122,6 +122,8 @@ type setupOpts struct {
 	noStop    bool   // the test stops the daemon itself
 	api       string // the API address the daemon advertises in its owner row
 	config    string // added to testConfig (notifiers:)
+	// dags are DAG files written besides testDAGs, by file name.
+	dags map[string]string
 }
 
 func setup(t testing.TB, opts setupOpts) *bundle {
@@ -135,6 +137,11 @@ func setup(t testing.TB, opts setupOpts) *bundle {
 		}
 	}
 	for name, body := range testDAGs {
+		if err := os.WriteFile(filepath.Join(b.dagsDir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, body := range opts.dags {
 		if err := os.WriteFile(filepath.Join(b.dagsDir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}

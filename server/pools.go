@@ -2,6 +2,7 @@ package server
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/poolflow/poolflow/auth"
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
@@ -37,6 +39,8 @@ type poolJSON struct {
 	DrainingTo      *int           `json:"draining_to"`
 	QueuedEntries   int            `json:"queued_entries"`
 	Source          string         `json:"source"`
+	// Teams are the teams whose DAGs may use the pool (§15); [] = every team.
+	Teams []string `json:"teams"`
 }
 
 type poolCollection struct {
@@ -50,7 +54,7 @@ func poolView(p store.Pool, st *poolState) poolJSON {
 		QueuedSlots: u.queuedSlots, DeferredSlots: u.deferred, OpenSlots: openSlots(p, u.occupied),
 		Description: strOrNil(p.Description), IncludeDeferred: p.IncludeDeferred, Ordering: p.Ordering,
 		MaxQueued: p.MaxQueued, StarvationAfter: p.StarvationAfter.String(), OnResize: p.OnResize,
-		QueuedEntries: u.queuedEntries, Source: p.Source}
+		QueuedEntries: u.queuedEntries, Source: p.Source, Teams: append([]string{}, p.Teams...)}
 	if p.TargetSlots != store.NoTarget {
 		t := p.TargetSlots
 		v.DrainingTo = &t
@@ -74,8 +78,13 @@ func (s *Server) listPools(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	team := r.URL.Query().Get("team")
 	views := make([]poolJSON, 0, len(st.pools))
 	for _, pool := range st.pools {
+		// ?team=: the pools that team's DAGs may use (its own and the ones open to every team).
+		if team != "" && len(pool.Teams) > 0 && !slices.Contains(pool.Teams, team) {
+			continue
+		}
 		views = append(views, poolView(pool, st))
 	}
 	slices.SortStableFunc(views, func(a, b poolJSON) int {
@@ -128,6 +137,7 @@ type poolBody struct {
 	MaxQueued       *int            `json:"max_queued"`
 	StarvationAfter json.RawMessage `json:"starvation_after"`
 	OnResize        *string         `json:"on_resize"`
+	Teams           *[]string       `json:"teams"`
 }
 
 // spec merges the body over base (the stored pool for PATCH, zero for POST).
@@ -163,6 +173,15 @@ func (b *poolBody) spec(base pools.Spec) (pools.Spec, error) {
 	if b.OnResize != nil {
 		sp.OnResize = vocab.OnResize(*b.OnResize)
 	}
+	if b.Teams != nil {
+		sp.Teams = nil
+		for i, t := range *b.Teams {
+			if t == "" || strings.ContainsAny(t, ",: \t") {
+				return sp, badRequest(fmt.Sprintf("teams[%d]", i), "invalid team %q (want a name without spaces, commas or colons)", t)
+			}
+			sp.Teams = append(sp.Teams, t)
+		}
+	}
 	// Resolve validates every field and fills the defaults (backfill, starvation_after 10m on
 	// backfill pools, on_resize immediate); its errors name the field.
 	resolved, err := pools.Resolve(0, []pools.Spec{sp})
@@ -170,7 +189,7 @@ func (b *poolBody) spec(base pools.Spec) (pools.Spec, error) {
 		return sp, specProblem(err)
 	}
 	out := resolved[sp.Name]
-	out.Source = "store"
+	out.Source, out.Teams = "store", sp.Teams
 	return out, nil
 }
 
@@ -187,7 +206,7 @@ func specOf(p store.Pool) pools.Spec {
 	sp := pools.Spec{Name: p.Name, Slots: p.Slots, MaxQueued: p.MaxQueued, Ordering: p.Ordering,
 		StarvationAfter: p.StarvationAfter,
 		StarvationSet:   p.Ordering != vocab.Strict, IncludeDeferred: p.IncludeDeferred, OnResize: p.OnResize,
-		Description: p.Description, Source: p.Source}
+		Description: p.Description, Source: p.Source, Teams: p.Teams}
 	if p.TargetSlots != store.NoTarget {
 		sp.Slots = p.TargetSlots // the capacity asked for, which the drain is heading to
 	}
@@ -216,6 +235,10 @@ func (s *Server) createPool(w http.ResponseWriter, r *http.Request) {
 	}
 	e := s.event(r, vocab.ActionPoolSet)
 	e.Pool, e.Params = spec.Name, givenParams(body)
+	if err := s.allowedPool(r.Context(), spec.Teams); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	err = s.writer.WithTx(r.Context(), func(tx store.Tx) error {
 		if _, err := tx.PoolByName(spec.Name); err == nil {
 			return conflict("pool %s already exists; change it with PATCH /api/v1/pools/%s", spec.Name, spec.Name)
@@ -271,8 +294,14 @@ func (s *Server) patchPool(w http.ResponseWriter, r *http.Request) {
 			return fmt.Errorf("%w: pool %s is defined in %s; change it there", config.ErrFilePool, name,
 				orText(s.Settings().File, "poolflow.yaml"))
 		}
+		if err := s.allowedPool(r.Context(), prev.Teams); err != nil {
+			return err
+		}
 		spec, err := body.spec(specOf(prev))
 		if err != nil {
+			return err
+		}
+		if err := s.allowedPool(r.Context(), spec.Teams); err != nil {
 			return err
 		}
 		if err := config.SetPool(tx, s.Settings(), s.loadedDAGs(), spec, force, s.now()); err != nil {
@@ -301,6 +330,11 @@ func (s *Server) deletePool(w http.ResponseWriter, r *http.Request) {
 		e.Params = jsonParams(map[string]bool{"force": true})
 	}
 	err = s.writer.WithTx(r.Context(), func(tx store.Tx) error {
+		if prev, err := tx.PoolByName(name); err == nil {
+			if err := s.allowedPool(r.Context(), prev.Teams); err != nil {
+				return err
+			}
+		}
 		err := config.DeletePool(tx, s.Settings(), s.loadedDAGs(), name, force, s.now())
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound("pool %s not found", name)
@@ -334,4 +368,18 @@ func (s *Server) afterPoolWrite(w http.ResponseWriter, r *http.Request, name str
 		return
 	}
 	writeJSON(w, status, v)
+}
+
+// allowedPool checks the pools permission on a pool open to teams (§15): an admin of every team
+// may change any pool; an admin of finance only a pool that names finance.
+func (s *Server) allowedPool(ctx context.Context, teams []string) error {
+	p := principal(ctx)
+	if p.CanPool(vocab.PermPools, teams) {
+		return nil
+	}
+	team := strings.Join(teams, ", ")
+	if team == "" {
+		team = "(every team)"
+	}
+	return &auth.Denied{Perm: vocab.PermPools, Team: team, Who: p.Name}
 }

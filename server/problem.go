@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/poolflow/poolflow/auth"
 	"net/http"
 	"strings"
+
+	"github.com/poolflow/poolflow/auth"
 
 	"github.com/poolflow/poolflow/config"
 	"github.com/poolflow/poolflow/executor"

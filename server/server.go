@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -218,7 +219,11 @@ func (s *Server) routes() *mux.Router {
 		if !rt.perm.Valid() {
 			panic(fmt.Sprintf("server: route %s %s has no permission (give it one in table)", rt.method, rt.path))
 		}
-		h := s.authorize(rt.perm, s.checkQuery(rt.query, rt.handler))
+		h := s.checkQuery(rt.query, rt.handler)
+		if strings.Contains(rt.path, "{dag_id}") && rt.perm.Role() != vocab.RoleViewer {
+			h = s.authorizeDAG(rt.perm, h)
+		}
+		h = s.authorize(rt.perm, h)
 		if rt.method != http.MethodGet && rt.method != http.MethodHead {
 			h = s.mutation(h)
 		}

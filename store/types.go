@@ -140,6 +140,8 @@ type Pool struct {
 	OnResize        vocab.OnResize
 	Description     string
 	Source          string
+	// Teams are the teams whose DAGs may use the pool (§15); none = every team.
+	Teams []string
 }
 
 // NoTarget marks a pool that is not draining toward a new capacity.

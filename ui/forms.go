@@ -72,4 +72,4 @@ func withoutForbiddenForms(page []byte, p auth.Principal, team func(dag string) 
 }
 
 // dagTeam is a DAG's team ("" = none, or not loaded).
-func (u *UI) dagTeam(dag string) string { return "" }
+func (u *UI) dagTeam(dag string) string { return u.api.DAGTeam(dag) }

@@ -3,6 +3,7 @@ package ui
 import (
 	"html/template"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/poolflow/poolflow/server"
@@ -37,6 +38,10 @@ type poolsData struct {
 	Filter  poolsQuery
 	Reasons []string // the reason codes of the waiting entries, for the filter
 	Pools   []poolCard
+	// Team filters the pools to those a team's DAGs may use (?team=); Teams are the teams the
+	// pools name, for the filter's links.
+	Team    string
+	Teams   []string
 	Waiting int
 	Held    int
 	From    time.Time
@@ -62,8 +67,18 @@ func (u *UI) poolsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	q := poolsQueryOf(r)
 	codes := map[vocab.ReasonCode]bool{}
-	data := poolsData{From: from, Filter: q}
+	data := poolsData{From: from, Filter: q, Team: r.URL.Query().Get("team")}
+	seen := map[string]bool{}
 	for _, p := range board.Pools {
+		for _, t := range p.Teams {
+			if !seen[t] {
+				seen[t] = true
+				data.Teams = append(data.Teams, t)
+			}
+		}
+		if data.Team != "" && len(p.Teams) > 0 && !slices.Contains(p.Teams, data.Team) {
+			continue
+		}
 		c := poolCard{BoardPoolJSON: p, Bar: occupancyBar(p), Strict: p.Ordering == vocab.Strict}
 		hs := make([]store.Holding, 0, len(byPool[p.Name]))
 		for _, i := range byPool[p.Name] {

@@ -66,6 +66,7 @@ func Run(t *testing.T, h Harness) {
 		{"Users", testUsers},
 		{"Sessions", testSessions},
 		{"MigrateUsers", testMigrateUsers},
+		{"PoolTeams", testPoolTeams},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -203,3 +203,25 @@ func testMigrateUsers(t *testing.T, h Harness) {
 	u := store.User{Name: "ada", Roles: []store.Grant{{Role: vocab.RoleAdmin}}}
 	must(t, st.WithTx(bg(), func(tx store.Tx) error { return tx.InsertUser(&u, day) }))
 }
+
+// testPoolTeams: a stored pool keeps the teams that may use it (§15), in order; none is none.
+func testPoolTeams(t *testing.T, h Harness) {
+	st := h.New(t)
+	for _, p := range []store.Pool{
+		{Name: "ledger", Slots: 2, TargetSlots: store.NoTarget, Ordering: vocab.Backfill, OnResize: vocab.ResizeImmediate,
+			Source: "store", Teams: []string{"finance", "audit"}},
+		{Name: "open", Slots: 1, TargetSlots: store.NoTarget, Ordering: vocab.Backfill, OnResize: vocab.ResizeImmediate, Source: "store"},
+	} {
+		must(t, st.WithTx(bg(), func(tx store.Tx) error { return tx.PutPool(&p, day) }))
+	}
+	ps, err := st.ListPools(bg())
+	if err != nil || len(ps) != 2 || !reflect.DeepEqual(ps[0].Teams, []string{"finance", "audit"}) || ps[1].Teams != nil {
+		t.Fatalf("pools %+v %v", ps, err)
+	}
+	dst := h.New(t)
+	_, err = store.Copy(bg(), st, dst, false)
+	must(t, err)
+	if ps, err := dst.ListPools(bg()); err != nil || len(ps) != 2 || !reflect.DeepEqual(ps[0].Teams, []string{"finance", "audit"}) {
+		t.Fatalf("copied pools %+v %v", ps, err)
+	}
+}

@@ -1,6 +1,8 @@
 package sqlstore
 
 import (
+	"strings"
+
 	"github.com/poolflow/poolflow/store"
 
 	"database/sql"
@@ -9,13 +11,17 @@ import (
 )
 
 const poolCols = `name, slots, COALESCE(target_slots, -2), ordering, max_queued, starvation_after, include_deferred,
-	on_resize, description, source`
+	on_resize, description, source, teams`
 
 func scanPool(sc interface{ Scan(...any) error }) (store.Pool, error) {
 	var p store.Pool
 	var starve int64
+	var teams string
 	err := sc.Scan(&p.Name, &p.Slots, &p.TargetSlots, &p.Ordering, &p.MaxQueued, &starve, &p.IncludeDeferred,
-		&p.OnResize, &p.Description, &p.Source)
+		&p.OnResize, &p.Description, &p.Source, &teams)
+	if teams != "" {
+		p.Teams = strings.Split(teams, ",")
+	}
 	p.StarvationAfter = time.Duration(starve) * time.Microsecond
 	return p, err
 }
@@ -58,13 +64,13 @@ func (t *Tx) PutPool(p *store.Pool, now time.Time) error {
 		target = p.TargetSlots
 	}
 	_, err := t.exec(`INSERT INTO pools (name, slots, target_slots, ordering, max_queued, starvation_after, include_deferred,
-		on_resize, description, source, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		on_resize, description, source, teams, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET slots = excluded.slots, target_slots = excluded.target_slots,
 		ordering = excluded.ordering, max_queued = excluded.max_queued, starvation_after = excluded.starvation_after,
 		include_deferred = excluded.include_deferred, on_resize = excluded.on_resize, description = excluded.description,
-		source = excluded.source, updated_at = excluded.updated_at`,
+		source = excluded.source, teams = excluded.teams, updated_at = excluded.updated_at`,
 		p.Name, p.Slots, target, p.Ordering, p.MaxQueued, p.StarvationAfter.Microseconds(), p.IncludeDeferred,
-		p.OnResize, p.Description, p.Source, store.Micros(now))
+		p.OnResize, p.Description, p.Source, strings.Join(p.Teams, ","), store.Micros(now))
 	return err
 }
 
