@@ -287,7 +287,7 @@ func taskSummary(t *dag.Task, state vocab.TaskState) string {
 func waitPill(state vocab.TaskState) string {
 	switch state {
 	case vocab.TaskScheduled:
-		return "waiting"
+		return string(vocab.EntryWaiting) // its queue entry waits for admission
 	case vocab.TaskAwaitingApproval:
 		return "needs you"
 	case vocab.TaskUpForRetry:
