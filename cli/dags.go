@@ -18,9 +18,9 @@ import (
 )
 
 func (e *env) dagsCmd() *cobra.Command {
-	c := &cobra.Command{Use: "dags", Short: "List, validate, trigger, test, pause and unpause DAGs; mark and delete runs"}
+	c := &cobra.Command{Use: "dags", Short: "List, validate, trigger, test, backfill, pause and unpause DAGs; mark and delete runs"}
 	c.AddCommand(e.dagsListCmd(), e.dagsValidateCmd(), e.dagsTriggerCmd(), e.dagsTestCmd(),
-		e.pauseCmd("pause", true), e.pauseCmd("unpause", false), e.markRunCmd(), e.deleteRunCmd())
+		e.pauseCmd("pause", true), e.pauseCmd("unpause", false), e.markRunCmd(), e.deleteRunCmd(), e.dagsBackfillCmd())
 	return c
 }
 

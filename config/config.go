@@ -44,6 +44,25 @@ type Config struct {
 	// BaseURL (server.base_url) is the UI's address in notifications' links; "" = the
 	// address serve listens on.
 	BaseURL string
+	// Backfill is backfill: the bounds of a backfill (§11); it applies live.
+	Backfill Backfill
+}
+
+// Backfill bounds backfills (§11): MaxRuns is the most dates one backfill may take (0: the
+// default, DefaultBackfillMaxRuns); a longer range is refused, naming the bound.
+type Backfill struct {
+	MaxRuns int
+}
+
+// DefaultBackfillMaxRuns is the default bound on one backfill's dates.
+const DefaultBackfillMaxRuns = 10_000
+
+// MaxRunsOrDefault is the bound in force.
+func (b Backfill) MaxRunsOrDefault() int {
+	if b.MaxRuns > 0 {
+		return b.MaxRuns
+	}
+	return DefaultBackfillMaxRuns
 }
 
 // Retention is how long the daemon keeps history (§12); 0 keeps it for good, the default. An

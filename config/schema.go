@@ -17,7 +17,7 @@ import (
 func (r *reader) root(n *yaml.Node, c *Config) []pools.Spec {
 	var specs []pools.Spec
 	for _, f := range r.fields(n, "", pos{1, 1}, "state", "store", "max_running", "pools", "rules", "api", "auth", "server", "retention",
-		"notifiers", "notifications") {
+		"notifiers", "notifications", "backfill") {
 		switch f.key {
 		case "state":
 			for _, g := range r.fields(f.value, f.path, f.at, "path") {
@@ -63,6 +63,16 @@ func (r *reader) root(n *yaml.Node, c *Config) []pools.Spec {
 			r.notifiers(f, c)
 		case "notifications":
 			r.delivery(f, c)
+		case "backfill":
+			for _, g := range r.fields(f.value, f.path, f.at, "max_runs") {
+				switch v, ok := r.int(g, "an integer of 1 or more"); {
+				case !ok:
+				case v < 1:
+					r.fail(g.valuePos(), g.path, "invalid value %d (want 1 or more)", v)
+				default:
+					c.Backfill.MaxRuns = v
+				}
+			}
 		case "retention":
 			for _, g := range r.fields(f.value, f.path, f.at, "runs", "logs", "events") {
 				d, _ := r.age(g)

@@ -119,6 +119,11 @@ func (l *loop) read(ctx context.Context, tx store.Tx, now time.Time) (*decide.In
 	if err := l.commandRuns(tx, in); err != nil {
 		return nil, false, err
 	}
+	if l.serve() && !l.stopping {
+		if err := l.backfills(tx, in); err != nil {
+			return nil, false, err
+		}
+	}
 	if in.Load != nil || dv != mem.DV || mem.NextRunPK == 0 {
 		if in.NextRunPK, in.NextEntryID, err = tx.NextIDs(); err != nil {
 			return nil, false, err
@@ -294,6 +299,40 @@ func (l *loop) commandRuns(tx store.Tx, in *decide.Input) error {
 			in.CommandRuns = map[int64]*decide.CommandRun{}
 		}
 		in.CommandRuns[pk] = cr
+	}
+	return nil
+}
+
+// backfills reads the open backfills with their next dates (§11), and the ended runs at those
+// dates that a backfill's pass may clear (at most its max_active_runs of them each).
+func (l *loop) backfills(tx store.Tx, in *decide.Input) error {
+	var err error
+	if in.Backfills, err = tx.BackfillWork(decide.BackfillTodoLimit); err != nil {
+		return err
+	}
+	for _, w := range in.Backfills {
+		b := w.Backfill
+		if b.Paused || b.State != vocab.BackfillRunning {
+			continue
+		}
+		n := 0
+		for _, td := range w.Todo {
+			ex := td.Existing
+			if ex.PK == 0 || !decide.WantsClear(b.Reprocess, ex.State) {
+				continue
+			}
+			if n++; n > decide.BackfillClearRuns(b) {
+				break
+			}
+			cr := &decide.CommandRun{Run: ex}
+			if cr.TIs, err = tx.TaskInstances(ex.PK); err != nil {
+				return err
+			}
+			if in.BackfillRuns == nil {
+				in.BackfillRuns = map[int64]*decide.CommandRun{}
+			}
+			in.BackfillRuns[ex.PK] = cr
+		}
 	}
 	return nil
 }

@@ -175,7 +175,7 @@ func FateOf(r store.Run, self string, serve bool, v *View) Fate {
 
 // LeaderOwned are the run types that move to a live daemon when their owner dies
 // (vocab.RunType.LeaderOwned); the others stay bound to their owner.
-var LeaderOwned = []vocab.RunType{vocab.RunSchedule, vocab.RunCatchup}
+var LeaderOwned = []vocab.RunType{vocab.RunSchedule, vocab.RunCatchup, vocab.RunBackfill}
 
 // Takeover is what to do about one dead owner.
 type Takeover struct {

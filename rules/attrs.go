@@ -34,7 +34,7 @@ type Attrs struct {
 }
 
 var (
-	triggers = vocab.Strings([]vocab.RunType{vocab.RunSchedule, vocab.RunManual, vocab.RunCatchup, vocab.RunNode}) // a test run is manual
+	triggers = vocab.Strings([]vocab.RunType{vocab.RunSchedule, vocab.RunManual, vocab.RunCatchup, vocab.RunNode, vocab.RunBackfill}) // a test run is manual
 	kinds    = []string{"command", "bash", "go", "sensor"}
 )
 

@@ -195,3 +195,23 @@ func (s *Set) log() *slog.Logger {
 	}
 	return slog.Default()
 }
+
+// Pools lists the pools an attempt can get from the set: every rule's pool, then the default
+// pool, each once. A nil set gives the default pool only.
+func (s *Set) Pools() []string {
+	if s == nil {
+		return []string{DefaultPool}
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range s.rules {
+		if !seen[r.pool] {
+			seen[r.pool] = true
+			out = append(out, r.pool)
+		}
+	}
+	if !seen[s.defaultPool] {
+		out = append(out, s.defaultPool)
+	}
+	return out
+}

@@ -41,6 +41,8 @@ type DAGRunJSON struct {
 	Daemon *string `json:"daemon"`
 	// DAGVersion is the version of its DAG the run was created with (§12); null when unknown.
 	DAGVersion *int `json:"dag_version"`
+	// BackfillID is the backfill the run belongs to (§11): one it created or cleared.
+	BackfillID *int64 `json:"backfill_id,omitempty"`
 }
 
 // TriggerJSON is the answer to a manual start: the run, and when something must wait for a
@@ -63,7 +65,14 @@ func runView(r store.Run) DAGRunJSON {
 		State: r.State, ExternalTrigger: r.RunType == vocab.RunManual, Conf: rawConf(r.Conf), Note: strOrNil(r.Note),
 		NoteBy: strOrNil(r.NoteBy), NoteAt: ts(r.NoteAt),
 		ReasonCode: codeOrNil(r.ReasonCode), Reason: strOrNil(r.ReasonCode.Say(r.Reason)), Daemon: strOrNil(r.Owner),
-		DAGVersion: intOrNil(r.Version)}
+		DAGVersion: intOrNil(r.Version), BackfillID: id64OrNil(r.Backfill)}
+}
+
+func id64OrNil(v int64) *int64 {
+	if v == 0 {
+		return nil
+	}
+	return &v
 }
 
 // listRuns is GET /api/v1/dags/{dag_id}/dagRuns, newest first; dag_id "~" lists every DAG's

@@ -22,13 +22,14 @@ var (
 		}
 		return out
 	}
-	dagsParams     = append(slices.Clone(pageParams), "only_active", "paused", "dag_id_pattern", "tags", "order_by")
-	dagRunsParams  = slices.Concat(pageParams, []string{"state", "run_type", "daemon", "order_by", "q"}, rangeParams("execution_date", "logical_date", "start_date", "end_date"))
-	tisParams      = slices.Concat(pageParams, []string{"state", "pool", "order_by"}, rangeParams("start_date", "end_date", "duration"))
-	poolsParams    = append(slices.Clone(pageParams), "order_by", "team")
-	importErrsPars = append(slices.Clone(pageParams), "order_by")
-	forceParam     = []string{"force"}
-	updateMask     = []string{"update_mask"}
+	backfillsParams = append(slices.Clone(pageParams), "dag_id")
+	dagsParams      = append(slices.Clone(pageParams), "only_active", "paused", "dag_id_pattern", "tags", "order_by")
+	dagRunsParams   = slices.Concat(pageParams, []string{"state", "run_type", "daemon", "order_by", "q"}, rangeParams("execution_date", "logical_date", "start_date", "end_date"))
+	tisParams       = slices.Concat(pageParams, []string{"state", "pool", "order_by"}, rangeParams("start_date", "end_date", "duration"))
+	poolsParams     = append(slices.Clone(pageParams), "order_by", "team")
+	importErrsPars  = append(slices.Clone(pageParams), "order_by")
+	forceParam      = []string{"force"}
+	updateMask      = []string{"update_mask"}
 )
 
 // checkQuery answers 400 for a query parameter the route does not take.

@@ -28,7 +28,7 @@ type rulesTestBody struct {
 }
 
 var (
-	ruleTriggers = vocab.Strings([]vocab.RunType{vocab.RunSchedule, vocab.RunManual, vocab.RunCatchup, vocab.RunNode})
+	ruleTriggers = vocab.Strings([]vocab.RunType{vocab.RunSchedule, vocab.RunManual, vocab.RunCatchup, vocab.RunNode, vocab.RunBackfill})
 	ruleKinds    = []string{"command", "bash", "go", "sensor"}
 )
 

@@ -160,6 +160,9 @@ func (s *Server) table() []route {
 		approve = vocab.PermApprove
 		cancel  = vocab.PermCancel
 		poolsW  = vocab.PermPools
+		// backfillW creates and steers backfills (§11); its dry run too, which answers what
+		// creating one would do.
+		backfillW = vocab.PermBackfill
 	)
 	return []route{
 		{http.MethodGet, v1 + "/health", s.health, public, nil},
@@ -196,6 +199,14 @@ func (s *Server) table() []route {
 		{http.MethodGet, v1 + "/notifications", s.listNotifications, read, notificationParams},
 		{http.MethodGet, v1 + "/notifiers", s.listNotifiers, read, nil},
 		{http.MethodPost, v1 + "/notifiers/{name}/test", s.testNotifier, vocab.PermNotify, nil},
+		{http.MethodPost, v1 + "/backfills", s.createBackfill, backfillW, nil},
+		{http.MethodPost, v1 + "/backfills/dry_run", s.dryRunBackfill, backfillW, nil},
+		{http.MethodGet, v1 + "/backfills", s.listBackfills, read, backfillsParams},
+		{http.MethodGet, v1 + "/backfills/{backfill_id}", s.getBackfill, read, nil},
+		{http.MethodGet, v1 + "/backfills/{backfill_id}/dates", s.listBackfillDates, read, pageParams},
+		{http.MethodPost, v1 + "/backfills/{backfill_id}/pause", s.changeBackfill("pause"), backfillW, nil},
+		{http.MethodPost, v1 + "/backfills/{backfill_id}/unpause", s.changeBackfill("unpause"), backfillW, nil},
+		{http.MethodPost, v1 + "/backfills/{backfill_id}/cancel", s.changeBackfill("cancel"), backfillW, nil},
 		// The seed's routes (seed 000), outside /api/v1.
 		{http.MethodGet, "/pools", s.poolBoard, read, nil},
 		{http.MethodPost, "/pools/{name}/queue/{key}/cancel", s.cancelEntry, cancel, nil},

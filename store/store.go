@@ -108,6 +108,15 @@ type Reader interface {
 	ListTokens(ctx context.Context, user string) ([]Token, error)
 	// FindSession reads a UI session's data (ErrNotFound when there is none or it expired at now).
 	FindSession(ctx context.Context, token string, now time.Time) ([]byte, error)
+	// ListBackfills lists the backfills of a DAG ("" for every DAG), newest first, with their
+	// progress, and how many there are; GetBackfill reads one (ErrNotFound for none);
+	// ListBackfillDates lists a backfill's dates in the order it takes them, with their runs.
+	ListBackfills(ctx context.Context, dagID string, limit, offset int) ([]Backfill, int, error)
+	GetBackfill(ctx context.Context, id int64) (Backfill, error)
+	ListBackfillDates(ctx context.Context, id int64, limit, offset int) ([]BackfillDate, int, error)
+	// ListRunsBetween lists a DAG's runs that are unique per logical date (scheduled, catch-up,
+	// backfill) whose logical date is in [from, to], by logical date.
+	ListRunsBetween(ctx context.Context, dagID string, from, to time.Time) ([]Run, error)
 }
 
 // Tx is one write transaction: an admission pass, a CLI command, or a daemon's recovery. Every
@@ -271,6 +280,23 @@ type Tx interface {
 	AdoptRuns(from, to string, runTypes ...vocab.RunType) (int, error)
 	FailOwnerRuns(owner string, runType vocab.RunType, reason string, now time.Time) (ended []Run, skipped int, err error)
 	FailRun(r *Run, reason string, now time.Time) error
+
+	// Backfills (§11). InsertBackfill creates one with its dates, in the order given, pending;
+	// OpenBackfills lists the running and cancelling ones of a DAG ("" for all); BackfillWork
+	// reads each open backfill with its next pending dates (at most limit) and the runs at
+	// their logical dates; StepBackfill writes what a pass did with one (ErrConflict when it
+	// changed since it was read); SetBackfillPaused and CancelBackfill are a person's
+	// (ErrConflict once it is over); AdoptBackfills moves a dead daemon's open backfills to a
+	// live one; RunsBetween is Reader.ListRunsBetween in the transaction.
+	InsertBackfill(b *Backfill, dates []time.Time) error
+	BackfillByID(id int64) (Backfill, error)
+	OpenBackfills(dagID string) ([]Backfill, error)
+	BackfillWork(limit int) ([]BackfillWork, error)
+	StepBackfill(s BackfillStep, now time.Time) error
+	SetBackfillPaused(id int64, paused bool, now time.Time) error
+	CancelBackfill(id int64, now time.Time) error
+	AdoptBackfills(from, to string) (int, error)
+	RunsBetween(dagID string, from, to time.Time) ([]Run, error)
 }
 
 // Options tune Open.
@@ -304,7 +330,7 @@ const OpTimeout = 5 * time.Second
 func SchemaVersion() int { return schemaVersion }
 
 // schemaVersion is raised with a migration of every driver (their tests check they agree).
-const schemaVersion = 12
+const schemaVersion = 13
 
 // Micros converts a time to the stored form: microseconds since the Unix epoch, UTC.
 func Micros(t time.Time) int64 { return t.UnixMicro() }

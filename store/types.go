@@ -34,6 +34,9 @@ type Run struct {
 	// from before versions were kept, or one dags trigger created that no daemon took yet).
 	// Cleared tasks run the DAG's current version: their attempts say which.
 	Version int
+	// Backfill is the backfill the run belongs to (§11): one it created, or an ended run it
+	// cleared; 0 for none. UpdateRun sets it when given and never unsets it.
+	Backfill int64
 }
 
 // TaskInstance is one task of one run.

@@ -98,6 +98,9 @@ func vocabulary() (states, words map[string]string) {
 	add(words, "resize policy", Strings(OnResizes()))
 	add(words, "owner kind", Strings(OwnerKinds()))
 	add(words, "reason code", Strings(ReasonCodes()))
+	add(words, "backfill state", Strings(BackfillStates()))
+	add(words, "reprocess behaviour", Strings(Reprocesses()))
+	add(words, "backfill action", Strings(BackfillActions()))
 	for v := range states {
 		delete(words, v) // counted everywhere already
 	}

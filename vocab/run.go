@@ -33,29 +33,39 @@ const (
 	RunManual   RunType = "manual"   // a trigger; bound to the daemon that took it
 	RunTest     RunType = "test"     // a dags test run; bound to its process
 	RunNode     RunType = "node"     // an every_node job's fire on one daemon; bound to it (§9)
+	RunBackfill RunType = "backfill" // a date of a backfill (§11); leader-owned, driven by its backfill
 )
 
 // RunTypes lists every run type: the scheduler's, then the ones a person asks for.
-func RunTypes() []RunType { return []RunType{RunSchedule, RunCatchup, RunNode, RunManual, RunTest} }
+func RunTypes() []RunType {
+	return []RunType{RunSchedule, RunCatchup, RunNode, RunBackfill, RunManual, RunTest}
+}
 
 // Valid reports whether t is a run type as stored.
 func (t RunType) Valid() bool { return in(t, RunTypes()) }
 
-// LeaderOwned reports whether runs of type t belong to whichever serve daemon leads (scheduled
-// and catch-up runs: any live daemon may take them over, §9), rather than to the process that
-// created them.
-func (t RunType) LeaderOwned() bool { return t == RunSchedule || t == RunCatchup }
+// LeaderOwned reports whether runs of type t belong to whichever serve daemon leads (scheduled,
+// catch-up and backfill runs: any live daemon may take them over, §9), rather than to the
+// process that created them.
+func (t RunType) LeaderOwned() bool { return t == RunSchedule || t == RunCatchup || t == RunBackfill }
+
+// Scheduled reports whether runs of type t are the schedule's own fires (scheduled and
+// catch-up runs): catch-up waits for them, and the DAG's max_active_runs and concurrency
+// policy apply to them.
+func (t RunType) Scheduled() bool { return t == RunSchedule || t == RunCatchup }
 
 // Fired reports whether runs of type t are fires of a schedule (scheduled, catch-up and every_node
 // runs): they are due at their logical date, follow the concurrency policy, and wait while
 // their DAG is paused.
-func (t RunType) Fired() bool { return t.LeaderOwned() || t == RunNode }
+// A backfill's runs are not fires: their backfill starts them (§11).
+func (t RunType) Fired() bool { return t.Scheduled() || t == RunNode }
 
-// runTypeWords are the API's (Airflow's) words for the run types that have one.
-var runTypeWords = map[RunType]string{RunSchedule: "scheduled", RunCatchup: "backfill"}
+// runTypeWords are the API's (Airflow's) words for the run types that have one. A catch-up
+// run was "backfill" before backfills existed (§11); it is "catchup" now, as stored.
+var runTypeWords = map[RunType]string{RunSchedule: "scheduled"}
 
-// Word is the run type in the JSON API's words: Airflow's scheduled and backfill for schedule
-// and catchup, the stored value for the others.
+// Word is the run type in the JSON API's words: Airflow's scheduled for schedule, the stored
+// value for the others (backfill is Airflow's word too).
 func (t RunType) Word() string {
 	if w, ok := runTypeWords[t]; ok {
 		return w

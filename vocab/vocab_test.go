@@ -29,6 +29,14 @@ func TestLists(t *testing.T) {
 	distinct("resize policies", Strings(OnResizes()))
 	distinct("owner kinds", Strings(OwnerKinds()))
 	distinct("reason codes", Strings(ReasonCodes()))
+	distinct("backfill states", Strings(BackfillStates()))
+	distinct("reprocess behaviours", Strings(Reprocesses()))
+	distinct("backfill actions", Strings(BackfillActions()))
+	for _, s := range BackfillStates() {
+		if !s.Valid() || s.Terminal() == s.Open() {
+			t.Errorf("backfill state %s: valid %v, terminal %v, open %v", s, s.Valid(), s.Terminal(), s.Open())
+		}
+	}
 
 	for _, s := range TaskStates() {
 		if !s.Valid() || s.Terminal() == s.Open() {
@@ -93,7 +101,7 @@ func TestCanMove(t *testing.T) {
 // TestRunTypeWords checks the API's words for run types and that both spellings parse.
 func TestRunTypeWords(t *testing.T) {
 	t.Parallel()
-	if got := RunTypeWords(); !slices.Equal(got, []string{"scheduled", "backfill", "node", "manual", "test"}) {
+	if got := RunTypeWords(); !slices.Equal(got, []string{"scheduled", "catchup", "node", "backfill", "manual", "test"}) {
 		t.Errorf("words %v", got)
 	}
 	for _, rt := range RunTypes() {
@@ -106,11 +114,16 @@ func TestRunTypeWords(t *testing.T) {
 	if _, ok := ParseRunType("nightly"); ok {
 		t.Error("an unknown run type parsed")
 	}
-	if !RunSchedule.LeaderOwned() || !RunCatchup.LeaderOwned() || RunManual.LeaderOwned() || RunTest.LeaderOwned() || RunNode.LeaderOwned() {
+	if !RunSchedule.LeaderOwned() || !RunCatchup.LeaderOwned() || !RunBackfill.LeaderOwned() || RunManual.LeaderOwned() ||
+		RunTest.LeaderOwned() || RunNode.LeaderOwned() {
 		t.Error("LeaderOwned")
 	}
-	if !RunSchedule.Fired() || !RunCatchup.Fired() || !RunNode.Fired() || RunManual.Fired() || RunTest.Fired() {
+	if !RunSchedule.Fired() || !RunCatchup.Fired() || !RunNode.Fired() || RunManual.Fired() || RunTest.Fired() ||
+		RunBackfill.Fired() {
 		t.Error("Fired")
+	}
+	if !RunSchedule.Scheduled() || !RunCatchup.Scheduled() || RunBackfill.Scheduled() || RunNode.Scheduled() {
+		t.Error("Scheduled")
 	}
 }
 

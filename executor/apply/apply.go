@@ -166,6 +166,8 @@ func write(tx store.Tx, p *decide.Plan, op decide.Op, out *Outcome) error {
 		return tx.PutAttempts(op.Attempts)
 	case decide.PutTIs:
 		return tx.PutTIs(op.TIs)
+	case decide.BackfillStep:
+		return stale(tx.StepBackfill(op.Step, now), store.ErrConflict)
 	}
 	return fmt.Errorf("apply: unknown op %T", op)
 }
@@ -189,7 +191,7 @@ func held(ok bool, err error) error {
 // takeOver handles the end of a dead owner whose processes are gone: its claims are released
 // (their entries back in the queue with their try number, to be replayed), a dead dags test
 // process's runs fail with "test process gone", and a serve daemon moves the leader-owned runs
-// (scheduled, catch-up) to itself and marks the end handled. Bound work (manual runs) stays the
+// (scheduled, catch-up, backfill) and the backfills it drove to itself and marks the end handled. Bound work (manual runs) stays the
 // owner's and waits node_unavailable until it returns.
 func takeOver(tx store.Tx, p *decide.Plan, t owners.Takeover) (TakenOver, error) {
 	o := t.Owner
@@ -204,6 +206,9 @@ func takeOver(tx store.Tx, p *decide.Plan, t owners.Takeover) (TakenOver, error)
 	}
 	if t.Adopt {
 		if res.Adopted, err = tx.AdoptRuns(o.ID, p.Daemon, owners.LeaderOwned...); err != nil {
+			return res, err
+		}
+		if _, err = tx.AdoptBackfills(o.ID, p.Daemon); err != nil {
 			return res, err
 		}
 	}

@@ -159,6 +159,10 @@ type Input struct {
 	NextRunPK       int64 // the id the next inserted run gets (0: memory knows it)
 	NextEntryID     int64 // the id the next inserted entry gets (0: memory knows it)
 	NoWait          bool  // nothing but the events and the runs they end: a shutdown's last writes
+	// Backfills are the open backfills with their next dates (§11); BackfillRuns the ended runs
+	// at those dates that a backfill may clear, with their task instances.
+	Backfills    []store.BackfillWork
+	BackfillRuns map[int64]*CommandRun
 }
 
 // Plan is what one pass does.
@@ -270,6 +274,7 @@ func (d *Decider) Decide(in *Input) *Plan {
 		ps.applyChanges()
 	}
 	ps.createRuns()
+	ps.backfills()
 	ps.retireRemoved()
 	ps.deadlines()
 	ps.advanceAll()

@@ -110,6 +110,10 @@ type (
 	PutAttempts struct{ Attempts []*store.Attempt }
 	// PutTIs writes the task instances the pass changed.
 	PutTIs struct{ TIs []*store.TaskInstance }
+	// BackfillStep writes what the pass did with a backfill (§11): the dates it took, its
+	// owner and state. The store refuses it (ErrStale) when the backfill changed since it was
+	// read: another daemon took a date, or a person cancelled it.
+	BackfillStep struct{ Step store.BackfillStep }
 )
 
 func (SyncDAGs) op()         {}
@@ -138,3 +142,4 @@ func (PutAttempts) op()      {}
 func (PutTIs) op()           {}
 func (Event) op()            {}
 func (DeleteRun) op()        {}
+func (BackfillStep) op()     {}

@@ -23,6 +23,9 @@ func (ps *pass) startQueuedRuns() {
 	var queued []*state.Run
 	for _, run := range ps.st.Runs {
 		switch {
+		case run.State == vocab.RunRunning && run.Backfill != 0:
+			// A backfill's runs count toward its own max_active_runs, never the DAG's (§11):
+			// a backfill does not hold back the schedule's fresh runs.
 		case run.State == vocab.RunRunning:
 			active[run.DAGID] = append(active[run.DAGID], run)
 		case run.State == vocab.RunQueued && !run.Away && !run.Shared:
@@ -31,7 +34,7 @@ func (ps *pass) startQueuedRuns() {
 	}
 	for _, r := range ps.st.Others {
 		// A dags test run ignores max_active_runs (§3.5), and does not count toward it.
-		if r.State == vocab.RunRunning && r.RunType != vocab.RunTest {
+		if r.State == vocab.RunRunning && r.RunType != vocab.RunTest && r.Backfill == 0 {
 			active[r.DAGID] = append(active[r.DAGID], &state.Run{Run: r, Away: true})
 		}
 	}
@@ -40,7 +43,14 @@ func (ps *pass) startQueuedRuns() {
 		if run.DAG == nil {
 			continue
 		}
-		if run.RunType != vocab.RunTest {
+		switch {
+		case run.Backfill != 0:
+			// Its backfill created or cleared it within its own max_active_runs; like every run
+			// of a paused DAG it waits while the DAG is paused.
+			if ps.st.DAGStates[run.DAGID].Paused {
+				continue
+			}
+		case run.RunType != vocab.RunTest:
 			scheduled := run.RunType.Fired()
 			if ps.st.DAGStates[run.DAGID].Paused && scheduled {
 				continue
@@ -67,7 +77,9 @@ func (ps *pass) startQueuedRuns() {
 		}
 		run.State, run.StartDate, run.ReasonCode, run.Reason = vocab.RunRunning, ps.now, "", ""
 		ps.started = append(ps.started, run)
-		active[run.DAGID] = append(active[run.DAGID], run)
+		if run.Backfill == 0 {
+			active[run.DAGID] = append(active[run.DAGID], run)
+		}
 		ps.st.TouchRun(run)
 	}
 }
@@ -156,8 +168,12 @@ func (ps *pass) endRuns() {
 }
 
 // end records that a run ended in this pass: its row is written, memory forgets it, and the
-// daemon tells who waits for it.
+// daemon tells who waits for it. A backfill's run ending makes the next pass take its
+// backfill's next date at once.
 func (ps *pass) end(run *state.Run) {
+	if run.Backfill != 0 {
+		ps.p.Wake = true
+	}
 	ps.st.TouchRun(run)
 	ps.st.RemoveRun(run)
 	ps.p.Ended = append(ps.p.Ended, run)

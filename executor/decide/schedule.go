@@ -131,12 +131,12 @@ func firedType(g *dag.DAG, t vocab.RunType) vocab.RunType {
 func (ps *pass) openScheduledRuns(dagID string) int {
 	n := 0
 	for _, r := range ps.st.Runs {
-		if r.DAGID == dagID && r.RunType.LeaderOwned() {
+		if r.DAGID == dagID && r.RunType.Scheduled() {
 			n++
 		}
 	}
 	for _, r := range ps.st.Others {
-		if r.DAGID == dagID && r.RunType.LeaderOwned() {
+		if r.DAGID == dagID && r.RunType.Scheduled() {
 			n++
 		}
 	}

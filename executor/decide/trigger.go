@@ -121,10 +121,10 @@ func (ps *pass) runRecord(d *dag.DAG, runType vocab.RunType, logical time.Time, 
 }
 
 // runID is the id of a run of this type at logical: Airflow's prefixes, scheduled__ for the
-// scheduler's runs (catch-up too), else the type.
+// scheduler's runs (catch-up too), else the type (backfill__ for a backfill's).
 func runID(runType vocab.RunType, logical time.Time, testSuffix string) string {
 	prefix := string(runType)
-	if runType.LeaderOwned() {
+	if runType.Scheduled() {
 		prefix = vocab.RunSchedule.Word()
 	}
 	id := prefix + "__" + logical.UTC().Format("2006-01-02T15:04:05.000Z07:00")

@@ -67,6 +67,8 @@ func Run(t *testing.T, h Harness) {
 		{"Sessions", testSessions},
 		{"MigrateUsers", testMigrateUsers},
 		{"PoolTeams", testPoolTeams},
+		{"Backfills", testBackfills},
+		{"BackfillManyDates", testBackfillManyDates},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -351,3 +351,11 @@ func nullString(s string) any {
 	}
 	return s
 }
+
+// nullInt64 is an id whose 0 means none.
+func nullInt64(v int64) any {
+	if v == 0 {
+		return nil
+	}
+	return v
+}

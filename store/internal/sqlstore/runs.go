@@ -15,14 +15,14 @@ import (
 
 const runCols = `id, dag_id, run_id, run_type, logical_date, state, conf, note, note_by, note_at, no_queue,
 	COALESCE(owner, ''), queued_at, start_date, end_date, COALESCE(reason_code, ''), COALESCE(reason, ''),
-	COALESCE(version, 0)`
+	COALESCE(version, 0), COALESCE(backfill, 0)`
 
 func scanRun(sc interface{ Scan(...any) error }) (store.Run, error) {
 	var r store.Run
 	var logical, queued int64
 	var noteAt, start, end sql.NullInt64
 	err := sc.Scan(&r.PK, &r.DAGID, &r.RunID, &r.RunType, &logical, &r.State, &r.Conf, &r.Note, &r.NoteBy, &noteAt,
-		&r.NoQueue, &r.Owner, &queued, &start, &end, &r.ReasonCode, &r.Reason, &r.Version)
+		&r.NoQueue, &r.Owner, &queued, &start, &end, &r.ReasonCode, &r.Reason, &r.Version, &r.Backfill)
 	r.LogicalDate, r.QueuedAt, r.StartDate, r.EndDate = store.FromMicros(logical), store.FromMicros(queued), timeOf(start), timeOf(end)
 	r.NoteAt = timeOf(noteAt)
 	return r, err
@@ -43,12 +43,12 @@ func (t *Tx) InsertRun(r *store.Run) error {
 	// ON CONFLICT DO NOTHING rather than a unique violation: on PostgreSQL a failed statement
 	// would end the whole pass's transaction.
 	id, ok, err := t.insertID(`INSERT INTO dag_runs (id, dag_id, run_id, run_type, logical_date, state, conf, note,
-		note_by, note_at, no_queue, owner, queued_at, start_date, end_date, reason_code, reason, version, seq)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		note_by, note_at, no_queue, owner, queued_at, start_date, end_date, reason_code, reason, version, backfill, seq)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING RETURNING id`, pk, r.DAGID, r.RunID, r.RunType, store.Micros(r.LogicalDate), r.State,
 		orJSON(r.Conf), r.Note, r.NoteBy, nullMicros(r.NoteAt), r.NoQueue, nullString(r.Owner), store.Micros(r.QueuedAt),
 		nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(string(r.ReasonCode)), nullString(r.Reason),
-		nullInt(r.Version), t.stamp())
+		nullInt(r.Version), nullInt64(r.Backfill), t.stamp())
 	switch {
 	case err != nil:
 		return err
@@ -97,8 +97,9 @@ func orJSON(s string) string {
 // only when it had none (a run dags trigger created, taken by a daemon).
 func (t *Tx) UpdateRun(r *store.Run) error {
 	_, err := t.exec(`UPDATE dag_runs SET state = ?, start_date = ?, end_date = ?, reason_code = ?, reason = ?, owner = ?,
-		version = COALESCE(version, ?), seq = ? WHERE id = ?`, r.State, nullMicros(r.StartDate), nullMicros(r.EndDate),
-		nullString(string(r.ReasonCode)), nullString(r.Reason), nullString(r.Owner), nullInt(r.Version), t.stamp(), r.PK)
+		version = COALESCE(version, ?), backfill = COALESCE(?, backfill), seq = ? WHERE id = ?`, r.State,
+		nullMicros(r.StartDate), nullMicros(r.EndDate), nullString(string(r.ReasonCode)), nullString(r.Reason),
+		nullString(r.Owner), nullInt(r.Version), nullInt64(r.Backfill), t.stamp(), r.PK)
 	return err
 }
 
