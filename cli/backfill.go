@@ -102,7 +102,7 @@ func (e *env) dagsBackfillCmd() *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&from, "from", "", "the first logical date (RFC 3339, or YYYY-MM-DD)")
 	f.StringVar(&to, "to", "", "the last logical date (RFC 3339, or YYYY-MM-DD)")
-	f.StringVar(&reprocess, "reprocess", "none", "what a date with a run already gets: none, failed or completed")
+	f.StringVar(&reprocess, "reprocess", string(vocab.ReprocessNone), "what a date with a run already gets: none, failed or completed")
 	f.IntVar(&maxActive, "max-active-runs", 1, "how many of its runs may be open at once")
 	f.BoolVar(&reverse, "reverse", false, "newest date first")
 	f.BoolVar(&dry, "dry-run", false, "print what it would do and the slot-hours it needs; write nothing")

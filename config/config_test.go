@@ -335,3 +335,20 @@ func TestParseRetention(t *testing.T) {
 		})
 	}
 }
+
+// TestBackfillBound: backfill.max_runs bounds one backfill's dates (default 10,000); below 1 is
+// an error naming the field.
+func TestBackfillBound(t *testing.T) {
+	t.Parallel()
+	c, err := Parse("poolflow.yaml", []byte("backfill: {max_runs: 50}\n"))
+	if err != nil || c.Backfill.MaxRunsOrDefault() != 50 {
+		t.Fatalf("max_runs 50: %+v %v", c.Backfill, err)
+	}
+	if d := Default(); d.Backfill.MaxRunsOrDefault() != DefaultBackfillMaxRuns || DefaultBackfillMaxRuns != 10_000 {
+		t.Fatalf("default %+v", d.Backfill)
+	}
+	if _, err := Parse("poolflow.yaml", []byte("backfill:\n  max_runs: 0\n")); err == nil ||
+		!strings.Contains(err.Error(), "poolflow.yaml:2:13: backfill.max_runs: invalid value 0") {
+		t.Fatalf("max_runs 0: %v", err)
+	}
+}

@@ -48,7 +48,7 @@ func TestParseAttrs(t *testing.T) {
 		{name: "zero try number", attrs: []string{"try_number=0"}, wantErr: `attr try_number: "0" is not a whole number of at least 1`},
 		{name: "bad date", attrs: []string{"logical_date=2024-05-01"},
 			wantErr: `attr logical_date: "2024-05-01" is not an RFC 3339 time such as 2024-05-01T00:00:00Z`},
-		{name: "bad trigger", attrs: []string{"trigger=cron"}, wantErr: `attr trigger: "cron" is not one of schedule, manual, catchup, node`},
+		{name: "bad trigger", attrs: []string{"trigger=cron"}, wantErr: `attr trigger: "cron" is not one of schedule, manual, catchup, node, backfill`},
 		{name: "bad kind", attrs: []string{"kind=python"}, wantErr: `attr kind: "python" is not one of command, bash, go, sensor`},
 		{name: "params as attr", attrs: []string{"params={}"}, wantErr: "attr params: use --params with a JSON object"},
 		{name: "params not an object", params: `[1]`,
