@@ -231,3 +231,58 @@ func TestBackfillSurvivesRestart(t *testing.T) {
 	}
 	_ = decide.BackfillTodoLimit
 }
+
+// TestBackfillMaxSlots (§11): max_slots caps the backfill's share of a pool as an implicit pool
+// debited with the pool in the same admission: with db: 4 and max_slots {db: 1}, three open
+// backfill runs hold one slot between them, a fresh run of another DAG gets another at once,
+// and the waiting backfill entries say why.
+func TestBackfillMaxSlots(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "pools:\n  db: 4\n", map[string]string{"hourly.yaml": hourlyDAG,
+		"fresh.yaml": "tasks:\n  - {id: go, bash: 'true', pool_requirements: {db: 1}}\n"})
+	clock := NewFakeClock(t0)
+	b.clock = clock
+	h := b.nodeHarness(t, "host-a:/state", clock)
+	h.mustPass(t)
+	bf := b.newBackfill(t, "hourly", 3, store.Backfill{MaxActiveRuns: 3, MaxSlots: map[string]int{"db": 1}})
+	plans, err := h.Settle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var starts []*attempt.Spec
+	for _, p := range plans {
+		starts = append(starts, p.Starts...)
+	}
+	if len(starts) != 1 || len(backfillRuns(h, bf.ID)) != 3 {
+		t.Fatalf("started %d with %d backfill runs open", len(starts), len(backfillRuns(h, bf.ID)))
+	}
+	ev, _ := h.Trigger(TriggerRequest{DAGID: "fresh"})
+	if p := h.mustPass(t, ev); len(p.Starts) != 1 || p.Starts[0].Task.ID != "go" {
+		t.Fatalf("the fresh run waits behind the backfill: %v", started(p))
+	}
+	claims, err := b.st.ListClaims(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[string]int{}
+	for _, c := range claims {
+		held[c.Pool] += c.Slots
+	}
+	if held["db"] != 2 || held["_backfill/1/db"] != 1 {
+		t.Fatalf("claims %v", held)
+	}
+	waiting, err := b.st.ListEntries(context.Background(), vocab.EntryWaiting)
+	if err != nil || len(waiting) != 2 {
+		t.Fatalf("waiting %+v %v", waiting, err)
+	}
+	e, err := b.latest(waiting[0].Run, "work")
+	if err != nil || e.ReasonCode != vocab.ReasonBackfillLimit ||
+		e.Reason != "waiting: backfill 1 has its max_slots of pool db in use (1 of 1)" {
+		t.Fatalf("reason %q %q %v", e.ReasonCode, e.Reason, err)
+	}
+	// The backfill's attempt ends: the next of its entries takes the share.
+	clock.Advance(time.Second)
+	if p := h.mustPass(t, h.End(starts[0], true, "")); len(p.Starts) != 1 {
+		t.Fatalf("after the end: %v", started(p))
+	}
+}

@@ -273,7 +273,7 @@ func Pool(sp store.Pool) pools.Pool {
 // order, its priority, due time, deadline and force flag.
 func Entry(e *store.Entry, block pools.Block) pools.Entry {
 	pe := pools.Entry{ID: e.ID, Label: e.Label, Priority: e.Priority, Due: e.Due, Deadline: e.Deadline,
-		Block: block, Force: e.Force, Needs: make([]pools.Need, len(e.Needs))}
+		Block: block, Force: e.Force, Backfill: e.Backfill != 0, Needs: make([]pools.Need, len(e.Needs))}
 	for i, n := range e.Needs {
 		pe.Needs[i] = pools.Need{Pool: n.Pool, Slots: n.Slots}
 	}

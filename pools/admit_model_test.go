@@ -57,6 +57,7 @@ type model struct {
 	busy    bool
 	pools   map[string]Pool
 	named   []string
+	bfCap   string // a backfill's max_slots cap of the first named pool
 	clock   int
 	nextID  int64
 	waiting []*mEntry // by ID
@@ -103,6 +104,8 @@ func newModel(t *rapid.T, busy bool) *model {
 		m.pools[name] = Implicit(name, rapid.IntRange(1, 3).Draw(t, "max_active_tasks"))
 	}
 	m.pools[taskLimit] = Implicit(taskLimit, rapid.IntRange(1, 2).Draw(t, "max_active_tis_per_dag"))
+	m.bfCap = BackfillCapPrefix + "1/" + m.named[0]
+	m.pools[m.bfCap] = Implicit(m.bfCap, rapid.IntRange(1, 3).Draw(t, "max_slots"))
 	return m
 }
 
@@ -149,6 +152,17 @@ func (m *model) enqueue(t *rapid.T) {
 	picked := rapid.SliceOfNDistinct(rapid.SampledFrom(m.named), 1, 3, func(s string) string { return s }).Draw(t, "pools")
 	for _, p := range picked {
 		e.Needs = append(e.Needs, Need{Pool: p, Slots: rapid.SampledFrom([]int{1, 1, 1, 2, 3}).Draw(t, "slots")})
+	}
+	if rapid.IntRange(0, 2).Draw(t, "backfill?") == 0 {
+		// A backfill's entry (§11): walked after fresh ones of its priority, and where its
+		// backfill caps a pool it needs (max_slots), debited in the implicit cap pool too.
+		e.Backfill = true
+		for _, n := range e.Needs {
+			if n.Pool == m.named[0] {
+				e.Needs = append(e.Needs, Need{Pool: m.bfCap, Slots: min(n.Slots, m.pools[m.bfCap].Slots)})
+				break
+			}
+		}
 	}
 	e.owner = rapid.IntRange(0, daemons-1).Draw(t, "owner")
 	e.run = rapid.IntRange(1, 8).Draw(t, "run time")
@@ -483,6 +497,7 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 	}
 
 	order := walkOrder(s, now)
+	checkFreshFirst(t, order)
 	pos := map[int64]int{}
 	for i, e := range order {
 		pos[e.ID] = i
@@ -616,7 +631,7 @@ func checkDecision(t *rapid.T, s *Snapshot, now time.Time, d Decision) {
 			if (r.Kind == vocab.ReasonBehind) != (p.Ordering == vocab.Strict) {
 				t.Fatalf("entry %d: %s in %s pool %s", id, r.Kind, p.Ordering, r.Pool)
 			}
-		case vocab.ReasonPoolFull, vocab.ReasonGlobalLimit, vocab.ReasonDAGLimit, vocab.ReasonTaskLimit:
+		case vocab.ReasonPoolFull, vocab.ReasonGlobalLimit, vocab.ReasonDAGLimit, vocab.ReasonTaskLimit, vocab.ReasonBackfillLimit:
 			if r.Need <= r.Free || r.Kind != LimitKind(r.Pool) || r.Used != after[r.Pool] {
 				t.Fatalf("entry %d: %s in %s with need %d, free %d, used %d (tally %d)", id, r.Kind, r.Pool,
 					r.Need, r.Free, r.Used, after[r.Pool])
@@ -733,6 +748,17 @@ func (m *model) checkTracks(t *rapid.T, d Decision, now time.Time) {
 		if m.clock >= tr.bound && !taken[id] {
 			t.Fatalf("entry %d top starved since step %d, bound %d, still waits at %d: %s",
 				id, tr.since, tr.bound, m.clock, reasonMap(d)[id])
+		}
+	}
+}
+
+// checkFreshFirst: among entries of one walk group and priority, every fresh entry is walked
+// before every backfill entry (§11), whatever their due times.
+func checkFreshFirst(t *rapid.T, order []*Entry) {
+	for i := 1; i < len(order); i++ {
+		a, b := order[i-1], order[i]
+		if group(a) == group(b) && group(a) != groupForce && a.Priority == b.Priority && a.Backfill && !b.Backfill {
+			t.Fatalf("backfill entry %d walked before fresh entry %d of the same priority", a.ID, b.ID)
 		}
 	}
 }

@@ -100,7 +100,7 @@ func (x *explain) reason(w *wait) Reason {
 			e := &x.entries[w.behind]
 			r.Behind, r.BehindLabel = e.ID, e.Label
 		}
-	case kFull, kGlobal, kDAG, kTask:
+	case kFull, kGlobal, kDAG, kTask, kBackfill:
 		r.Used, r.Free = p.used, p.free
 		if w.ob == kFull {
 			r.Holders = p.holders

@@ -41,6 +41,7 @@ func queuedAgo(d time.Duration) opt {
 func notBefore(t time.Time) opt { return func(e *Entry) { e.NotBefore = t } }
 func blocked(b Block) opt       { return func(e *Entry) { e.Block = b } }
 func force() opt                { return func(e *Entry) { e.Force = true } }
+func bf() opt                   { return func(e *Entry) { e.Backfill = true } }
 func keeps(specs ...string) opt { return func(e *Entry) { e.Kept = ns(specs...) } }
 func entry(id int64, label string, needs []Need, opts ...opt) Entry {
 	e := Entry{ID: id, Label: label + " try 1", Due: t0, Needs: needs}

@@ -25,7 +25,8 @@ func group(e *Entry) uint8 {
 
 // Compare orders two entries as an admission pass walks them: force starts first by queue ID,
 // then entries holding kept claims, then every other entry; within the last two groups by
-// priority (higher first), due time (earlier first), then queue ID. Starvation promotion does
+// priority (higher first), then fresh entries before a backfill's (§11), then due time
+// (earlier first), then queue ID. Starvation promotion does
 // not change this order; it keeps room for the starved entry instead (see Admit).
 func Compare(a, b *Entry) int {
 	ga, gb := group(a), group(b)
@@ -35,6 +36,12 @@ func Compare(a, b *Entry) int {
 	if ga != groupForce {
 		if a.Priority != b.Priority {
 			return cmp.Compare(b.Priority, a.Priority)
+		}
+		if a.Backfill != b.Backfill {
+			if a.Backfill {
+				return 1
+			}
+			return -1
 		}
 		if c := a.Due.Compare(b.Due); c != 0 {
 			return c
@@ -48,7 +55,7 @@ func Compare(a, b *Entry) int {
 // due times are exact (Unix seconds and nanoseconds), so the key does not depend on the time of
 // the pass and a Queue can keep it between passes.
 type walkKey struct {
-	rank  uint64 // group, then priority (higher first)
+	rank  uint64 // group, then priority (higher first), then backfill (fresh first)
 	sec   int64  // due time (earlier first): Unix seconds,
 	nsec  int32  // and nanoseconds
 	idx   int32  // snapshot index: breaks ties between equal IDs in a malformed snapshot
@@ -70,7 +77,10 @@ func newWalkKey(e *Entry, idx int32, flags uint8) walkKey {
 	k.rank = uint64(g) << 62
 	if g != groupForce {
 		p := min(max(e.Priority, -prioLimit), prioLimit-1)
-		k.rank |= uint64(prioLimit - 1 - p) // in [0, 2^61): higher priority first
+		k.rank |= uint64(prioLimit-1-p) << 1 // in [0, 2^62): higher priority first
+		if e.Backfill {
+			k.rank |= 1 // after every fresh entry of the same priority
+		}
 		k.sec, k.nsec = e.Due.Unix(), int32(e.Due.Nanosecond())
 	}
 	return k

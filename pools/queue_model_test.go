@@ -76,6 +76,7 @@ func (w *qworld) ago(t *rapid.T, label string, maxMinutes int) time.Time {
 func (w *qworld) drawEntry(t *rapid.T, id int64) Entry {
 	e := Entry{ID: id, Label: fmt.Sprintf("e%d try 1", id)}
 	e.Priority = rapid.IntRange(0, 2).Draw(t, "priority")
+	e.Backfill = rapid.IntRange(0, 3).Draw(t, "backfill?") == 0
 	e.Due = w.ago(t, "due", 40)
 	if rapid.IntRange(0, 4).Draw(t, "queued?") > 0 {
 		e.Queued = w.ago(t, "queued", 30)

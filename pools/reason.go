@@ -2,6 +2,7 @@ package pools
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/poolflow/poolflow/vocab"
@@ -44,6 +45,9 @@ func (r Reason) String() string {
 		return "waiting: max_active_tasks of this run reached"
 	case vocab.ReasonTaskLimit:
 		return "waiting: task concurrency limit reached"
+	case vocab.ReasonBackfillLimit:
+		id, pool := BackfillCapOf(r.Pool)
+		return fmt.Sprintf("waiting: backfill %s has its max_slots of pool %s in use (%d of %d)", id, pool, r.Used, r.Capacity)
 	case vocab.ReasonPaused:
 		return "waiting: DAG is paused"
 	case vocab.ReasonForbid:
@@ -103,6 +107,19 @@ func LimitKind(name string) vocab.ReasonCode {
 		return vocab.ReasonDAGLimit
 	case strings.HasPrefix(name, TaskPrefix):
 		return vocab.ReasonTaskLimit
+	case strings.HasPrefix(name, BackfillCapPrefix):
+		return vocab.ReasonBackfillLimit
 	}
 	return vocab.ReasonPoolFull
+}
+
+// BackfillCap is the implicit pool of backfill id's share of pool (max_slots, §11).
+func BackfillCap(id int64, pool string) string {
+	return BackfillCapPrefix + strconv.FormatInt(id, 10) + "/" + pool
+}
+
+// BackfillCapOf splits a backfill cap's name into the backfill's id and the pool it caps.
+func BackfillCapOf(name string) (id, pool string) {
+	id, pool, _ = strings.Cut(strings.TrimPrefix(name, BackfillCapPrefix), "/")
+	return id, pool
 }

@@ -14,6 +14,9 @@ const (
 	GlobalPool    = "_global"
 	DAGPoolPrefix = "_dag/"  // _dag/<dag>/<run>: max_active_tasks
 	TaskPrefix    = "_task/" // _task/<dag>/<task> and _task/<dag>/<run>/<task>
+	// BackfillCapPrefix: _backfill/<id>/<pool> is a backfill's share of a pool (max_slots, §11),
+	// debited with the pool itself in the same admission.
+	BackfillCapPrefix = "_backfill/"
 )
 
 // Pool is one pool as the admission decision sees it.
@@ -70,6 +73,9 @@ type Entry struct {
 	Kept  []Need
 	Block Block
 	Force bool // force start: walked before everything, must still fit
+	// Backfill marks an entry of a backfill's run (§11): it is walked after every entry of the
+	// same priority that is not, whatever their due times, so fresh work comes first.
+	Backfill bool
 }
 
 // Holder is an admitted entry holding slots of a pool.

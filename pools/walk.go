@@ -26,13 +26,14 @@ const (
 	kGlobal
 	kDAG
 	kTask
+	kBackfill
 )
 
 var kindNames = [...]vocab.ReasonCode{
 	kPaused: vocab.ReasonPaused, kForbid: vocab.ReasonForbid, kNodeAway: vocab.ReasonNodeAway,
 	kUnknown: vocab.ReasonUnknownPool, kOver: vocab.ReasonOverCapacity, kBehind: vocab.ReasonBehind,
 	kStarved: vocab.ReasonStarvedHead, kFull: vocab.ReasonPoolFull, kGlobal: vocab.ReasonGlobalLimit,
-	kDAG: vocab.ReasonDAGLimit, kTask: vocab.ReasonTaskLimit,
+	kDAG: vocab.ReasonDAGLimit, kTask: vocab.ReasonTaskLimit, kBackfill: vocab.ReasonBackfillLimit,
 }
 
 func limitKind(name string) kind {
@@ -43,6 +44,8 @@ func limitKind(name string) kind {
 		return kDAG
 	case vocab.ReasonTaskLimit:
 		return kTask
+	case vocab.ReasonBackfillLimit:
+		return kBackfill
 	}
 	return kFull
 }

@@ -287,6 +287,7 @@ func TestLegacyToken(t *testing.T) {
 // fillPath puts sample values into a route template.
 func fillPath(p string) string {
 	r := strings.NewReplacer("{dag_id}", "quick", "{dag_run_id}", "r1", "{task_id}", "only", "{try_number}", "1",
-		"{pool_name}", "db", "{name}", "db", "{key}", "1")
+		"{pool_name}", "db", "{name}", "db", "{key}", "1",
+		"{backfill_id}", "1")
 	return r.Replace(p)
 }

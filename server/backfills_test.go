@@ -5,6 +5,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 const hourlyBackfillDAG = `schedule: '@hourly'
@@ -93,11 +97,8 @@ func TestBackfillAPI(t *testing.T) {
 	if rec.Code != http.StatusConflict || !strings.Contains(problemOf(t, rec).Detail, "backfill 1 of dag hourly") {
 		t.Fatalf("overlap: %d %s", rec.Code, rec.Body.String())
 	}
-	for _, id := range []string{"backfill__2025-01-01T00:00:00.000Z", "backfill__2025-01-01T01:00:00.000Z", "backfill__2025-01-01T02:00:00.000Z"} {
-		if st := b.waitRunEnd(t, "hourly", id); st != "success" {
-			t.Fatalf("run %s %s", id, st)
-		}
-	}
+	b.waitRunsEnd(t, "hourly", "backfill__2025-01-01T00:00:00.000Z", "backfill__2025-01-01T01:00:00.000Z",
+		"backfill__2025-01-01T02:00:00.000Z")
 	var run DAGRunJSON
 	if err := json.Unmarshal(b.must(t, http.StatusOK, http.MethodGet, "/api/v1/dags/hourly/dagRuns/backfill__2025-01-01T01:00:00.000Z", ""), &run); err != nil {
 		t.Fatal(err)
@@ -151,4 +152,28 @@ func TestBackfillAPI(t *testing.T) {
 func jsonNumber(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// waitRunsEnd waits for the daemon's notices that runs of a DAG ended, in any order, and fails
+// unless each succeeded.
+func (b *bundle) waitRunsEnd(t testing.TB, dagID string, runIDs ...string) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, id := range runIDs {
+		want[id] = true
+	}
+	timeout := time.After(30 * time.Second)
+	for len(want) > 0 {
+		select {
+		case n := <-b.notices:
+			if n.Kind == executor.NoticeRunEnded && n.DAGID == dagID && want[n.RunID] {
+				if n.State != string(vocab.RunSuccess) {
+					t.Fatalf("run %s %s", n.RunID, n.State)
+				}
+				delete(want, n.RunID)
+			}
+		case <-timeout:
+			t.Fatalf("runs %v of %s did not end", want, dagID)
+		}
+	}
 }

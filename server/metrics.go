@@ -90,6 +90,8 @@ func poolLabel(pool string) string {
 		return strings.TrimSuffix(pools.DAGPoolPrefix, "/")
 	case strings.HasPrefix(pool, pools.TaskPrefix):
 		return strings.TrimSuffix(pools.TaskPrefix, "/")
+	case strings.HasPrefix(pool, pools.BackfillCapPrefix):
+		return strings.TrimSuffix(pools.BackfillCapPrefix, "/")
 	}
 	return pool
 }

@@ -106,6 +106,9 @@ type Entry struct {
 	DAGID   string
 	RunID   string
 	RunType vocab.RunType
+	// Backfill is the backfill of the entry's run (§11), 0 for none: admission orders its
+	// entries after fresh ones of the same priority.
+	Backfill int64
 }
 
 // Changes are the rows write transactions stamped after a change number (Tx.ChangesSince):

@@ -9,19 +9,20 @@ type ReasonCode string
 
 // Why an entry waits, as the admission walk says it (pools.Admit).
 const (
-	ReasonPoolFull     ReasonCode = "pool_full"        // a named pool lacks room
-	ReasonBehind       ReasonCode = "behind"           // behind the blocked head of a strict pool
-	ReasonStarvedHead  ReasonCode = "starved_head"     // a pool's room is kept for a starved entry
-	ReasonGlobalLimit  ReasonCode = "global_limit"     // max_running reached (_global)
-	ReasonDAGLimit     ReasonCode = "dag_limit"        // max_active_tasks of the run reached (_dag/…)
-	ReasonTaskLimit    ReasonCode = "task_limit"       // a task concurrency limit reached (_task/…)
-	ReasonForbid       ReasonCode = "forbid"           // concurrency_policy forbid waits for the previous run
-	ReasonPaused       ReasonCode = "paused"           // its DAG is paused
-	ReasonNodeAway     ReasonCode = "node_unavailable" // bound to an owner that is away (§9)
-	ReasonDraining     ReasonCode = "draining"         // a pool drains its old queue (on_resize: drain)
-	ReasonUnknownPool  ReasonCode = "unknown_pool"     // a pool it needs does not exist
-	ReasonOverCapacity ReasonCode = "over_capacity"    // it needs more slots than a pool has
-	ReasonBacklogFull  ReasonCode = "backlog_full"     // a pool's max_queued is reached (an enqueue refusal)
+	ReasonPoolFull      ReasonCode = "pool_full"        // a named pool lacks room
+	ReasonBehind        ReasonCode = "behind"           // behind the blocked head of a strict pool
+	ReasonStarvedHead   ReasonCode = "starved_head"     // a pool's room is kept for a starved entry
+	ReasonGlobalLimit   ReasonCode = "global_limit"     // max_running reached (_global)
+	ReasonDAGLimit      ReasonCode = "dag_limit"        // max_active_tasks of the run reached (_dag/…)
+	ReasonTaskLimit     ReasonCode = "task_limit"       // a task concurrency limit reached (_task/…)
+	ReasonBackfillLimit ReasonCode = "backfill_limit"   // a backfill's share of a pool reached (_backfill/…, §11)
+	ReasonForbid        ReasonCode = "forbid"           // concurrency_policy forbid waits for the previous run
+	ReasonPaused        ReasonCode = "paused"           // its DAG is paused
+	ReasonNodeAway      ReasonCode = "node_unavailable" // bound to an owner that is away (§9)
+	ReasonDraining      ReasonCode = "draining"         // a pool drains its old queue (on_resize: drain)
+	ReasonUnknownPool   ReasonCode = "unknown_pool"     // a pool it needs does not exist
+	ReasonOverCapacity  ReasonCode = "over_capacity"    // it needs more slots than a pool has
+	ReasonBacklogFull   ReasonCode = "backlog_full"     // a pool's max_queued is reached (an enqueue refusal)
 )
 
 // Why a task instance waits outside the admission walk, and an entry with no reason known yet.
@@ -66,7 +67,7 @@ const (
 // then the other waits, then the ends.
 func ReasonCodes() []ReasonCode {
 	return []ReasonCode{ReasonPoolFull, ReasonBehind, ReasonStarvedHead, ReasonGlobalLimit, ReasonDAGLimit,
-		ReasonTaskLimit, ReasonForbid, ReasonPaused, ReasonNodeAway, ReasonDraining, ReasonUnknownPool,
+		ReasonTaskLimit, ReasonBackfillLimit, ReasonForbid, ReasonPaused, ReasonNodeAway, ReasonDraining, ReasonUnknownPool,
 		ReasonOverCapacity, ReasonBacklogFull,
 		ReasonUpstream, ReasonRunQueued, ReasonQueued, ReasonRetry, ReasonReschedule, ReasonApproval, ReasonWaiting,
 		ReasonRejected, ReasonExpired, ReasonCancelled, ReasonRetired, ReasonTimeout, ReasonFailed,
@@ -79,7 +80,7 @@ func (c ReasonCode) Valid() bool { return in(c, ReasonCodes()) }
 
 // IsLimit says the code is a wait on an implicit pool (§4.2), which never blocks others.
 func (c ReasonCode) IsLimit() bool {
-	return c == ReasonGlobalLimit || c == ReasonDAGLimit || c == ReasonTaskLimit
+	return c == ReasonGlobalLimit || c == ReasonDAGLimit || c == ReasonTaskLimit || c == ReasonBackfillLimit
 }
 
 // IsBlock says the code comes from an entry's block (paused, forbid, node_unavailable) rather

@@ -192,7 +192,7 @@ func (ps *pass) newEntry(r readyTask) store.Entry {
 	e := store.Entry{ID: ps.st.NextEntryID, Run: run.PK, TaskID: ti.TaskID, TryNumber: r.try,
 		Label: label(run.DAGID, ti.TaskID, r.try), Priority: run.Weights[ti.TaskKey()], Due: r.due(), State: vocab.EntryWaiting,
 		Rule: rule, CreatedAt: ps.now, Needs: needs, Owner: ps.cfg.DaemonID, DAGID: run.DAGID, RunID: run.RunID,
-		RunType: run.RunType, Fingerprint: ti.Fingerprint()}
+		RunType: run.RunType, Fingerprint: ti.Fingerprint(), Backfill: run.Backfill}
 	ps.st.NextEntryID++
 	if qt := ti.Task.QueueTimeout; qt > 0 {
 		// Counted from the due time, or from when the entry joined the queue if that is later:
@@ -253,7 +253,7 @@ func (ps *pass) requirements(run *state.Run, ti *state.TI, try int, named map[st
 		rule = name
 		return pool, slots
 	})
-	return needs, rule
+	return ps.backfillCaps(run, needs), rule
 }
 
 func storeSpec(p store.Pool) pools.Spec {

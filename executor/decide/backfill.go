@@ -3,10 +3,12 @@ package decide
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	"github.com/poolflow/poolflow/backfill"
 	"github.com/poolflow/poolflow/executor/state"
 	"github.com/poolflow/poolflow/explain"
+	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
 )
@@ -196,4 +198,33 @@ func (ps *pass) cancelBackfill(b store.Backfill, open []store.Run) {
 	params, _ := json.Marshal(map[string]any{"backfill_id": b.ID, "state": vocab.BackfillCancelled, "open_runs": len(open)})
 	ps.p.add(Event{store.Event{At: ps.now, Actor: vocab.ActorScheduler + ":" + ps.cfg.DaemonID, Action: vocab.ActionBackfill,
 		DAGID: b.DAGID, Params: string(params), Outcome: "ok"}})
+}
+
+// backfillCaps adds to the requirements of a backfill run's attempt its backfill's share of
+// each pool it caps (max_slots, §11): an implicit pool _backfill/<id>/<pool> of that capacity,
+// needing as many slots as the pool itself, so admission debits both in one step (§4.3).
+func (ps *pass) backfillCaps(run *state.Run, needs []store.Requirement) []store.Requirement {
+	if run.Backfill == 0 {
+		return needs
+	}
+	var caps map[string]int
+	for _, w := range ps.in.Backfills {
+		if w.Backfill.ID == run.Backfill {
+			caps = w.Backfill.MaxSlots
+		}
+	}
+	if len(caps) == 0 {
+		return needs
+	}
+	n := len(needs)
+	for _, r := range needs[:n] {
+		if c, ok := caps[r.Pool]; ok && !r.Implicit {
+			needs = append(needs, store.Requirement{Pool: pools.BackfillCap(run.Backfill, r.Pool), Slots: r.Slots,
+				Implicit: true, Capacity: c})
+		}
+	}
+	if len(needs) > n {
+		sort.Slice(needs, func(i, j int) bool { return needs[i].Pool < needs[j].Pool })
+	}
+	return needs
 }

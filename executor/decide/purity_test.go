@@ -12,7 +12,7 @@ import (
 
 // pureImports are the packages the decision (this package) and memory (executor/state) may
 // import: computation over values, no store handle, no clock, no OS. The store, pools, owners,
-// explain and config packages are there for their types and pure functions; what of them does
+// explain, backfill and config packages are there for their types and pure functions; what of them does
 // I/O (a Store's methods, owners.ProcessAlive, explain.Reasons, config.SyncPools, a notify.Sender) takes an
 // argument neither package can make.
 var pureImports = map[string]bool{
@@ -21,7 +21,7 @@ var pureImports = map[string]bool{
 	"github.com/robfig/cron/v3": true,
 }
 
-var pureProject = []string{"dag", "pools", "rules", "store", "vocab", "owners", "explain", "config", "notify",
+var pureProject = []string{"dag", "pools", "rules", "store", "vocab", "owners", "explain", "backfill", "config", "notify",
 	"executor/attempt", "executor/state"}
 
 // impure are the calls that read a clock, the OS or chance: the pass's time comes in Input.Now.

@@ -109,7 +109,7 @@ func rowsOf(n int, tuple string) string {
 
 const entryCols = `e.id, e.run, e.task_id, e.try_number, e.label, e.priority, e.due, e.deadline, e.state, e.force,
 	COALESCE(e.reason_code, ''), COALESCE(e.reason, ''), COALESCE(e.rule, ''), e.replay, e.not_before, e.fingerprint,
-	e.created_at, e.admitted_at, e.ended_at, COALESCE(r.owner, ''), r.dag_id, r.run_id, r.run_type, COALESCE(e.version, 0)`
+	e.created_at, e.admitted_at, e.ended_at, COALESCE(r.owner, ''), r.dag_id, r.run_id, r.run_type, COALESCE(e.version, 0), COALESCE(r.backfill, 0)`
 
 func scanEntry(sc interface{ Scan(...any) error }) (store.Entry, error) {
 	var e store.Entry
@@ -117,7 +117,7 @@ func scanEntry(sc interface{ Scan(...any) error }) (store.Entry, error) {
 	var deadline, admitted, ended, notBefore sql.NullInt64
 	err := sc.Scan(&e.ID, &e.Run, &e.TaskID, &e.TryNumber, &e.Label, &e.Priority, &due, &deadline, &e.State, &e.Force,
 		&e.ReasonCode, &e.Reason, &e.Rule, &e.Replay, &notBefore, &e.Fingerprint, &created, &admitted, &ended, &e.Owner,
-		&e.DAGID, &e.RunID, &e.RunType, &e.Version)
+		&e.DAGID, &e.RunID, &e.RunType, &e.Version, &e.Backfill)
 	e.Due, e.CreatedAt, e.NotBefore = store.FromMicros(due), store.FromMicros(created), timeOf(notBefore)
 	e.Deadline, e.AdmittedAt, e.EndedAt = timeOf(deadline), timeOf(admitted), timeOf(ended)
 	return e, err
