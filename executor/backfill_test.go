@@ -1,12 +1,16 @@
 package executor
 
 import (
+	"cmp"
 	"context"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/poolflow/poolflow/executor/attempt"
 	"github.com/poolflow/poolflow/executor/decide"
+	"github.com/poolflow/poolflow/executor/state"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
 )
@@ -79,7 +83,9 @@ func TestBackfillRunsInOrder(t *testing.T) {
 			if len(open) > 2 {
 				t.Fatalf("%d runs of the backfill open: %v", len(open), open)
 			}
-			for _, r := range h.State().Runs {
+			runs := slices.Collect(maps.Values(h.State().Runs))
+			slices.SortFunc(runs, func(a, b *state.Run) int { return cmp.Compare(a.PK, b.PK) })
+			for _, r := range runs {
 				if r.Backfill == bf.ID && !seen[r.LogicalDate] {
 					seen[r.LogicalDate] = true
 					order = append(order, r.LogicalDate)
