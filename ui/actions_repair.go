@@ -43,6 +43,8 @@ type previewData struct {
 	Fields map[string]string
 	Back   string
 	Empty  string // what to say when it would change nothing
+	// Backfill is a backfill's dry run (verb backfill, §11).
+	Backfill *backfillPreview
 }
 
 // checked reads a form checkbox: present and not "0", "false" or "off".

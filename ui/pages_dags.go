@@ -2,6 +2,7 @@ package ui
 
 import (
 	"encoding/json"
+	"html/template"
 	"net/http"
 	"slices"
 	"time"
@@ -129,6 +130,16 @@ type dagData struct {
 	Nodes    []nodeRow              // an every_node DAG's fires per daemon (§9)
 	Pager    gridPager              // the grid's window of runs
 	Picker   []store.Run            // the runs the graph's picker offers, newest first
+	// Backfills are the DAG's latest backfills (§11), with their progress bars; From and To
+	// the backfill form's default range.
+	Backfills []backfillRow
+	From, To  string
+}
+
+// backfillRow is one backfill in the DAG page's list.
+type backfillRow struct {
+	B        store.Backfill
+	Progress template.HTML
 }
 
 func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
@@ -243,6 +254,15 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
+	bfs, _, err := u.api.Store().ListBackfills(ctx, id, 5, 0)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	for _, b := range bfs {
+		data.Backfills = append(data.Backfills, backfillRow{B: b, Progress: progressSVG(b.Progress)})
+	}
+	data.From, data.To = defaultBackfillRange(u.api.Now())
 	if view.EveryNode {
 		if data.Nodes, err = u.nodeRows(ctx, id); err != nil {
 			u.fail(w, r, err)

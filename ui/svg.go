@@ -14,7 +14,7 @@ type svg struct{ b strings.Builder }
 
 func (s *svg) open(w, h float64, class, label string) {
 	aspect := ""
-	if class == "occupancy" {
+	if class == "occupancy" || class == "progress" {
 		aspect = ` preserveAspectRatio="none"` // stretched to the card's width
 	}
 	fmt.Fprintf(&s.b, `<svg xmlns="http://www.w3.org/2000/svg" class="%s" viewBox="0 0 %s %s" width="%s" height="%s"%s role="img" aria-label="%s">`,

@@ -73,6 +73,7 @@ func (u *UI) routes() *mux.Router {
 	get("/ui/pools", u.poolsPage)
 	get("/ui/events", u.eventsPage)
 	get("/ui/notifications", u.notificationsPage)
+	get("/ui/backfills/{id:[0-9]+}", u.backfillPage)
 	get("/ui/login", u.loginPage)
 	get("/ui/account", u.accountPage)
 	r.PathPrefix("/ui/static/").Handler(u.cacheStatic(u.static)).Methods(http.MethodGet, http.MethodHead)
@@ -82,6 +83,8 @@ func (u *UI) routes() *mux.Router {
 	post("/ui/account/tokens/{id}/revoke", u.revokeToken)
 	post("/ui/dags/{dag}/trigger", u.trigger)
 	post("/ui/dags/{dag}/pause", u.pause)
+	post("/ui/dags/{dag}/backfill", u.createBackfill)
+	post("/ui/backfills/{id:[0-9]+}/{action:pause|unpause|cancel}", u.backfillAction)
 	post(ti+"/{action:approve|reject|fail|cancel}", u.taskAction)
 	post("/ui/pools/{pool}/queue/{id}/cancel", u.cancelEntry)
 	post("/ui/notifiers/{name}/test", u.testNotifier)
@@ -256,7 +259,8 @@ func apiPath(parts ...string) string {
 func parsePages() map[string]*template.Template {
 	shared := []string{"templates/layout.html", "templates/parts.html"}
 	out := map[string]*template.Template{}
-	for _, name := range []string{"dags", "dag", "code", "runs", "run", "task", "pools", "events", "notifications", "preview", "login", "error", "action", "account"} {
+	for _, name := range []string{"dags", "dag", "code", "runs", "run", "task", "pools", "events", "notifications", "preview", "login", "error", "action", "account",
+		"backfill"} {
 		t := template.New(name).Funcs(funcs)
 		t = template.Must(t.ParseFS(templateFS, append(shared, "templates/"+name+".html")...))
 		out[name] = t
