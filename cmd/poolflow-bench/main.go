@@ -13,7 +13,7 @@
 // are installed (cluster.go), the memory per byte of YAML of `dags validate` and of a daemon
 // loading four 5.4 MB DAG files (yaml_memory.go), the store's size after 100,000 runs were
 // pruned to 10,000 against a store of 10,000 with the pass latency while pruning
-// (retention.go) — and the admission-pass benchmarks of package pools.
+// (retention.go), creating a 1,000-date backfill (backfill.go) — and the admission-pass benchmarks of package pools.
 // -large adds the 100,000-task fan-out (`make bench-large`).
 package main
 
@@ -83,6 +83,13 @@ func run(large bool, rounds, parallel int, only string, admission, cluster bool)
 			return fmt.Errorf("retention: %w", err)
 		}
 		printRetention(os.Stdout, f)
+	}
+	if selected(only, "backfill") {
+		f, err := b.measureBackfill()
+		if err != nil {
+			return fmt.Errorf("backfill: %w", err)
+		}
+		printBackfill(os.Stdout, f)
 	}
 	if cluster {
 		if err := b.runCluster(os.Stdout, only); err != nil {
