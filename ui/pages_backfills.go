@@ -255,4 +255,3 @@ func defaultBackfillRange(now time.Time) (from, to string) {
 	end := now.UTC().Truncate(time.Hour)
 	return end.Add(-24 * time.Hour).Format("2006-01-02T15:04"), end.Format("2006-01-02T15:04")
 }
-
