@@ -90,7 +90,7 @@ func TestBackfillAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	if bf.ID == 0 || bf.Progress.Total != 3 || bf.MaxActiveRuns != 2 || bf.DAGRunConf["k"] != "v" || bf.Reprocess != "none" ||
-		len(bf.Warnings) != 0 || bf.CreatedBy != "api:192.0.2.1" {
+		len(bf.Warnings) != 0 || bf.CreatedBy != "api.token" {
 		t.Fatalf("created %+v", bf)
 	}
 	rec := b.do(t, http.MethodPost, "/api/v1/backfills", strings.Replace(body, "02:00", "05:00", 1), testToken)
