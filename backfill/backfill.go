@@ -105,6 +105,10 @@ func Check(r Request, g *dag.DAG, usedPools []string, maxRuns int) ([]time.Time,
 			return nil, bad("max_slots", "pool %s: dag %s does not use it (it uses %s)", p, g.ID, strings.Join(usedPools, ", "))
 		}
 	}
+	if g.EveryNode {
+		return nil, bad("dag_id", "dag %s runs on every daemon (every_node): a backfill would run each date on one "+
+			"daemon only", g.ID)
+	}
 	cs, reboot, err := dag.ParseSchedule(g.Schedule)
 	switch {
 	case err != nil:
