@@ -30,8 +30,13 @@ func formPermission(action string) (vocab.Permission, string) {
 			dag = d
 		}
 	}
+	if strings.HasPrefix(action, "/ui/backfills/") {
+		return vocab.PermBackfill, "" // a backfill's pause, unpause and cancel (§11)
+	}
 	last := action[strings.LastIndex(action, "/")+1:]
 	switch last {
+	case "backfill":
+		return vocab.PermBackfill, dag
 	case "login", "logout":
 		return "", ""
 	case "trigger":
