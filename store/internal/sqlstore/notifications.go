@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/poolflow/poolflow/store"
@@ -136,40 +135,20 @@ const (
 
 // ListNotifications lists the outbox rows f selects, newest first, and how many it selects.
 func (s *DB) ListNotifications(ctx context.Context, f store.NotificationFilter) ([]store.Notification, int, error) {
-	var where []string
-	var args []any
-	eq := func(col, v string) {
-		if v != "" {
-			where, args = append(where, col+" = ?"), append(args, v)
-		}
-	}
-	eq("dag_id", f.DAGID)
-	eq("run_id", f.RunID)
-	eq("task_id", f.TaskID)
-	eq("notifier", f.Notifier)
-	eq("event", string(f.Event))
-	eq("state", string(f.State))
-	if !f.After.IsZero() {
-		where, args = append(where, "created_at >= ?"), append(args, store.Micros(f.After))
-	}
-	if !f.Before.IsZero() {
-		where, args = append(where, "created_at < ?"), append(args, store.Micros(f.Before))
-	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " WHERE " + strings.Join(where, " AND ")
-	}
+	var w listWhere
+	w.eq("dag_id", f.DAGID)
+	w.eq("run_id", f.RunID)
+	w.eq("task_id", f.TaskID)
+	w.eq("notifier", f.Notifier)
+	w.eq("event", string(f.Event))
+	w.eq("state", string(f.State))
+	w.since("created_at", f.After, f.Before)
+	cond, args := w.sql(), w.args
 	var total int
 	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM notifications`+cond, args...).Scan(&total); err != nil {
 		return nil, 0, unavailable(err)
 	}
-	switch {
-	case f.Limit <= 0:
-		f.Limit = notificationsLimit
-	case f.Limit > notificationsMaxLimit:
-		f.Limit = notificationsMaxLimit
-	}
-	f.Offset = max(f.Offset, 0)
+	f.Limit, f.Offset = pageBounds(f.Limit, f.Offset, notificationsLimit, notificationsMaxLimit)
 	rows, err := s.query(ctx, `SELECT `+notificationCols+` FROM notifications`+cond+
 		` ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, append(args, f.Limit, f.Offset)...)
 	if err != nil {

@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/poolflow/poolflow/store"
@@ -127,39 +126,19 @@ const (
 // ListEvents lists the audit events f selects, newest first (by time, then by id: the order of
 // their commits), and how many it selects in all.
 func (s *DB) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event, int, error) {
-	var where []string
-	var args []any
-	eq := func(col, v string) {
-		if v != "" {
-			where, args = append(where, col+" = ?"), append(args, v)
-		}
-	}
-	eq("dag_id", f.DAGID)
-	eq("run_id", f.RunID)
-	eq("task_id", f.TaskID)
-	eq("action", string(f.Action))
-	eq("actor", f.Actor)
-	if !f.After.IsZero() {
-		where, args = append(where, "at >= ?"), append(args, store.Micros(f.After))
-	}
-	if !f.Before.IsZero() {
-		where, args = append(where, "at < ?"), append(args, store.Micros(f.Before))
-	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " WHERE " + strings.Join(where, " AND ")
-	}
+	var w listWhere
+	w.eq("dag_id", f.DAGID)
+	w.eq("run_id", f.RunID)
+	w.eq("task_id", f.TaskID)
+	w.eq("action", string(f.Action))
+	w.eq("actor", f.Actor)
+	w.since("at", f.After, f.Before)
+	cond, args := w.sql(), w.args
 	var total int
 	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM events`+cond, args...).Scan(&total); err != nil {
 		return nil, 0, unavailable(err)
 	}
-	switch {
-	case f.Limit <= 0:
-		f.Limit = eventsLimit
-	case f.Limit > eventsMaxLimit:
-		f.Limit = eventsMaxLimit
-	}
-	f.Offset = max(f.Offset, 0)
+	f.Limit, f.Offset = pageBounds(f.Limit, f.Offset, eventsLimit, eventsMaxLimit)
 	rows, err := s.query(ctx, `SELECT id, at, actor, action, dag_id, run_id, task_id, try_number, pool, params, outcome
 		FROM events`+cond+` ORDER BY at DESC, id DESC LIMIT ? OFFSET ?`, append(args, f.Limit, f.Offset)...)
 	if err != nil {
