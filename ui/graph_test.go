@@ -154,7 +154,10 @@ func TestBigDAGPage(t *testing.T) {
 func graphCheck(task string) string {
 	return fmt.Sprintf(`(() => {
 		const g = document.querySelector('svg.graph g.node.hit[data-task=%q]');
-		if (!g) return "not outlined; search " + JSON.stringify(document.getElementById("graph-search").value) + " says " + document.getElementById("graph-found").textContent;
+		// Opening a group navigates: the next page may be read while its tools are not parsed yet.
+		const search = document.getElementById("graph-search"), found = document.getElementById("graph-found");
+		if (!search || !found) return "the page is loading";
+		if (!g) return "not outlined; search " + JSON.stringify(search.value) + " says " + found.textContent;
 		const v = document.getElementById("graph-view").getBoundingClientRect();
 		const r = g.querySelector("rect.box").getBoundingClientRect();
 		if (r.left < v.left || r.right > v.right || r.top < v.top || r.bottom > v.bottom) return "outside the box: " + JSON.stringify([r, v]);
