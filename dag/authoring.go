@@ -231,20 +231,20 @@ func WithDeadline(after time.Duration, from string) DAGOption {
 
 // OnFailure names the notifiers told when the task instance failed with no try left (§13).
 func OnFailure(notifiers ...string) TaskOption {
-	return func(t *Task) { t.OnFailure = slices.Clone(notifiers) }
+	return func(t *Task) { t.handlers().OnFailure = slices.Clone(notifiers) }
 }
 
 // OnSuccess names the notifiers told when the task instance succeeded.
 func OnSuccess(notifiers ...string) TaskOption {
-	return func(t *Task) { t.OnSuccess = slices.Clone(notifiers) }
+	return func(t *Task) { t.handlers().OnSuccess = slices.Clone(notifiers) }
 }
 
 // OnRetry names the notifiers told for each failed try the task will retry.
 func OnRetry(notifiers ...string) TaskOption {
-	return func(t *Task) { t.OnRetry = slices.Clone(notifiers) }
+	return func(t *Task) { t.handlers().OnRetry = slices.Clone(notifiers) }
 }
 
 // OnQueueWait names the notifiers told once per queue entry still not admitted after after.
 func OnQueueWait(after time.Duration, notifiers ...string) TaskOption {
-	return func(t *Task) { t.OnQueueWait = &QueueWait{After: after, Notify: slices.Clone(notifiers)} }
+	return func(t *Task) { t.handlers().OnQueueWait = &QueueWait{After: after, Notify: slices.Clone(notifiers)} }
 }

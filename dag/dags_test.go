@@ -40,7 +40,7 @@ func TestExampleDAGs(t *testing.T) {
 	if d := byID["host_report"]; d != nil && (!d.EveryNode || !d.IsJob || d.Schedule == "") {
 		t.Errorf("host_report: a scheduled every_node job, got every_node %v, job %v, schedule %q", d.EveryNode, d.IsJob, d.Schedule)
 	}
-	if d := byID["flaky_report"]; d != nil && (len(d.OnFailure) != 1 || len(d.Tasks[0].OnRetry) != 1 || d.Schedule != "") {
+	if d := byID["flaky_report"]; d != nil && (len(d.OnFailure) != 1 || len(d.Tasks[0].Notifiers().OnRetry) != 1 || d.Schedule != "") {
 		t.Errorf("flaky_report: a manual DAG telling ops, got %+v", d)
 	}
 	if d := byID["nightly_job"]; d != nil {

@@ -51,7 +51,7 @@ func (d *DAG) HasHandlers() bool {
 		return true
 	}
 	for _, t := range d.Tasks {
-		if len(t.OnFailure)+len(t.OnSuccess)+len(t.OnRetry) > 0 || t.OnQueueWait != nil {
+		if t.Handlers != nil {
 			return true
 		}
 	}
@@ -103,10 +103,11 @@ func (v *validator) checkHandlers(i int, path string, names []string) {
 }
 
 func (v *validator) checkTaskHandlers(i int, t *Task) {
-	v.checkHandlers(i, "on_failure", t.OnFailure)
-	v.checkHandlers(i, "on_success", t.OnSuccess)
-	v.checkHandlers(i, "on_retry", t.OnRetry)
-	if q := t.OnQueueWait; q != nil && !v.bad(i, "on_queue_wait") {
+	h := t.Notifiers()
+	v.checkHandlers(i, "on_failure", h.OnFailure)
+	v.checkHandlers(i, "on_success", h.OnSuccess)
+	v.checkHandlers(i, "on_retry", h.OnRetry)
+	if q := h.OnQueueWait; q != nil && !v.bad(i, "on_queue_wait") {
 		if q.After <= 0 && !v.bad(i, "on_queue_wait.after") {
 			v.fail(i, "on_queue_wait", "", "missing after (how long an entry waits before it is said, e.g. 30m)")
 		}

@@ -39,12 +39,12 @@ tasks:
 		t.Fatalf("DAG handlers = %+v %+v", d, d.Deadline)
 	}
 	load, gate := d.Tasks[0], d.Tasks[1]
-	if !slices.Equal(load.OnFailure, []string{"mail"}) || !slices.Equal(load.OnRetry, []string{"ops"}) ||
-		load.OnQueueWait == nil || load.OnQueueWait.After != 30*time.Minute {
+	if !slices.Equal(load.Notifiers().OnFailure, []string{"mail"}) || !slices.Equal(load.Notifiers().OnRetry, []string{"ops"}) ||
+		load.Notifiers().OnQueueWait == nil || load.Notifiers().OnQueueWait.After != 30*time.Minute {
 		t.Fatalf("load = %+v", load)
 	}
-	if gate.OnQueueWait == nil || gate.OnQueueWait.After != 5*time.Minute || !slices.Equal(gate.OnQueueWait.Notify, []string{"mail"}) {
-		t.Fatalf("gate's own on_queue_wait = %+v", gate.OnQueueWait)
+	if gate.Notifiers().OnQueueWait == nil || gate.Notifiers().OnQueueWait.After != 5*time.Minute || !slices.Equal(gate.Notifiers().OnQueueWait.Notify, []string{"mail"}) {
+		t.Fatalf("gate's own on_queue_wait = %+v", gate.Notifiers().OnQueueWait)
 	}
 	if !d.HasHandlers() {
 		t.Fatal("HasHandlers false")

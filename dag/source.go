@@ -126,10 +126,11 @@ func canonicalTask(t *Task) json.RawMessage {
 	}
 	// The handlers change who is told, not how the task runs (no fingerprint), but they are
 	// part of what the author wrote.
-	o.field("on_failure", t.OnFailure)
-	o.field("on_success", t.OnSuccess)
-	o.field("on_retry", t.OnRetry)
-	if q := t.OnQueueWait; q != nil {
+	h := t.Notifiers()
+	o.field("on_failure", h.OnFailure)
+	o.field("on_success", h.OnSuccess)
+	o.field("on_retry", h.OnRetry)
+	if q := h.OnQueueWait; q != nil {
 		o.field("on_queue_wait", map[string]any{"after": canonicalValue(&q.After), "notify": q.Notify})
 	}
 	o.field("kind", string(t.Kind))

@@ -54,10 +54,10 @@ var taskFields = []taskField{
 		func(s *taskSpec) *int { return &s.t.MaxActiveTIsPerDAGRun }),
 	// Handlers (§13): they change who is told, not how the task runs, so not the fingerprint.
 	// A job's top-level on_failure and on_success are its DAG's (once per run).
-	field("on_failure", inTask|inDefaults, "", (*reader).ids, func(s *taskSpec) *[]string { return &s.t.OnFailure }),
-	field("on_success", inTask|inDefaults, "", (*reader).ids, func(s *taskSpec) *[]string { return &s.t.OnSuccess }),
-	field("on_retry", all, "", (*reader).ids, func(s *taskSpec) *[]string { return &s.t.OnRetry }),
-	field("on_queue_wait", all, "", (*reader).queueWait, func(s *taskSpec) **QueueWait { return &s.t.OnQueueWait }),
+	field("on_failure", inTask|inDefaults, "", (*reader).ids, func(s *taskSpec) *[]string { return &s.t.handlers().OnFailure }),
+	field("on_success", inTask|inDefaults, "", (*reader).ids, func(s *taskSpec) *[]string { return &s.t.handlers().OnSuccess }),
+	field("on_retry", all, "", (*reader).ids, func(s *taskSpec) *[]string { return &s.t.handlers().OnRetry }),
+	field("on_queue_wait", all, "", (*reader).queueWait, func(s *taskSpec) **QueueWait { return &s.t.handlers().OnQueueWait }),
 	field("expand", inTask, "Expand,omitempty", (*reader).expand, func(s *taskSpec) **Expand { return &s.t.Expand }),
 	field("max_map_length", all|notApproval, "MaxMapLength,omitempty", (*reader).integer,
 		func(s *taskSpec) *int { return &s.t.MaxMapLength }),

@@ -119,10 +119,10 @@ func (ps *pass) queueWaits() {
 	told := map[int64]bool{}
 	for id, le := range ps.st.Entries {
 		if le.State != vocab.EntryWaiting || le.Run == nil || le.Run.Shared || le.Run.Away || le.TI == nil ||
-			le.TI.Task == nil || le.TI.Task.OnQueueWait == nil {
+			le.TI.Task == nil || le.TI.Task.Notifiers().OnQueueWait == nil {
 			continue
 		}
-		qw := le.TI.Task.OnQueueWait
+		qw := le.TI.Task.Notifiers().OnQueueWait
 		due := le.CreatedAt.Add(qw.After)
 		if ps.now.Before(due) {
 			next = minTime(next, due)
@@ -150,7 +150,7 @@ func (d *Decider) shortestQueueWait() time.Duration {
 	var m time.Duration
 	for _, g := range d.dags.List {
 		for _, t := range g.Tasks {
-			if q := t.OnQueueWait; q != nil && q.After > 0 && (m == 0 || q.After < m) {
+			if q := t.Notifiers().OnQueueWait; q != nil && q.After > 0 && (m == 0 || q.After < m) {
 				m = q.After
 			}
 		}

@@ -48,15 +48,15 @@ func (ps *pass) tellTry(run *state.Run, ti *state.TI, try int, reason string, at
 	var names []string
 	switch ti.State {
 	case vocab.TaskFailed:
-		kind, names = vocab.EventTaskFailed, t.OnFailure
+		kind, names = vocab.EventTaskFailed, t.Notifiers().OnFailure
 	case vocab.TaskUpForRetry:
-		kind, names = vocab.EventTaskRetry, t.OnRetry
+		kind, names = vocab.EventTaskRetry, t.Notifiers().OnRetry
 		if reason == "" {
 			reason = "the try failed"
 		}
 		reason = fmt.Sprintf("%s; try %d of %d, retry at %s", reason, try, ti.TriesAllowed(), ti.NextAt.Format(time.RFC3339))
 	case vocab.TaskSuccess:
-		kind, names = vocab.EventTaskSucceeded, t.OnSuccess
+		kind, names = vocab.EventTaskSucceeded, t.Notifiers().OnSuccess
 	default:
 		return
 	}
