@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -283,10 +284,17 @@ func (r *registry) readConfig(file string, cur *config.Config, stored []store.Po
 	if err == nil && fileErr == "" && slices.Equal(data, r.cfgData) {
 		return nil, nil, "" // touched, not changed
 	}
+	had := len(r.cfgData) > 0
 	r.cfgData = data
 	var next *config.Config
 	if err != nil {
 		err = fmt.Errorf("read config: %w", err)
+	} else if len(data) == 0 && had {
+		// An empty file is a valid configuration without a file pool, but after a non-empty one
+		// it is far more often a writer caught between truncating and writing (stalled past the
+		// two looks of settled): taking it would drop every file pool and the waits on them.
+		err = errors.New("the file is empty (a writer may be midway); to run without the file's pools, " +
+			"write a comment line such as `# no pools`")
 	} else if next, err = config.ParseChecked(file, data); err == nil {
 		err = config.NewEffective(next, stored).Problems()
 	}

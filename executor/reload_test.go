@@ -184,6 +184,37 @@ func TestReloadInvalidKeepsOld(t *testing.T) {
 	}
 }
 
+// TestReloadEmptyFileKeepsOld: a poolflow.yaml emptied after a non-empty one (a writer that
+// truncated and stalled) is not put in force, and says how to mean "no pools"; the written
+// file, and an explicit empty configuration, are.
+func TestReloadEmptyFileKeepsOld(t *testing.T) {
+	t.Parallel()
+	rb := setupReload(t, "pools:\n  db: 2\n", map[string]string{"a.yaml": "tasks:\n  - {id: t, bash: 'true', pool_requirements: {db: 1}}\n"})
+	h, _ := rb.harness(t, nil)
+	h.settle(t)
+	rb.writeConfig(t, "")
+	h.Reload()
+	h.settle(t)
+	if st := h.ConfigStatus(); !strings.Contains(st.Error, "empty") || !strings.Contains(st.Error, "# no pools") {
+		t.Fatalf("status after emptying: %+v", st)
+	}
+	if s, ok := h.Settings().Pool("db"); !ok || s.Slots != 2 {
+		t.Fatalf("db in force after emptying: %+v %v", s, ok)
+	}
+	rb.writeConfig(t, "pools:\n  db: 3\n")
+	rb.reload(t, h)
+	h.settle(t)
+	if s, _ := h.Settings().Pool("db"); s.Slots != 3 || h.ConfigStatus().Error != "" {
+		t.Fatalf("the written file: db %+v, status %+v", s, h.ConfigStatus())
+	}
+	rb.writeConfig(t, "# no pools\n")
+	rb.reload(t, h)
+	h.settle(t)
+	if _, ok := h.Settings().Pool("db"); ok {
+		t.Fatal("a file that says no pools left db in force")
+	}
+}
+
 // TestReloadRulesSticky: a waiting entry keeps the pool a rule gave it when the rules change;
 // a new attempt gets the new rule's pool.
 func TestReloadRulesSticky(t *testing.T) {
