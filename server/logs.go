@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"mime"
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/poolflow/poolflow/store"
 )
@@ -17,12 +19,21 @@ import (
 // readable while the attempt runs. Range requests are honoured, so a client can follow a running
 // attempt by asking for the bytes after those it has. The log of an attempt another daemon ran
 // is read from that daemon (logsource.go): the same answer, streamed through this one.
+// ?download=true asks for it as a file to save (Content-Disposition: attachment, named for the
+// attempt).
 func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
 	raw := pathVar(r, "try_number")
 	try, err := strconv.Atoi(raw)
 	if err != nil || try < 1 {
 		s.fail(w, r, badRequest("try_number", "want a whole number of at least 1, got %q", raw))
 		return
+	}
+	download := false
+	if v := r.URL.Query().Get("download"); v != "" {
+		if download, err = strconv.ParseBool(v); err != nil {
+			s.fail(w, r, badRequest("download", "want true or false, got %q", v))
+			return
+		}
 	}
 	t, err := s.taskInstanceOf(r)
 	if err != nil {
@@ -38,6 +49,9 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	if download {
+		w.Header().Set("Content-Disposition", LogAttachment(t.run.DAGID, t.run.RunID, t.ti.TaskID, try))
 	}
 	if home.remote != nil {
 		s.proxyLog(w, r, *home.remote, a)
@@ -98,6 +112,23 @@ func (s *Server) proxyLog(w http.ResponseWriter, r *http.Request, o store.Owner,
 		s.log.Warn("api: a log read from another daemon broke off", "daemon", o.ID, "api", o.API,
 			"dag_id", a.run.DAGID, "run_id", a.run.RunID, "task_id", a.taskID, "try_number", a.try, "err", err)
 	}
+}
+
+// LogAttachment is the Content-Disposition of a log downloaded as a file: an attachment named
+// <dag>_<run>_<task>_try<N>.log, the ids' characters that a file name cannot hold (separators,
+// quotes, controls) replaced by '_'; mime.FormatMediaType quotes it, and adds the RFC 2231
+// filename* form a non-ASCII id needs.
+func LogAttachment(dagID, runID, taskID string, try int) string {
+	name := strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || strings.ContainsRune(`/\:*?"<>|`, r) {
+			return '_'
+		}
+		return r
+	}, fmt.Sprintf("%s_%s_%s_try%d.log", dagID, runID, taskID, try))
+	if v := mime.FormatMediaType("attachment", map[string]string{"filename": name}); v != "" {
+		return v
+	}
+	return "attachment"
 }
 
 // passRequest are the headers of a log read forwarded with it; passResponse those of the
@@ -219,4 +250,80 @@ func (s *Server) readRemote(ctx context.Context, o store.Owner, a attemptRef, rg
 		return LogPart{}, s.unreachable(o, a, err, 0)
 	}
 	return part, nil
+}
+
+// LogStream is a whole log being read (a download): its bytes as they come and its length,
+// -1 when the daemon that holds it did not say.
+type LogStream struct {
+	Body io.ReadCloser
+	Size int64
+}
+
+// OpenLog opens the whole log of try try of task instance d for reading from start to end,
+// wherever it is, as ReadLog reads a part of it: a file of this daemon's, or the answer of the
+// daemon that holds it, streamed (bounded, like any read from another daemon, by logExchange).
+// The caller closes Body.
+func (s *Server) OpenLog(ctx context.Context, d TaskInstanceDetail, try int, token string) (LogStream, error) {
+	a := attemptRef{run: d.Run, taskID: d.View.TaskID, state: d.View.State, current: d.View.TryNumber, entry: d.Entry, try: try}
+	home, err := s.locateLog(ctx, a, false)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.status == http.StatusNotFound {
+		return LogStream{}, ErrNoLog
+	}
+	if err != nil {
+		return LogStream{}, err
+	}
+	if home.remote == nil {
+		f, err := os.Open(home.path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return LogStream{}, ErrNoLog
+		}
+		if err != nil {
+			return LogStream{}, err
+		}
+		info, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return LogStream{}, err
+		}
+		return LogStream{Body: f, Size: info.Size()}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, logExchange)
+	if token == "" {
+		token = s.proxyCredential(ctx)
+	}
+	auth := ""
+	if token != "" {
+		auth = "Bearer " + token
+	}
+	resp, err := s.fetchLog(ctx, *home.remote, a, auth, http.Header{})
+	if err != nil {
+		cancel()
+		return LogStream{}, err
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return LogStream{Body: cancelOnClose{resp.Body, cancel}, Size: resp.ContentLength}, nil
+	case http.StatusNotFound:
+		resp.Body.Close()
+		cancel()
+		return LogStream{}, ErrNoLog
+	default:
+		err := remoteRefusal(*home.remote, a, resp)
+		resp.Body.Close()
+		cancel()
+		return LogStream{}, err
+	}
+}
+
+// cancelOnClose is a response body whose exchange's context ends when it is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }

@@ -185,7 +185,7 @@ func (s *Server) table() []route {
 		{http.MethodGet, ti + "/dependencies", s.getDependencies, read, nil},
 		{http.MethodGet, ti + "/output", s.getOutput, logs, nil},
 		{http.MethodGet, ti + "/listMapped", s.listMapped, read, tisParams},
-		{http.MethodGet, ti + "/logs/{try_number}", s.getLog, logs, nil},
+		{http.MethodGet, ti + "/logs/{try_number}", s.getLog, logs, []string{"download"}},
 		{http.MethodPost, ti + "/approve", s.decideGate(vocab.CommandApprove), approve, nil},
 		{http.MethodPost, ti + "/reject", s.decideGate(vocab.CommandReject), approve, nil},
 		{http.MethodGet, v1 + "/pools", s.listPools, read, poolsParams},
