@@ -166,8 +166,9 @@ var testAdmin = auth.Principal{Kind: auth.KindUser, Name: "test-helper", Grants:
 type setupOpts struct {
 	config string // added to testConfig (notifiers:)
 	token  string
-	api    string     // the API address the daemon advertises in its owner row
-	dags   []*dag.DAG // Go DAGs registered besides the YAML ones
+	api    string            // the API address the daemon advertises in its owner row
+	dags   []*dag.DAG        // Go DAGs registered besides the YAML ones
+	yaml   map[string]string // YAML DAG files written besides testDAGs' (file name → text)
 }
 
 func setup(t testing.TB, opts setupOpts) *bundle {
@@ -186,7 +187,11 @@ func setup(t testing.TB, opts setupOpts) *bundle {
 			t.Fatal(err)
 		}
 	}
-	for name, body := range testDAGs(dir) {
+	files := testDAGs(dir)
+	for name, body := range opts.yaml {
+		files[name] = body
+	}
+	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dagsDir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"html/template"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -98,18 +97,16 @@ func (u *UI) runPage(w http.ResponseWriter, r *http.Request) {
 	u.render(w, r, http.StatusOK, "run", run.RunID+" · "+run.DAGID, "dags", data)
 }
 
-// logTailBytes is how much of a log the task page shows; the rest is behind the raw link.
-const logTailBytes = 256 << 10
-
 type attemptView struct {
 	Try       int
 	State     vocab.TaskState
 	Start     any // time.Time or *time.Time
 	End       any
 	Reason    string
-	Log       string
-	LogOffset int64  // where the shown text ends in the file, for following
-	LogNote   string // why the log cannot be shown (the host that holds it is gone…)
+	Log       template.HTML // the shown part of the log, its colours as spans (ansi.go)
+	LogStart  int64         // where the shown text begins in the file: "load earlier" reads before it
+	LogOffset int64         // where the shown text ends in the file, for following
+	LogNote   string        // why the log cannot be shown (the host that holds it is gone…)
 	Truncated bool
 	Current   bool // the task instance's latest try
 	Running   bool
@@ -239,7 +236,8 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 			part, err := u.api.ReadLog(ctx, d, try, server.LogRange{Tail: logTailBytes}, "")
 			switch {
 			case err == nil:
-				av.Log, av.LogOffset, av.Truncated = string(part.Text), part.Size, part.Start > 0
+				part = fromLineStart(part)
+				av.Log, av.LogStart, av.LogOffset, av.Truncated = ansiHTML(logText(part.Text)), part.Start, part.Size, part.Start > 0
 			case errors.Is(err, server.ErrNoLog): // an attempt that wrote nothing reads as empty
 			default:
 				// On a daemon that cannot be asked now: the answer says which host holds it.
@@ -249,51 +247,6 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) {
 		data.Attempts = append(data.Attempts, av)
 	}
 	u.render(w, r, http.StatusOK, "task", d.View.TaskID+" · "+d.Run.RunID, "dags", data)
-}
-
-// logTail is GET .../logs/{try}?offset=N: the log's bytes after offset, for the script that
-// follows a running attempt. X-Log-Size is where the text ends; X-Log-Running is 1 while the
-// attempt still runs.
-func (u *UI) logTail(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	v := mux.Vars(r)
-	if !u.canReadLogs(r) {
-		http.Error(w, "sign in to read logs", http.StatusUnauthorized)
-		return
-	}
-	try, err := strconv.Atoi(v["try"])
-	if err != nil || try < 1 {
-		http.Error(w, "no such try", http.StatusNotFound)
-		return
-	}
-	d, err := u.api.TaskInstance(ctx, v["dag"], v["run"], v["task"])
-	if err != nil {
-		status, msg := u.api.StatusOf(err)
-		http.Error(w, msg, status)
-		return
-	}
-	if try > max(d.View.TryNumber, 1) {
-		http.Error(w, "no such try", http.StatusNotFound)
-		return
-	}
-	offset, _ := strconv.ParseInt(r.URL.Query().Get("offset"), 10, 64)
-	running := d.View.State == vocab.TaskRunning && d.View.TryNumber == try
-	// At most one tail's worth per answer; the script asks again for the rest.
-	part, err := u.api.ReadLog(ctx, d, try, server.LogRange{From: max(offset, 0), Max: logTailBytes}, "")
-	switch {
-	case errors.Is(err, server.ErrNoLog):
-		part = server.LogPart{}
-	case err != nil:
-		status, msg := u.api.StatusOf(err)
-		http.Error(w, msg, status)
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("X-Log-Running", map[bool]string{true: "1", false: "0"}[running])
-	w.Header().Set("X-Log-Size", strconv.FormatInt(part.Start+int64(len(part.Text)), 10))
-	_, _ = w.Write(part.Text)
 }
 
 func deref(p *string) string {

@@ -70,6 +70,7 @@ func (u *UI) routes() *mux.Router {
 	get("/ui/dags/{dag}/runs/{run}/states", u.runStatesJSON)
 	get(ti, u.taskPage)
 	get(ti+"/logs/{try}", u.logTail)
+	get(ti+"/logs/{try}/download", u.logDownload)
 	get("/ui/pools", u.poolsPage)
 	get("/ui/events", u.eventsPage)
 	get("/ui/notifications", u.notificationsPage)

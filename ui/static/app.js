@@ -2,8 +2,10 @@
 // - Regions marked data-live are refreshed from the same URL every couple of seconds (a 304
 //   while nothing changed), changing only the elements that differ (morph), so focus, selected
 //   text, open details and typed text stay.
-// - A running attempt's log (pre[data-log][data-running="1"]) is followed by its new bytes.
-// - <time> elements keep their relative text fresh.
+// - A running attempt's log (pre[data-log][data-running="1"]) is followed by its new bytes;
+//   "Load earlier" pages back through a big log; the log's search box highlights its matches.
+// - <time> elements show their absolute time in the reader's time zone or in UTC (the switch
+//   in the header, remembered in localStorage), the relative time on hover.
 // - Forms marked data-action are sent in the background and answer next to the button; a
 //   clear or a mark (data-preview) shows the API's dry run in a dialog first.
 // - A select marked data-autosubmit sends its form when it changes (the Code tab's versions).
@@ -23,11 +25,58 @@
     else s = Math.floor(d / 86400) + " days";
     return future ? "in " + s : s + " ago";
   }
+  // Times: absolute, in the reader's zone ("local", the default) or in UTC.
+  var TZ_KEY = "poolflow.tz";
+  var MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+  function zone() {
+    try { return localStorage.getItem(TZ_KEY) === "utc" ? "utc" : "local"; } catch (e) { return "local"; }
+  }
+  function zoneName() {
+    try { return Intl.DateTimeFormat().resolvedOptions().timeZone || "local"; } catch (e) { return "local"; }
+  }
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  function parts(t, utc) {
+    return utc ? [t.getUTCFullYear(), t.getUTCMonth(), t.getUTCDate(), t.getUTCHours(), t.getUTCMinutes(), t.getUTCSeconds()]
+      : [t.getFullYear(), t.getMonth(), t.getDate(), t.getHours(), t.getMinutes(), t.getSeconds()];
+  }
+  // full is "2026-12-02 13:20:05"; short leaves out what today shares with it.
+  function full(t, utc) {
+    var p = parts(t, utc);
+    return p[0] + "-" + pad(p[1] + 1) + "-" + pad(p[2]) + " " + pad(p[3]) + ":" + pad(p[4]) + ":" + pad(p[5]);
+  }
+  function short(t, utc) {
+    var p = parts(t, utc), n = parts(new Date(), utc), clock = pad(p[3]) + ":" + pad(p[4]) + ":" + pad(p[5]);
+    if (p[0] === n[0] && p[1] === n[1] && p[2] === n[2]) return clock;
+    if (p[0] === n[0]) return MONTHS[p[1]] + " " + p[2] + ", " + clock;
+    return p[0] + "-" + pad(p[1] + 1) + "-" + pad(p[2]) + " " + pad(p[3]) + ":" + pad(p[4]);
+  }
   function refreshTimes(root) {
+    var utc = zone() === "utc", here = zoneName();
+    document.documentElement.dataset.tz = utc ? "utc" : "local";
     (root || document).querySelectorAll("time[datetime]").forEach(function (el) {
       var t = new Date(el.getAttribute("datetime"));
-      if (!isNaN(t)) el.textContent = ago(t);
+      if (isNaN(t)) return;
+      var text = short(t, utc), title = ago(t) + " · " + full(t, false) + " " + here + " · " + full(t, true) + " UTC";
+      if (el.textContent !== text) el.textContent = text;
+      if (el.title !== title) el.title = title;
     });
+    var sw = document.getElementById("tz-toggle");
+    if (sw) {
+      sw.hidden = false;
+      sw.textContent = utc ? "Times: UTC" : "Times: local (" + here + ")";
+      sw.title = "Show times in " + (utc ? "your time zone, " + here : "UTC");
+      sw.setAttribute("aria-pressed", utc ? "true" : "false");
+    }
+  }
+  function bindZone() {
+    var sw = document.getElementById("tz-toggle");
+    if (!sw) return;
+    sw.addEventListener("click", function () {
+      try { localStorage.setItem(TZ_KEY, zone() === "utc" ? "local" : "utc"); } catch (e) {}
+      refreshTimes();
+    });
+    // Another tab switched: follow it.
+    window.addEventListener("storage", function (ev) { if (ev.key === TZ_KEY) refreshTimes(); });
   }
 
   // Bring every live region up to date by changing, in place, only what differs from its fresh
@@ -41,6 +90,8 @@
       bind(old);
     });
     refreshTimes();
+    bindEarlier(document);
+    bindSearch(document);
     document.dispatchEvent(new CustomEvent("poolflow:swap"));
   }
 
@@ -81,6 +132,9 @@
   }
 
   function morph(a, b) {
+    // An element the script owns once it is shown (a log's tools: its "load earlier" link
+    // moves back, its search box counts) is left as the script made it.
+    if (a.nodeType === 1 && a.hasAttribute("data-own")) return;
     // A field keeps what the reader typed or ticked; untouched, it takes the fresh value.
     if (a.tagName === "INPUT" || a.tagName === "TEXTAREA" || a.tagName === "SELECT") {
       var touched = a.type === "checkbox" || a.type === "radio" ? a.checked !== a.defaultChecked :
@@ -92,12 +146,12 @@
     }
     // A message beside a button says what the last click did: it stays until the next click.
     if (a.hasAttribute("data-msg")) { if (!a.textContent) { syncAttrs(a, b); a.textContent = b.textContent; } return; }
-    // A log is followed by followLogs: the fresh copy replaces it only when it has more.
+    // A log's text, once shown, is only added to — followLogs appends what the file gains,
+    // "Load earlier" puts earlier pages before it — so text selected in it stays selected: the
+    // fresh copy only says whether it still runs and how far the file reaches (data-size).
     if (a.tagName === "PRE" && a.hasAttribute("data-log")) {
-      var more = +b.getAttribute("data-offset") > +a.getAttribute("data-offset");
-      var offset = a.getAttribute("data-offset");
-      syncAttrs(a, b);
-      if (more && a.textContent !== b.textContent) { a.textContent = b.textContent; } else { a.setAttribute("data-offset", offset); }
+      if (a.getAttribute("data-running") !== b.getAttribute("data-running")) a.setAttribute("data-running", b.getAttribute("data-running"));
+      if (+b.getAttribute("data-offset") > +a.getAttribute("data-offset")) a.setAttribute("data-size", b.getAttribute("data-offset"));
       return;
     }
     syncAttrs(a, b);
@@ -146,28 +200,168 @@
       .finally(function () { busy = false; });
   }
 
+  // followLogs fetches the bytes a shown log lacks — a running attempt's new output, or what
+  // the file gained before the live refresh saw it end (data-size) — as HTML (the server
+  // renders its colours) and appends them: the text already shown is never touched.
   function followLogs() {
-    document.querySelectorAll('pre[data-log][data-running="1"]').forEach(function (pre) {
-      if (pre.dataset.fetching) return;
-      pre.dataset.fetching = "1";
+    document.querySelectorAll("pre[data-log]").forEach(function (pre) {
       var from = pre.dataset.offset || "0";
-      fetch(pre.dataset.log + "?offset=" + encodeURIComponent(from), { credentials: "same-origin" })
+      if (pre.dataset.fetching || (pre.dataset.running !== "1" && !(+pre.dataset.size > +from))) return;
+      pre.dataset.fetching = "1";
+      fetch(pre.dataset.log + "?format=html&offset=" + encodeURIComponent(from), { credentials: "same-origin" })
         .then(function (r) {
           if (!r.ok) throw new Error(r.status);
           var size = r.headers.get("X-Log-Size"), running = r.headers.get("X-Log-Running");
-          return r.text().then(function (text) {
+          return r.text().then(function (html) {
             var cur = document.getElementById(pre.id) || pre;
-            // The live refresh may have brought the log further meanwhile: these bytes are in it.
             if ((cur.dataset.offset || "0") !== from) return;
             var atEnd = cur.scrollHeight - cur.scrollTop - cur.clientHeight < 24;
-            if (text) cur.appendChild(document.createTextNode(text));
+            if (html) cur.insertAdjacentHTML("beforeend", html);
             if (size) cur.dataset.offset = size;
-            if (running === "0") { cur.dataset.running = "0"; refresh(); }
+            if (+cur.dataset.size <= +cur.dataset.offset) delete cur.dataset.size;
+            if (running === "0" && cur.dataset.running === "1") { cur.dataset.running = "0"; refresh(); }
             if (atEnd) cur.scrollTop = cur.scrollHeight;
+            if (html) logChanged(cur);
           });
         })
         .catch(function () {})
         .finally(function () { delete pre.dataset.fetching; });
+    });
+  }
+
+  // logChanged tells the log's search that its text grew.
+  function logChanged(pre) { pre.dispatchEvent(new CustomEvent("poolflow:log")); }
+
+  // "Load earlier": the piece of the log before the shown text, put before it, the reader's
+  // place (and selection) kept; the link moves back, and goes once the log's start is shown.
+  function bindEarlier(root) {
+    root.querySelectorAll("a[data-earlier]").forEach(function (a) {
+      if (a.dataset.bound) return;
+      a.dataset.bound = "1";
+      a.addEventListener("click", function (ev) {
+        ev.preventDefault();
+        var pre = document.getElementById(a.dataset.earlier);
+        if (!pre || a.dataset.fetching) return;
+        a.dataset.fetching = "1";
+        a.setAttribute("aria-busy", "true");
+        fetch(a.href + "&format=html", { credentials: "same-origin" })
+          .then(function (r) {
+            if (!r.ok) throw new Error("HTTP " + r.status);
+            var start = r.headers.get("X-Log-Start");
+            return r.text().then(function (html) {
+              var h = pre.scrollHeight;
+              pre.insertAdjacentHTML("afterbegin", html);
+              pre.scrollTop += pre.scrollHeight - h;
+              pre.dataset.start = start;
+              var shown = document.getElementById(a.id.replace("log-earlier-", "log-shown-"));
+              if (+start > 0) {
+                a.href = a.href.replace(/before=\d+/, "before=" + start);
+                if (shown) shown.textContent = "showing from byte " + (+start).toLocaleString("en") + " of " + (+shown.dataset.size).toLocaleString("en");
+              } else {
+                a.remove();
+                if (shown) shown.textContent = "showing the whole log";
+              }
+              logChanged(pre);
+            });
+          })
+          .catch(function (e) { a.textContent = "Load earlier (failed: " + e.message + ")"; })
+          .finally(function () { delete a.dataset.fetching; a.removeAttribute("aria-busy"); });
+      });
+    });
+  }
+
+  // Search in a log: every match of the box's text (any case) is highlighted — with the CSS
+  // Custom Highlight API, which marks ranges without changing the log's elements, so the live
+  // updates and a selection are not disturbed — and Enter, Shift+Enter and the arrows move
+  // between them, the current one scrolled into view.
+  var HL = window.CSS && CSS.highlights && window.Highlight;
+  var allMatches = HL ? new Highlight() : null, currentMatch = HL ? new Highlight() : null;
+  if (HL) { CSS.highlights.set("log-match", allMatches); CSS.highlights.set("log-current", currentMatch); }
+  var MAX_MATCHES = 5000;
+
+  function findIn(pre, needle) {
+    var nodes = [], starts = [], text = "", w = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT), n;
+    while ((n = w.nextNode())) { nodes.push(n); starts.push(text.length); text += n.nodeValue; }
+    var hay = text.toLowerCase(), want = needle.toLowerCase(), out = [];
+    function at(i) { // the text node and offset of character i
+      var lo = 0, hi = nodes.length - 1;
+      while (lo < hi) { var mid = (lo + hi + 1) >> 1; if (starts[mid] <= i) lo = mid; else hi = mid - 1; }
+      return [nodes[lo], i - starts[lo]];
+    }
+    for (var i = hay.indexOf(want); want && i >= 0 && out.length < MAX_MATCHES; i = hay.indexOf(want, i + want.length)) {
+      var s = at(i), e = at(i + want.length - 1), r = document.createRange();
+      r.setStart(s[0], s[1]); r.setEnd(e[0], e[1] + 1);
+      out.push(r);
+    }
+    return out;
+  }
+
+  function bindSearch(root) {
+    root.querySelectorAll(".log-tools").forEach(function (tools) {
+      var box = tools.querySelector(".log-search"), pre = document.getElementById(tools.dataset.for);
+      if (!box || !pre || tools.dataset.bound) return;
+      tools.dataset.bound = "1";
+      box.hidden = false;
+      var input = box.querySelector("input"), count = box.querySelector(".log-count");
+      var matches = [], cur = -1, timer = 0;
+      function paint() {
+        if (!HL) return;
+        allMatches.clear(); currentMatch.clear();
+        matches.forEach(function (r, i) { (i === cur ? currentMatch : allMatches).add(r); });
+      }
+      function show() {
+        count.textContent = !input.value ? "" : matches.length === 0 ? "no match" :
+          (cur + 1) + " of " + matches.length + (matches.length >= MAX_MATCHES ? "+" : "");
+        pre.dataset.matches = matches.length;
+        pre.dataset.current = cur;
+        paint();
+        if (cur < 0) return;
+        var r = matches[cur], box = r.getBoundingClientRect(), p = pre.getBoundingClientRect();
+        if (box.top < p.top || box.bottom > p.bottom) pre.scrollTop += box.top - p.top - pre.clientHeight / 2;
+        var left = box.left - p.left;
+        if (left < 0 || left > pre.clientWidth) pre.scrollLeft += left - pre.clientWidth / 2;
+        var vr = pre.getBoundingClientRect();
+        if (vr.bottom > window.innerHeight || vr.top < 0) pre.scrollIntoView({ block: "nearest" });
+        if (!HL) { var s = getSelection(); s.removeAllRanges(); s.addRange(r); }
+      }
+      function search(keep) {
+        var was = cur;
+        matches = input.value ? findIn(pre, input.value) : [];
+        cur = matches.length ? (keep && was >= 0 ? Math.min(was, matches.length - 1) : matches.length - 1) : -1;
+        show();
+      }
+      function step(d) {
+        if (!matches.length) { search(false); return; }
+        cur = (cur + d + matches.length) % matches.length;
+        show();
+      }
+      input.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(function () { search(false); }, 120); });
+      input.addEventListener("keydown", function (ev) {
+        if (ev.key === "Enter") {
+          ev.preventDefault();
+          clearTimeout(timer);
+          if (!matches.length) search(false); else step(ev.shiftKey ? -1 : 1);
+        }
+        else if (ev.key === "Escape") { input.value = ""; search(false); }
+      });
+      box.querySelectorAll("button[data-find]").forEach(function (b) {
+        b.addEventListener("click", function () { step(b.dataset.find === "prev" ? -1 : 1); });
+      });
+      // New text (followed, or loaded earlier) is searched too; the current match stays.
+      pre.addEventListener("poolflow:log", function () {
+        if (!input.value) return;
+        var r = cur >= 0 ? matches[cur] : null;
+        matches = findIn(pre, input.value);
+        cur = -1;
+        for (var i = 0; r && i < matches.length; i++) {
+          if (matches[i].compareBoundaryPoints(Range.START_TO_START, r) === 0) { cur = i; break; }
+        }
+        if (cur < 0 && matches.length) cur = matches.length - 1;
+        count.textContent = (cur + 1) + " of " + matches.length;
+        pre.dataset.matches = matches.length;
+        pre.dataset.current = cur;
+        paint();
+      });
     });
   }
 
@@ -286,7 +480,12 @@
   document.addEventListener("DOMContentLoaded", function () {
     bind(document);
     autosubmit(document);
+    bindZone();
     refreshTimes();
+    bindEarlier(document);
+    bindSearch(document);
+    // A log opens at its end, where a reader looks first.
+    document.querySelectorAll("pre[data-log]").forEach(function (pre) { pre.scrollTop = pre.scrollHeight; });
     if (document.querySelector("[data-live]")) {
       if (live) live.hidden = false;
       setInterval(function () { if (Date.now() - lastAt >= every - 50) { lastAt = Date.now(); refresh(); } }, REFRESH_MS / 2);
