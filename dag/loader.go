@@ -162,7 +162,9 @@ func (l *Loader) decoded(path string, now time.Time) (*DAG, []*ImportError) {
 // at all is wrong, as Parse does. The decode errors are shared with the cache and not changed.
 func validated(d *DAG, derrs []*ImportError, opts LoadOptions) (*DAG, []*ImportError) {
 	errs := append([]*ImportError(nil), derrs...)
-	if d != nil {
+	if d != nil && len(d.Tasks) >= bigDAG {
+		frugally(func() { errs = append(errs, validate(d, opts)...) })
+	} else if d != nil {
 		errs = append(errs, validate(d, opts)...)
 	}
 	if len(errs) > 0 {
