@@ -200,6 +200,7 @@ func TestPoolsCommands(t *testing.T) {
 	}{
 		{[]string{"pools", "set", "db", "--slots", "3"}, "defined in"},
 		{[]string{"pools", "set", "api", "--slots", "2"}, "fewer than uses.a needs"},
+		{[]string{"pools", "set", "api", "--slots", "5", "--team", "finance"}, "teams [finance] would turn away uses (no team)"},
 		{[]string{"pools", "delete", "api"}, "required by uses.a"},
 		{[]string{"pools", "set", "_x", "--slots", "1"}, "_x"},
 		{[]string{"pools", "delete", "missing"}, "not found"},

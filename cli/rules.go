@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -49,6 +50,19 @@ func (e *env) rulesCmd() *cobra.Command {
 				set, _ = rules.Compile(nil, nil, rules.DefaultPool)
 			}
 			set.SetLogger(e.logger())
+			if a.DAGID != "" && eff.Rules != nil && !hasAttr(attrs, "team") {
+				// The team of the DAG named, as the daemon reads it, so that a rule assigning
+				// another team's pool is shown skipped (§15).
+				dags, _, err := e.loadDAGs(cmd.Context(), cfg, st)
+				if err != nil {
+					return err
+				}
+				for _, d := range dags {
+					if d.ID == a.DAGID {
+						a.Team = d.Team
+					}
+				}
+			}
 			res := set.Assign(a)
 			if output == "json" {
 				b, err := res.JSON()
@@ -62,9 +76,19 @@ func (e *env) rulesCmd() *cobra.Command {
 			return nil
 		},
 	}
-	test.Flags().StringArrayVar(&attrs, "attr", nil, "an attribute KEY=VALUE (dag_id, task_id, run_id, owner, tags, trigger, try_number, kind, logical_date)")
+	test.Flags().StringArrayVar(&attrs, "attr", nil, "an attribute KEY=VALUE (dag_id, task_id, run_id, owner, team, tags, trigger, try_number, kind, logical_date); team defaults to the team of the DAG dag_id names")
 	test.Flags().StringVar(&params, "params", "", "params as a JSON object")
 	test.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	c.AddCommand(test)
 	return c
+}
+
+// hasAttr reports whether one of the --attr values sets key.
+func hasAttr(attrs []string, key string) bool {
+	for _, kv := range attrs {
+		if k, _, _ := strings.Cut(kv, "="); strings.TrimSpace(k) == key {
+			return true
+		}
+	}
+	return false
 }

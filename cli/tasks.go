@@ -188,6 +188,9 @@ func Explain(ctx context.Context, st store.Store, dagID, runID, taskID string) (
 		if entry.Rule != "" {
 			fmt.Fprintf(&b, "pool assigned by rule %s\n", entry.Rule)
 		}
+		if entry.RuleSkipped != "" {
+			fmt.Fprintf(&b, "%s\n", entry.RuleSkipped)
+		}
 	}
 	// Why it waits, in the words of the API and the UI (one function says it for all three).
 	w, waits := pools.WhyWaiting(server.TaskWait(run, *ti, ep))

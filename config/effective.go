@@ -104,6 +104,8 @@ func (e *Effective) compileRules(file string) {
 	if err != nil {
 		e.problems = append(e.problems, splitJoined(err)...)
 	} else {
+		// A rule that assigns a pool the attempt's team may not use is skipped (§15).
+		set.CheckTeams(func(pool, team string) string { return dag.TeamRefusal(pool, e.teams[pool], team) })
 		e.Rules = set
 	}
 	for i, sp := range specs {

@@ -25,8 +25,8 @@ var ErrFilePool = errors.New("pool is defined in the configuration file")
 // SetPool creates or changes a stored pool in tx, and writes nothing else: the daemon that owns
 // poolflow.yaml re-syncs its file pools (a remainder default pool) when it sees the change. A
 // pool of poolflow.yaml — in cfg, or synced into the store by a daemon — is refused; shrinking
-// below what a loaded DAG or a rule requires, or below the slots held now, is refused unless
-// force; so is a change that would make the configuration invalid (a remainder below 1).
+// below what a loaded DAG or a rule requires, or below the slots held now, or a change of its
+// teams that turns away a loaded DAG requiring it (§15), is refused unless force; so is a change that would make the configuration invalid (a remainder below 1).
 func SetPool(tx store.Tx, cfg *Config, dags []*dag.DAG, spec pools.Spec, force bool, now time.Time) error {
 	prev, err := tx.PoolByName(spec.Name)
 	exists := err == nil
@@ -38,6 +38,11 @@ func SetPool(tx store.Tx, cfg *Config, dags []*dag.DAG, spec pools.Spec, force b
 	}
 	if _, err := pools.Resolve(0, []pools.Spec{spec}); err != nil {
 		return err
+	}
+	if !force && exists {
+		if users := lockedOut(dags, spec.Name, prev.Teams, spec.Teams); len(users) > 0 {
+			return fmt.Errorf("%w: %s", ErrPoolInUse, lockout(spec.Name, spec.Teams, users, ", or use --force"))
+		}
 	}
 	if !force && spec.Slots != pools.Unlimited {
 		if users := needers(cfg, dags, spec.Name, spec.Slots); len(users) > 0 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -296,7 +297,11 @@ func (r *registry) readConfig(file string, cur *config.Config, stored []store.Po
 		err = errors.New("the file is empty (a writer may be midway); to run without the file's pools, " +
 			"write a comment line such as `# no pools`")
 	} else if next, err = config.ParseChecked(file, data); err == nil {
-		err = config.NewEffective(next, stored).Problems()
+		nextEff := config.NewEffective(next, stored)
+		if err = nextEff.Problems(); err == nil {
+			// A pool's new teams must not turn away the DAGs loaded now (§15).
+			err = config.TeamLockouts(r.eff, nextEff, slices.Collect(maps.Values(r.dags)))
+		}
 	}
 	if err != nil {
 		msg := file + " was not reloaded; the previous configuration stays in force:\n" + err.Error()

@@ -32,6 +32,8 @@ type ClearRow struct {
 	// {default: 1}, plus the implicit limits); none for an approval gate.
 	Needs []store.Requirement
 	Rule  string // the rule that assigned the pool, if one did
+	// RuleSkipped says which matching rules were skipped for the DAG's team, and why (§15).
+	RuleSkipped string
 	// Admitted: it would be admitted at once (by the owner that applies the clear).
 	Admitted bool
 	// Code and Text say why it would wait when it is not admitted: a pool reason of §4.5,
@@ -126,17 +128,16 @@ func ClearPreview(ctx context.Context, st store.Store, eff *config.Effective, d 
 	}
 	params := runParams(d, run)
 	maxRunning := 0
-	var assign func(t *dag.Task, try int) (string, int, string)
+	var assign func(t *dag.Task, try int) rules.Result
 	if eff != nil {
 		maxRunning = eff.Settings.MaxRunning
 		if eff.Rules != nil {
-			assign = func(t *dag.Task, try int) (string, int, string) {
+			assign = func(t *dag.Task, try int) rules.Result {
 				trigger := run.RunType
 				if trigger == vocab.RunTest {
 					trigger = vocab.RunManual
 				}
-				res := eff.Rules.Assign(ruleAttrs(d, t, run, params, trigger, try))
-				return res.Pool, res.Slots, res.Rule
+				return eff.Rules.Assign(ruleAttrs(d, t, run, params, trigger, try))
 			}
 		}
 	}
@@ -151,9 +152,9 @@ func ClearPreview(ctx context.Context, st store.Store, eff *config.Effective, d 
 				if assign == nil {
 					return pools.DefaultPool, 1
 				}
-				pool, slots, rule := assign(t, row.TryNumber)
-				row.Rule = rule
-				return pool, slots
+				res := assign(t, row.TryNumber)
+				row.Rule, row.RuleSkipped = res.Rule, res.Skipped()
+				return res.Pool, res.Slots
 			})
 		}
 		upstream := make([]vocab.TaskState, len(t.DependsOn))
@@ -186,7 +187,7 @@ func ClearPreview(ctx context.Context, st store.Store, eff *config.Effective, d 
 		i := slices.IndexFunc(rows, func(r ClearRow) bool { return r.TaskID == t.ID })
 		e := store.Entry{ID: previewIDs + int64(len(extra)), Run: run.PK, TaskID: t.ID, TryNumber: rows[i].TryNumber,
 			Label: fmt.Sprintf("%s.%s try %d", d.ID, t.ID, rows[i].TryNumber), Priority: weights[t.ID], Due: now,
-			State: vocab.EntryWaiting, Rule: rows[i].Rule, CreatedAt: now, Needs: rows[i].Needs, Owner: rowsOwner,
+			State: vocab.EntryWaiting, Rule: rows[i].Rule, RuleSkipped: rows[i].RuleSkipped, CreatedAt: now, Needs: rows[i].Needs, Owner: rowsOwner,
 			DAGID: d.ID, RunID: run.RunID, RunType: run.RunType}
 		if t.QueueTimeout > 0 {
 			e.Deadline = now.Add(t.QueueTimeout)
@@ -274,6 +275,6 @@ func upstreamWords(ids []string, states map[string]vocab.TaskState) string {
 // ruleAttrs are the attributes the rules see for an attempt of t in run (as the scheduler
 // gives them, executor/decide/rules.go).
 func ruleAttrs(d *dag.DAG, t *dag.Task, run store.Run, params map[string]any, trigger vocab.RunType, try int) rules.Attrs {
-	return rules.Attrs{DAGID: d.ID, TaskID: t.ID, RunID: run.RunID, Owner: d.Owner, Tags: d.Tags, Trigger: string(trigger),
+	return rules.Attrs{DAGID: d.ID, TaskID: t.ID, RunID: run.RunID, Owner: d.Owner, Team: d.Team, Tags: d.Tags, Trigger: string(trigger),
 		Params: params, TryNumber: try, Kind: string(t.Kind), LogicalDate: run.LogicalDate}
 }

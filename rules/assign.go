@@ -7,8 +7,10 @@ import (
 )
 
 // Assign picks the pool and slots for an attempt with attributes a: the first rule, lowest
-// priority first, whose condition holds; otherwise the default pool with one slot. A condition
-// that fails to evaluate counts as not matching. Assign never panics and is deterministic.
+// priority first, whose condition holds and whose pool the attempt's team may use; otherwise
+// the default pool with one slot. A condition that fails to evaluate counts as not matching; a
+// rule that matches but assigns another team's pool is skipped, and its trace says why (§15).
+// Assign never panics and is deterministic.
 func (s *Set) Assign(a Attrs) Result {
 	ev, _ := s.evaluators.Get().(*evaluator)
 	if ev == nil {
@@ -28,9 +30,17 @@ func (s *Set) Assign(a Attrs) Result {
 			// reasoning about its state.
 			ev.machine = vm.VM{}
 		}
-		res.Rules = append(res.Rules, Trace{Name: r.name, Priority: r.priority, Matched: matched, Error: errText})
+		tr := Trace{Name: r.name, Priority: r.priority, Matched: matched, Error: errText}
+		if matched && s.refuse != nil {
+			tr.Skipped = s.refuse(r.pool, a.Team)
+		}
+		res.Rules = append(res.Rules, tr)
 		if errText != "" {
 			s.warnOnce(r, a, errText)
+		}
+		if tr.Skipped != "" {
+			s.warnSkipOnce(r, a, tr.Skipped)
+			continue
 		}
 		if matched {
 			res.Rule, res.Pool, res.Slots = r.name, r.pool, r.slots
@@ -39,12 +49,23 @@ func (s *Set) Assign(a Attrs) Result {
 		}
 	}
 	res.Pool, res.Slots = s.defaultPool, 1
-	if len(s.rules) == 0 {
+	switch {
+	case len(s.rules) == 0:
 		res.Why = "no rules configured: default pool"
-	} else {
+	case res.Skipped() != "":
+		res.Why = "no rule matched for team " + teamWord(a.Team) + ": default pool"
+	default:
 		res.Why = "no rule matched: default pool"
 	}
 	return res
+}
+
+// teamWord names a team in an explanation.
+func teamWord(team string) string {
+	if team == "" {
+		return "(none)"
+	}
+	return team
 }
 
 // eval runs one condition. ok is false when it panicked past expr's own recovery.
@@ -63,6 +84,17 @@ func (r *rule) eval(machine *vm.VM, env map[string]any) (matched bool, errText s
 		return false, fmt.Sprintf("condition gave %T, not bool", out), true
 	}
 	return b, "", true
+}
+
+// warnSkipOnce logs the first time a rule is skipped for a team: the configuration routes some
+// team's work to a pool it may not use, which its author wants to hear about once.
+func (s *Set) warnSkipOnce(r *rule, a Attrs, why string) {
+	if !r.skipped.CompareAndSwap(false, true) {
+		return
+	}
+	s.log().Warn("pool rule matched but assigns a pool the DAG's team may not use; skipped (further skips of this rule are not logged)",
+		"rule", r.name, "priority", r.priority, "pool", r.pool, "reason", why,
+		"dag_id", a.DAGID, "task_id", a.TaskID, "team", a.Team)
 }
 
 // warnOnce logs a rule's first runtime error. One line per rule is enough to notice a broken

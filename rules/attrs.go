@@ -17,10 +17,13 @@ import (
 // Attrs are the attributes of one attempt that a rule condition can read (§6). The json tags
 // are the names conditions use, so the HTTP API can decode a request body into Attrs directly.
 type Attrs struct {
-	DAGID       string         `json:"dag_id"`
-	TaskID      string         `json:"task_id"`
-	RunID       string         `json:"run_id"`
-	Owner       string         `json:"owner"`
+	DAGID  string `json:"dag_id"`
+	TaskID string `json:"task_id"`
+	RunID  string `json:"run_id"`
+	Owner  string `json:"owner"`
+	// Team is the team of the attempt's DAG (§15), "" for none: a rule whose pool is not open
+	// to it is skipped.
+	Team        string         `json:"team"`
 	Tags        []string       `json:"tags"`
 	Trigger     string         `json:"trigger"` // schedule, manual, catchup or node
 	Params      map[string]any `json:"params"`
@@ -78,6 +81,8 @@ func (a *Attrs) set(key, value string) error {
 		a.RunID = value
 	case "owner":
 		a.Owner = value
+	case "team":
+		a.Team = strings.TrimSpace(value)
 	case "tags":
 		a.Tags = splitTags(value)
 	case "trigger":
@@ -105,7 +110,7 @@ func (a *Attrs) set(key, value string) error {
 	case "params":
 		return fmt.Errorf("use --params with a JSON object")
 	default:
-		return fmt.Errorf("unknown attribute (want one of dag_id, task_id, run_id, owner, tags, trigger, try_number, kind, logical_date)")
+		return fmt.Errorf("unknown attribute (want one of dag_id, task_id, run_id, owner, team, tags, trigger, try_number, kind, logical_date)")
 	}
 	return nil
 }

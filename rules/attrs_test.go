@@ -41,7 +41,7 @@ func TestParseAttrs(t *testing.T) {
 			want:  Attrs{Tags: []string{}, TryNumber: 1, Kind: "command", Params: map[string]any{}},
 		},
 		{name: "unknown key", attrs: []string{"tagz=a"},
-			wantErr: "attr tagz: unknown attribute (want one of dag_id, task_id, run_id, owner, tags, trigger, try_number, kind, logical_date)"},
+			wantErr: "attr tagz: unknown attribute (want one of dag_id, task_id, run_id, owner, team, tags, trigger, try_number, kind, logical_date)"},
 		{name: "no equals sign", attrs: []string{"dag_id"}, wantErr: `attr "dag_id": want key=value`},
 		{name: "twice", attrs: []string{"owner=a", "owner=b"}, wantErr: "attr owner: given more than once"},
 		{name: "bad try number", attrs: []string{"try_number=two"}, wantErr: `attr try_number: "two" is not a whole number of at least 1`},

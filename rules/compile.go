@@ -25,6 +25,9 @@ type Set struct {
 	rules       []*rule // ascending priority
 	logger      atomic.Pointer[slog.Logger]
 	evaluators  sync.Pool // *evaluator
+	// refuse says why a DAG of a team may not use a pool (§15), "" when it may; nil lets
+	// every team use every pool. Set by CheckTeams before the Set is shared.
+	refuse func(pool, team string) string
 }
 
 type rule struct {
@@ -34,7 +37,14 @@ type rule struct {
 	slots    int
 	program  *vm.Program
 	warned   atomic.Bool // the first runtime error is logged, later ones only traced
+	skipped  atomic.Bool // the first skip for a team is logged, later ones only traced
 }
+
+// CheckTeams makes Assign skip a matching rule whose pool refuse turns away for the attempt's
+// team (§15): refuse(pool, team) says why, "" when the team may use the pool. Call it once,
+// before the Set is used; the pools' teams are part of the configuration a Set is compiled
+// for, and a change of them compiles a new Set.
+func (s *Set) CheckTeams(refuse func(pool, team string) string) { s.refuse = refuse }
 
 // ConfigError is one invalid rule. File, Line and Column locate it (zero when unknown);
 // Field is the rule key at fault: name, priority, when, pool or slots.

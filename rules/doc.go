@@ -1,7 +1,7 @@
 // Package rules assigns a pool to attempts that declare no requirements (§6).
 //
 // Rules are compiled once, when the configuration is loaded, with expr-lang/expr against a
-// typed environment (Attrs: dag_id, task_id, run_id, owner, tags, trigger, params, try_number,
+// typed environment (Attrs: dag_id, task_id, run_id, owner, team, tags, trigger, params, try_number,
 // kind, logical_date) and must yield a boolean, so a misspelt name or a type mismatch is a
 // configuration error that names the rule and the position, not a surprise at run time. The
 // builtin now() is disabled and date() parses in UTC: a condition sees only the attempt's
@@ -9,7 +9,9 @@
 //
 // Set.Assign evaluates the rules lowest priority first; the first whose condition holds gives
 // the pool and slots (default 1). When none holds, the attempt goes to the default pool with
-// one slot. A condition that fails at run time (for example `params.batch > 100` when params has
+// one slot. A rule whose condition holds but whose pool is not open to the attempt's team
+// (§15; Set.CheckTeams) is skipped: the next rule is tried, and the trace and Result.Skipped say
+// why, so that the queue entry, `poolflow rules test` and the API can show it. A condition that fails at run time (for example `params.batch > 100` when params has
 // no batch, so the left side is nil) does not match; the error is recorded in the trace and
 // logged once per rule, never per call, so a bad rule cannot flood the log. A missing params
 // key reads as nil, so `params.region == "eu"` is simply false.

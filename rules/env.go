@@ -15,6 +15,7 @@ var envTypes = map[string]any{
 	"task_id":      "",
 	"run_id":       "",
 	"owner":        "",
+	"team":         "",
 	"tags":         []string(nil),
 	"trigger":      "",
 	"params":       map[string]any(nil),
@@ -43,6 +44,7 @@ func (e *evaluator) load(a Attrs) {
 	env["task_id"] = a.TaskID
 	env["run_id"] = a.RunID
 	env["owner"] = a.Owner
+	env["team"] = a.Team
 	env["tags"] = a.Tags
 	env["trigger"] = a.Trigger
 	env["params"] = a.Params

@@ -24,6 +24,22 @@ type Trace struct {
 	Priority int
 	Matched  bool
 	Error    string // the runtime error that made it not match; "" when it evaluated
+	// Skipped says why a rule that matched was passed over: its pool is not open to the
+	// attempt's team (§15). "" when it was not.
+	Skipped string
+}
+
+// Skipped says which rules matched but were skipped for the attempt's team, and why, in one
+// line ("rule heavy-etl skipped: pool warehouse is for team finance, not team sales"); "" when
+// none was. It is stored with the queue entry, beside the rule that assigned its pool.
+func (r Result) Skipped() string {
+	var parts []string
+	for _, t := range r.Rules {
+		if t.Skipped != "" {
+			parts = append(parts, fmt.Sprintf("rule %s skipped: %s", t.Name, t.Skipped))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 type resultJSON struct {
@@ -39,6 +55,7 @@ type traceJSON struct {
 	Priority int     `json:"priority"`
 	Matched  bool    `json:"matched"`
 	Error    *string `json:"error"`
+	Skipped  *string `json:"skipped"`
 }
 
 // MarshalJSON gives the shape shared by `poolflow rules test -o json` and
@@ -52,6 +69,9 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		out.Rules[i] = traceJSON{Name: t.Name, Priority: t.Priority, Matched: t.Matched}
 		if t.Error != "" {
 			out.Rules[i].Error = &r.Rules[i].Error
+		}
+		if t.Skipped != "" {
+			out.Rules[i].Skipped = &r.Rules[i].Skipped
 		}
 	}
 	return marshalPlain(out)
@@ -81,6 +101,10 @@ func (r Result) Text() string {
 		fmt.Fprintf(&b, "%s %s, %s\n", r.Why, r.Pool, slotsText(r.Slots))
 	}
 	for _, t := range r.Rules {
+		if t.Skipped != "" {
+			fmt.Fprintf(&b, "  rule %s (priority %d) matched but is skipped: %s\n", t.Name, t.Priority, t.Skipped)
+			continue
+		}
 		if t.Matched {
 			break
 		}

@@ -26,9 +26,9 @@ func TestResultGolden(t *testing.T) {
 			name:  "match after a false and a failing rule",
 			attrs: Attrs{DAGID: "etl_x", Tags: []string{"heavy"}, Trigger: "schedule"},
 			wantJSON: `{"rule":"heavy-etl","pool":"warehouse","slots":2,"why":"rule heavy-etl (priority 10) matched","rules":[` +
-				`{"name":"manual","priority":1,"matched":false,"error":null},` +
-				`{"name":"big-batch","priority":5,"matched":false,"error":"invalid operation: <nil> > int (1:14)"},` +
-				`{"name":"heavy-etl","priority":10,"matched":true,"error":null}]}`,
+				`{"name":"manual","priority":1,"matched":false,"error":null,"skipped":null},` +
+				`{"name":"big-batch","priority":5,"matched":false,"error":"invalid operation: <nil> > int (1:14)","skipped":null},` +
+				`{"name":"heavy-etl","priority":10,"matched":true,"error":null,"skipped":null}]}`,
 			wantText: "rule heavy-etl (priority 10) matched: pool warehouse, 2 slots\n" +
 				"  rule manual (priority 1) did not match: condition false\n" +
 				"  rule big-batch (priority 5) did not match: evaluation error: invalid operation: <nil> > int (1:14)\n",
@@ -37,16 +37,16 @@ func TestResultGolden(t *testing.T) {
 			name:  "first rule matches",
 			attrs: Attrs{Trigger: "manual"},
 			wantJSON: `{"rule":"manual","pool":"interactive","slots":1,"why":"rule manual (priority 1) matched","rules":[` +
-				`{"name":"manual","priority":1,"matched":true,"error":null}]}`,
+				`{"name":"manual","priority":1,"matched":true,"error":null,"skipped":null}]}`,
 			wantText: "rule manual (priority 1) matched: pool interactive, 1 slot\n",
 		},
 		{
 			name:  "no match",
 			attrs: Attrs{DAGID: "report", Params: map[string]any{"batch": 7.0}},
 			wantJSON: `{"rule":null,"pool":"default","slots":1,"why":"no rule matched: default pool","rules":[` +
-				`{"name":"manual","priority":1,"matched":false,"error":null},` +
-				`{"name":"big-batch","priority":5,"matched":false,"error":null},` +
-				`{"name":"heavy-etl","priority":10,"matched":false,"error":null}]}`,
+				`{"name":"manual","priority":1,"matched":false,"error":null,"skipped":null},` +
+				`{"name":"big-batch","priority":5,"matched":false,"error":null,"skipped":null},` +
+				`{"name":"heavy-etl","priority":10,"matched":false,"error":null,"skipped":null}]}`,
 			wantText: "no rule matched: default pool default, 1 slot\n" +
 				"  rule manual (priority 1) did not match: condition false\n" +
 				"  rule big-batch (priority 5) did not match: condition false\n" +

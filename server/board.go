@@ -81,16 +81,18 @@ type EntryJSON struct {
 	Requirements map[string]int   `json:"requirements"`
 	Limits       []LimitJSON      `json:"limits"`
 	Rule         *string          `json:"rule"`
-	Reason       *ReasonJSON      `json:"reason"`
-	EnqueuedAt   time.Time        `json:"enqueued_at"`
-	EndedAt      *time.Time       `json:"ended_at"`
+	// RuleSkipped names the rules that matched but were skipped for the DAG's team (§15).
+	RuleSkipped *string     `json:"rule_skipped,omitempty"`
+	Reason      *ReasonJSON `json:"reason"`
+	EnqueuedAt  time.Time   `json:"enqueued_at"`
+	EndedAt     *time.Time  `json:"ended_at"`
 }
 
 func entryView(e store.Entry) EntryJSON {
 	reqs, limits := splitNeeds(e.Needs)
 	v := EntryJSON{QueueID: e.ID, DAGID: e.DAGID, DAGRunID: e.RunID, TaskID: e.TaskID, TryNumber: e.TryNumber,
 		Label: e.Label, State: e.State, Priority: e.Priority, Due: e.Due.UTC(), Deadline: ts(e.Deadline), Force: e.Force,
-		Requirements: reqs, Limits: limits, Rule: strOrNil(e.Rule), EnqueuedAt: e.CreatedAt.UTC(), EndedAt: ts(e.EndedAt)}
+		Requirements: reqs, Limits: limits, Rule: strOrNil(e.Rule), RuleSkipped: strOrNil(e.RuleSkipped), EnqueuedAt: e.CreatedAt.UTC(), EndedAt: ts(e.EndedAt)}
 	v.Reason = EntryReason(e)
 	return v
 }

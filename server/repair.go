@@ -54,8 +54,10 @@ type ClearPreviewJSON struct {
 	Requirements  map[string]int  `json:"requirements"`
 	Limits        []LimitJSON     `json:"limits"`
 	Rule          *string         `json:"rule"`
-	Admitted      bool            `json:"admitted"`
-	WaitReason    *PreviewWait    `json:"wait_reason"`
+	// RuleSkipped names the rules that matched but were skipped for the DAG's team (§15).
+	RuleSkipped *string      `json:"rule_skipped,omitempty"`
+	Admitted    bool         `json:"admitted"`
+	WaitReason  *PreviewWait `json:"wait_reason"`
 	// DAGVersion is the version of the DAG the cleared task runs: the current one, which may
 	// not be RunDAGVersion, the one the run was created with (§12). null when unknown.
 	DAGVersion    *int `json:"dag_version"`
@@ -83,7 +85,7 @@ func PreviewView(run store.Run, row explain.ClearRow) ClearPreviewJSON {
 	reqs, limits := splitNeeds(row.Needs)
 	v := ClearPreviewJSON{TaskID: row.TaskID, DAGID: run.DAGID, DAGRunID: run.RunID, ExecutionDate: run.LogicalDate.UTC(),
 		State: row.State, TryNumber: row.TryNumber, Requirements: reqs, Limits: limits, Rule: strOrNil(row.Rule),
-		Admitted: row.Admitted}
+		RuleSkipped: strOrNil(row.RuleSkipped), Admitted: row.Admitted}
 	if !row.Admitted {
 		v.WaitReason = &PreviewWait{Code: row.Code, Text: row.Words(), Pool: row.Pool, Shortfall: row.Shortfall, Place: row.Place}
 	}

@@ -19,6 +19,7 @@ type rulesTestBody struct {
 	TaskID      string          `json:"task_id"`
 	RunID       string          `json:"run_id"`
 	Owner       string          `json:"owner"`
+	Team        *string         `json:"team"`
 	Tags        []string        `json:"tags"`
 	Trigger     *string         `json:"trigger"`
 	Params      map[string]any  `json:"params"`
@@ -32,9 +33,16 @@ var (
 	ruleKinds    = []string{"command", "bash", "go", "sensor"}
 )
 
-func (b *rulesTestBody) attrs() (rules.Attrs, error) {
+// attrs are the body's attributes; dagTeam gives the team of a loaded DAG, for a body that
+// names a DAG but no team.
+func (b *rulesTestBody) attrs(dagTeam func(id string) string) (rules.Attrs, error) {
 	a := rules.Attrs{DAGID: b.DAGID, TaskID: b.TaskID, RunID: b.RunID, Owner: b.Owner, Tags: b.Tags, Params: b.Params,
 		TryNumber: 1, Kind: "command"}
+	if b.Team != nil {
+		a.Team = strings.TrimSpace(*b.Team)
+	} else if b.DAGID != "" {
+		a.Team = dagTeam(b.DAGID)
+	}
 	if a.Tags == nil {
 		a.Tags = []string{}
 	}
@@ -76,7 +84,7 @@ func (s *Server) testRules(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	a, err := body.attrs()
+	a, err := body.attrs(s.dagTeam)
 	if err != nil {
 		s.fail(w, r, err)
 		return

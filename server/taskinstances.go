@@ -47,7 +47,9 @@ type TaskInstanceJSON struct {
 	QueueDeadline *time.Time        `json:"queue_deadline"`
 	Due           *time.Time        `json:"due"`
 	Rule          *string           `json:"rule"`
-	NextAt        *time.Time        `json:"next_at"`
+	// RuleSkipped names the rules that matched but were skipped for the DAG's team (§15).
+	RuleSkipped *string    `json:"rule_skipped,omitempty"`
+	NextAt      *time.Time `json:"next_at"`
 	// Reason is why it ended as it did, or why its last attempt failed; ReasonCode is its code
 	// when it has one (rejected, expired, cancelled, timeout).
 	ReasonCode *vocab.ReasonCode `json:"reason_code"`
@@ -119,7 +121,7 @@ func tiView(run store.Run, ti store.TaskInstance, task *dag.Task, weight int, en
 		id, state := entry.ID, entry.State
 		v.QueueID, v.QueueState = &id, &state
 		v.QueueDeadline, v.Due, v.QueuedWhen = ts(entry.Deadline), ts(entry.Due), ts(entry.CreatedAt)
-		v.Rule = strOrNil(entry.Rule)
+		v.Rule, v.RuleSkipped = strOrNil(entry.Rule), strOrNil(entry.RuleSkipped)
 		p := entry.Priority
 		v.PriorityWeight = &p
 	}

@@ -89,7 +89,10 @@ type Entry struct {
 	ReasonCode vocab.ReasonCode
 	Reason     string
 	Rule       string
-	Replay     bool
+	// RuleSkipped says which rules matched the attempt but were skipped because their pool is
+	// not open to its DAG's team (§15), and why; "" when none was.
+	RuleSkipped string
+	Replay      bool
 	// NotBefore is a reschedule sensor's next poke; zero for entries eligible at once.
 	NotBefore   time.Time
 	Fingerprint string

@@ -191,7 +191,7 @@ func (ps *pass) newEntry(r readyTask) store.Entry {
 	}
 	e := store.Entry{ID: ps.st.NextEntryID, Run: run.PK, TaskID: ti.TaskID, TryNumber: r.try,
 		Label: label(run.DAGID, ti.TaskID, r.try), Priority: run.Weights[ti.TaskKey()], Due: r.due(), State: vocab.EntryWaiting,
-		Rule: rule, CreatedAt: ps.now, Needs: needs, Owner: ps.cfg.DaemonID, DAGID: run.DAGID, RunID: run.RunID,
+		Rule: rule.rule, RuleSkipped: rule.skipped, CreatedAt: ps.now, Needs: needs, Owner: ps.cfg.DaemonID, DAGID: run.DAGID, RunID: run.RunID,
 		RunType: run.RunType, Fingerprint: ti.Fingerprint(), Backfill: run.Backfill}
 	ps.st.NextEntryID++
 	if qt := ti.Task.QueueTimeout; qt > 0 {
@@ -246,12 +246,11 @@ func (ps *pass) refusal(needs []store.Requirement, queued map[string]int) *pools
 
 // requirements are the attempt's requirement rows (explain.Requirements: the task's, else the
 // first matching rule's, else {default: 1}, plus the limits) and the rule that assigned them.
-func (ps *pass) requirements(run *state.Run, ti *state.TI, try int, named map[string]int) ([]store.Requirement, string) {
-	rule := ""
+func (ps *pass) requirements(run *state.Run, ti *state.TI, try int, named map[string]int) ([]store.Requirement, assignment) {
+	var rule assignment
 	needs := explain.Requirements(run.DAG, ti.Task, named, run.RunID, run.DAGPool, ps.Settings.MaxRunning, func() (string, int) {
-		pool, slots, name := ps.assign(run, ti, try)
-		rule = name
-		return pool, slots
+		rule = ps.assign(run, ti, try)
+		return rule.pool, rule.slots
 	})
 	return ps.backfillCaps(run, needs), rule
 }

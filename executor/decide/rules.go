@@ -18,16 +18,17 @@ type ruleKey struct {
 
 // assignment is a rule's answer for one attempt.
 type assignment struct {
-	pool  string
-	slots int
-	rule  string
+	pool    string
+	slots   int
+	rule    string
+	skipped string // the rules skipped for the DAG's team, and why (§15); "" for none
 }
 
 // assign picks the pool of a task that declares none: the first matching rule (§6), else
 // {default: 1}. Assignments evaluated before the pass's transaction are taken from the cache.
-func (ps *pass) assign(run *state.Run, ti *state.TI, try int) (pool string, slots int, rule string) {
+func (ps *pass) assign(run *state.Run, ti *state.TI, try int) assignment {
 	if ps.Rules == nil {
-		return "default", 1, ""
+		return assignment{pool: "default", slots: 1}
 	}
 	key := ruleKey{run.DAGID, run.RunID, ti.TaskID, try}
 	a, ok := ps.ruleCache[key]
@@ -43,7 +44,7 @@ func (ps *pass) assign(run *state.Run, ti *state.TI, try int) (pool string, slot
 		}
 		a = ps.evalRulesFor(run, ti.Task, try, item, idx)
 	}
-	return a.pool, a.slots, a.rule
+	return a
 }
 
 func (d *Decider) evalRules(run *state.Run, t *dag.Task, try int) assignment {
@@ -58,9 +59,9 @@ func (d *Decider) evalRulesFor(run *state.Run, t *dag.Task, try int, item any, m
 		trigger = vocab.RunManual
 	}
 	res := d.Rules.Assign(rules.Attrs{DAGID: run.DAGID, TaskID: t.ID, RunID: run.RunID, Owner: run.DAG.Owner,
-		Tags: run.DAG.Tags, Trigger: string(trigger), Params: run.Params, TryNumber: try, Kind: string(t.Kind),
+		Team: run.DAG.Team, Tags: run.DAG.Tags, Trigger: string(trigger), Params: run.Params, TryNumber: try, Kind: string(t.Kind),
 		LogicalDate: run.LogicalDate, Item: m, MapIndex: mapIndex})
-	return assignment{pool: res.Pool, slots: res.Slots, rule: res.Rule}
+	return assignment{pool: res.Pool, slots: res.Slots, rule: res.Rule, skipped: res.Skipped()}
 }
 
 // PrepareRules evaluates, before the pass's transaction, the rules of the attempts the pass

@@ -67,6 +67,7 @@ func Run(t *testing.T, h Harness) {
 		{"Sessions", testSessions},
 		{"MigrateUsers", testMigrateUsers},
 		{"PoolTeams", testPoolTeams},
+		{"RuleSkipped", testRuleSkipped},
 		{"Backfills", testBackfills},
 		{"BackfillManyDates", testBackfillManyDates},
 	}

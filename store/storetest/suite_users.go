@@ -225,3 +225,31 @@ func testPoolTeams(t *testing.T, h Harness) {
 		t.Fatalf("copied pools %+v %v", ps, err)
 	}
 }
+
+// testRuleSkipped: an entry keeps the rule that assigned its pool and the rules skipped for its
+// DAG's team (§15), through a copy too; an entry without them reads "".
+func testRuleSkipped(t *testing.T, h Harness) {
+	st := h.New(t)
+	plain := seed(t, st)
+	why := "rule heavy-etl skipped: pool warehouse is for team finance, not team sales"
+	e := &store.Entry{Run: plain.Run, TaskID: "transfer", TryNumber: 2, Label: "etl.transfer try 2", Due: day,
+		State: vocab.EntryWaiting, CreatedAt: day, Rule: "big", RuleSkipped: why,
+		Needs: []store.Requirement{{Pool: "shared", Slots: 1}}}
+	must(t, st.WithTx(bg(), func(tx store.Tx) error { return tx.InsertEntry(e) }))
+	check := func(st store.Store, label string) {
+		t.Helper()
+		got, err := st.LatestEntry(bg(), plain.Run, "transfer")
+		if err != nil || got.TryNumber != 2 || got.Rule != "big" || got.RuleSkipped != why {
+			t.Fatalf("%s: entry %+v %v", label, got, err)
+		}
+		es, err := st.ListEntries(bg(), vocab.EntryWaiting)
+		if err != nil || len(es) != 2 || es[0].Rule != "" || es[0].RuleSkipped != "" || es[1].RuleSkipped != why {
+			t.Fatalf("%s: entries %+v %v", label, es, err)
+		}
+	}
+	check(st, "stored")
+	dst := h.New(t)
+	_, err := store.Copy(bg(), st, dst, false)
+	must(t, err)
+	check(dst, "copied")
+}

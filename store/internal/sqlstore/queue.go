@@ -15,7 +15,7 @@ import (
 // InsertEntry queues one entry with its requirement rows (InsertEntries of one).
 func (t *Tx) InsertEntry(e *store.Entry) error { return t.InsertEntries([]*store.Entry{e}) }
 
-// insertEntriesChunk bounds the entries of one InsertEntries statement (14 arguments each).
+// insertEntriesChunk bounds the entries of one InsertEntries statement (15 arguments each).
 const insertEntriesChunk = 64
 
 // InsertEntries queues entries with their requirement rows; the queue IDs follow the order
@@ -30,21 +30,21 @@ func (t *Tx) InsertEntries(es []*store.Entry) error {
 	for len(es) > 0 {
 		chunk := es[:min(len(es), insertEntriesChunk)]
 		es = es[len(chunk):]
-		args := make([]any, 0, 15*len(chunk))
+		args := make([]any, 0, 16*len(chunk))
 		for _, e := range chunk {
 			if explicit {
 				args = append(args, e.ID)
 				maxID = max(maxID, e.ID)
 			}
 			args = append(args, e.Run, e.TaskID, e.TryNumber, e.Label, e.Priority, store.Micros(e.Due), nullMicros(e.Deadline),
-				e.State, e.Force, nullString(e.Rule), e.Replay, e.Fingerprint, store.Micros(e.CreatedAt), t.stamp())
+				e.State, e.Force, nullString(e.Rule), nullString(e.RuleSkipped), e.Replay, e.Fingerprint, store.Micros(e.CreatedAt), t.stamp())
 		}
-		cols, tuple := "", "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+		cols, tuple := "", "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 		if explicit {
-			cols, tuple = "id, ", "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+			cols, tuple = "id, ", "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 		}
 		q := `INSERT INTO queue_entries (` + cols + `run, task_id, try_number, label, priority, due, deadline, state, force, rule,
-			replay, fingerprint, created_at, seq) VALUES ` + rowsOf(len(chunk), tuple) +
+			rule_skipped, replay, fingerprint, created_at, seq) VALUES ` + rowsOf(len(chunk), tuple) +
 			` RETURNING id, run, task_id, try_number`
 		rows, err := t.query(q, args...)
 		if err != nil {
@@ -108,7 +108,7 @@ func rowsOf(n int, tuple string) string {
 }
 
 const entryCols = `e.id, e.run, e.task_id, e.try_number, e.label, e.priority, e.due, e.deadline, e.state, e.force,
-	COALESCE(e.reason_code, ''), COALESCE(e.reason, ''), COALESCE(e.rule, ''), e.replay, e.not_before, e.fingerprint,
+	COALESCE(e.reason_code, ''), COALESCE(e.reason, ''), COALESCE(e.rule, ''), COALESCE(e.rule_skipped, ''), e.replay, e.not_before, e.fingerprint,
 	e.created_at, e.admitted_at, e.ended_at, COALESCE(r.owner, ''), r.dag_id, r.run_id, r.run_type, COALESCE(e.version, 0), COALESCE(r.backfill, 0)`
 
 func scanEntry(sc interface{ Scan(...any) error }) (store.Entry, error) {
@@ -116,7 +116,7 @@ func scanEntry(sc interface{ Scan(...any) error }) (store.Entry, error) {
 	var due, created int64
 	var deadline, admitted, ended, notBefore sql.NullInt64
 	err := sc.Scan(&e.ID, &e.Run, &e.TaskID, &e.TryNumber, &e.Label, &e.Priority, &due, &deadline, &e.State, &e.Force,
-		&e.ReasonCode, &e.Reason, &e.Rule, &e.Replay, &notBefore, &e.Fingerprint, &created, &admitted, &ended, &e.Owner,
+		&e.ReasonCode, &e.Reason, &e.Rule, &e.RuleSkipped, &e.Replay, &notBefore, &e.Fingerprint, &created, &admitted, &ended, &e.Owner,
 		&e.DAGID, &e.RunID, &e.RunType, &e.Version, &e.Backfill)
 	e.Due, e.CreatedAt, e.NotBefore = store.FromMicros(due), store.FromMicros(created), timeOf(notBefore)
 	e.Deadline, e.AdmittedAt, e.EndedAt = timeOf(deadline), timeOf(admitted), timeOf(ended)
