@@ -66,6 +66,9 @@ type Reader interface {
 	OpenRunWaits(ctx context.Context) (map[string]RunWaits, error)
 	ListTaskInstances(ctx context.Context, run int64) ([]TaskInstance, error)
 	TaskInstancesOfRuns(ctx context.Context, runs []int64) (map[int64][]TaskInstance, error)
+	// TaskCellsOfRuns lists several runs' task instances by run key, each as its state and try
+	// only: the DAG page's grid, thousands of cells whose every column would cost a scan.
+	TaskCellsOfRuns(ctx context.Context, runs []int64) (map[int64][]TaskCell, error)
 	ListAttempts(ctx context.Context, run int64, taskID string) ([]Attempt, error)
 	RunAttempts(ctx context.Context, run int64) ([]Attempt, error)
 	PoolHoldings(ctx context.Context, since time.Time) ([]Holding, error)

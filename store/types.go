@@ -379,6 +379,14 @@ type NotificationOutcome struct {
 	At     time.Time
 }
 
+// TaskCell is a task instance as a cell of the runs × tasks grid: its state and try.
+type TaskCell struct {
+	Run       int64
+	TaskID    string
+	State     vocab.TaskState
+	TryNumber int
+}
+
 // RunWaits is what a DAG's open runs wait for (Store.OpenRunWaits): how many wait for a person
 // (a task awaiting approval) and how many for a pool (a task scheduled).
 type RunWaits struct {

@@ -33,6 +33,8 @@ func Run(t *testing.T, h Harness) {
 		{"Takeover", testTakeover},
 		{"Reads", testReads},
 		{"RunText", testRunText},
+		{"RunPages", testRunPages},
+		{"TaskCells", testTaskCells},
 		{"RunWaits", testRunWaits},
 		{"SchemaNewerAtOpen", testSchemaNewerAtOpen},
 		{"SchemaNewerWhileRunning", testSchemaNewerWhileRunning},

@@ -67,6 +67,38 @@ func (s *DB) TaskInstancesOfRuns(ctx context.Context, runs []int64) (map[int64][
 	return out, nil
 }
 
+// TaskCellsOfRuns lists the state and try of the task instances of several runs, by run key.
+func (s *DB) TaskCellsOfRuns(ctx context.Context, runs []int64) (map[int64][]store.TaskCell, error) {
+	out := map[int64][]store.TaskCell{}
+	const chunk = 500 // well under SQLite's bound on variables
+	for len(runs) > 0 {
+		n := min(len(runs), chunk)
+		args := make([]any, n)
+		for i, r := range runs[:n] {
+			args[i] = r
+		}
+		rows, err := s.query(ctx, `SELECT run, task_id, state, try_number FROM task_instances WHERE run IN (?`+
+			strings.Repeat(", ?", n-1)+`)`, args...)
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		for rows.Next() {
+			var c store.TaskCell
+			if err := rows.Scan(&c.Run, &c.TaskID, &c.State, &c.TryNumber); err != nil {
+				rows.Close()
+				return nil, unavailable(err)
+			}
+			out[c.Run] = append(out[c.Run], c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, unavailable(err)
+		}
+		runs = runs[n:]
+	}
+	return out, nil
+}
+
 // RunAttempts lists every ended attempt of a run, by task id and try number.
 func (s *DB) RunAttempts(ctx context.Context, run int64) ([]store.Attempt, error) {
 	return s.attempts(ctx, `run = ? ORDER BY task_id, try_number`, run)
