@@ -99,10 +99,10 @@ func countWords(cs []stateCount) string {
 	return strings.Join(parts, " · ")
 }
 
-// graphSVG draws the DAG; info gives each task's state in the selected run; groupHref is the
+// graphSVG draws the DAG laid out as lay; info gives each task's state in the selected run; groupHref is the
 // page with a group opened.
-func graphSVG(d *dag.DAG, nodes []*vnode, info map[string]nodeInfo, collapse bool, groupHref func(id string) string) graphView {
-	ls := vlayers(nodes)
+func graphSVG(d *dag.DAG, lay *graphLayout, info map[string]nodeInfo, collapse bool, groupHref func(id string) string) graphView {
+	nodes, ls := lay.nodes, lay.layers
 	view := graphView{Tasks: len(d.Tasks), Nodes: len(nodes), Collapsed: collapse}
 	// Each layer is as wide as its longest name needs, within bounds.
 	widths := make([]float64, len(ls))

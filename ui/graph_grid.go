@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"html/template"
 	"strconv"
 	"strings"
 
@@ -28,12 +29,12 @@ type gridRow struct {
 	Cells []gridCell
 }
 
-func buildGrid(dagID string, def *dag.DAG, nodes []*vnode, runs []store.Run, tis map[int64][]store.TaskInstance,
+func buildGrid(dagID string, def *dag.DAG, nodes []*vnode, runs []store.Run, tis map[int64][]store.TaskCell,
 	groupHref func(string) string) []gridRow {
 	// states[run pk][task] for lookups in constant time: a 500-task DAG × 25 runs is 12,500 cells.
-	byRun := make([]map[string]store.TaskInstance, len(runs))
+	byRun := make([]map[string]store.TaskCell, len(runs))
 	for i, run := range runs {
-		m := make(map[string]store.TaskInstance, len(tis[run.PK]))
+		m := make(map[string]store.TaskCell, len(tis[run.PK]))
 		for _, ti := range tis[run.PK] {
 			m[ti.TaskID] = ti
 		}
@@ -118,4 +119,64 @@ func buildGrid(dagID string, def *dag.DAG, nodes []*vnode, runs []store.Run, tis
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// gridBody is the grid's rows as markup, written here rather than by the template: a 500-task
+// grid is 5,000 cells, and the template's reflection cost several times this.
+func gridBody(rows []gridRow) template.HTML {
+	var b strings.Builder
+	if len(rows) > 0 {
+		b.Grow(len(rows) * (80 + 120*len(rows[0].Cells)))
+	}
+	for _, row := range rows {
+		if row.Group != "" {
+			b.WriteString(`<tr class="group-row"><th class="task-col"><a href="`)
+			b.WriteString(attr(row.Group))
+			b.WriteString(`" title="`)
+			b.WriteString(itoa(row.Size))
+			b.WriteString(` tasks: open the group">`)
+			b.WriteString(attr(row.Task))
+			b.WriteString(`</a></th>`)
+		} else {
+			b.WriteString(`<tr><th class="task-col"><span title="`)
+			b.WriteString(attr(row.Kind))
+			b.WriteString(`">`)
+			b.WriteString(attr(row.Task))
+			b.WriteString(`</span></th>`)
+		}
+		for _, c := range row.Cells {
+			if c.Href == "" {
+				b.WriteString(`<td><span class="cell absent" title="`)
+				b.WriteString(attr(c.Title))
+				b.WriteString(`"></span></td>`)
+				continue
+			}
+			b.WriteString(`<td><a class="cell `)
+			b.WriteString(attr(stateClass(c.State)))
+			if c.Bar != nil {
+				b.WriteString(` mapped`)
+			}
+			b.WriteString(`" href="`)
+			b.WriteString(attr(c.Href))
+			b.WriteString(`" title="`)
+			b.WriteString(attr(c.Title))
+			b.WriteString(`" data-state="`)
+			b.WriteString(attr(string(c.State)))
+			b.WriteString(`">`)
+			for _, p := range c.Bar {
+				b.WriteString(`<span class="`)
+				b.WriteString(attr(stateClass(p.State)))
+				b.WriteString(`" style="width: `)
+				b.WriteString(strconv.FormatFloat(p.Pct, 'f', 2, 64))
+				b.WriteString(`%" data-state="`)
+				b.WriteString(attr(string(p.State)))
+				b.WriteString(`" data-count="`)
+				b.WriteString(itoa(p.N))
+				b.WriteString(`"></span>`)
+			}
+			b.WriteString(`</a></td>`)
+		}
+		b.WriteString("</tr>\n")
+	}
+	return template.HTML(b.String()) //nolint:gosec // every value above is escaped by attr
 }

@@ -173,16 +173,16 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 		pks[i] = run.PK
 		data.Counts[run.State]++
 	}
-	tis, err := u.api.Store().TaskInstancesOfRuns(ctx, pks)
+	tis, err := u.api.Store().TaskCellsOfRuns(ctx, pks)
 	if err != nil {
 		u.fail(w, r, err)
 		return
 	}
-	var nodes []*vnode
+	lay := &graphLayout{}
 	if def != nil {
-		nodes = viewNodes(def, pg.collapse(len(def.Tasks)), pg.opened())
+		lay = u.layouts.layout(def, pg.collapse(len(def.Tasks)), pg.opened())
 	}
-	data.Grid = buildGrid(id, def, nodes, runs, tis, pg.opening)
+	data.Grid = buildGrid(id, def, lay.nodes, runs, tis, pg.opening)
 	// The graph shows the selected run (?run=), else the newest that has started.
 	if sel := r.URL.Query().Get("run"); sel != "" {
 		for i := range runs {
@@ -247,7 +247,7 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 				info[v.TaskID] = in
 			}
 		}
-		data.Graph = graphSVG(def, nodes, info, pg.collapse(len(def.Tasks)), pg.opening)
+		data.Graph = graphSVG(def, lay, info, pg.collapse(len(def.Tasks)), pg.opening)
 		data.Graph.GroupsOn, data.Graph.GroupsOff = pg.grouped(true), pg.grouped(false)
 	}
 	if data.Events, err = u.recentEventsOf(r, id, "", ""); err != nil {

@@ -39,6 +39,8 @@ type UI struct {
 	throttle *auth.Throttle
 	// now is the clock of sign-ins (the throttle) and of sessions' idle expiry; tests move it.
 	now func() time.Time
+	// layouts are the graphs' layouts per DAG version (graph_layout.go).
+	layouts layoutCache
 }
 
 // New builds the UI on the server's read models; it has the signature of server.Config.UI.
