@@ -79,7 +79,7 @@ func (e *env) dagsBackfillCmd() *cobra.Command {
 				printDryRun(e.stdout, res)
 				return nil
 			}
-			if err := e.authorize(ctx, st, vocab.PermBackfill, ""); err != nil {
+			if err := e.authorize(ctx, st, vocab.PermBackfill, orEmpty(d).Team); err != nil { // on the DAG's team (§15)
 				return err
 			}
 			now := time.Now().UTC()

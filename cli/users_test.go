@@ -194,8 +194,10 @@ func nowUTC() time.Time { return time.Now().UTC() }
 func TestTeamsCLI(t *testing.T) {
 	t.Parallel()
 	p := newProject(t, "pools:\n  wh:\n    slots: 2\n    teams: [analytics]\n", map[string]string{
-		"fin.yaml":  "team: finance\ntasks:\n  - {id: a, bash: echo}\n",
-		"open.yaml": "tasks:\n  - {id: a, bash: echo}\n",
+		"fin.yaml":    "team: finance\ntasks:\n  - {id: a, bash: echo}\n",
+		"open.yaml":   "tasks:\n  - {id: a, bash: echo}\n",
+		"fin_d.yaml":  "team: finance\nschedule: '@daily'\ntasks:\n  - {id: a, bash: echo}\n",
+		"open_d.yaml": "schedule: '@daily'\ntasks:\n  - {id: a, bash: echo}\n",
 	})
 	if _, errOut, code := p.runAs("", "", "store", "migrate"); code != 0 {
 		t.Fatalf("store migrate: %s", errOut)
@@ -219,6 +221,14 @@ func TestTeamsCLI(t *testing.T) {
 	}
 	if _, errOut, code := p.runAs(finn, "", "dags", "pause", "open"); code != ExitDenied || !strings.Contains(errOut, "permission pause") {
 		t.Fatalf("finn pauses open: %d %s", code, errOut)
+	}
+	// Backfills too (§11): finn backfills finance's DAG only.
+	if _, errOut, code := p.runAs(finn, "", "dags", "backfill", "open_d", "--from", "2025-01-01", "--to", "2025-01-02"); code != ExitDenied ||
+		!strings.Contains(errOut, "permission backfill") {
+		t.Fatalf("finn backfills open_d: %d %s", code, errOut)
+	}
+	if _, errOut, code := p.runAs(finn, "", "dags", "backfill", "fin_d", "--from", "2025-01-01", "--to", "2025-01-02"); code != 0 {
+		t.Fatalf("finn backfills fin_d: %d %s", code, errOut)
 	}
 	if _, errOut, code := p.runAs(fa, "", "pools", "set", "ledger", "--slots", "2", "--team", "finance"); code != 0 {
 		t.Fatalf("fa sets ledger: %d %s", code, errOut)

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"html"
 	"net/url"
 	"regexp"
 	"strings"
@@ -16,8 +17,13 @@ import (
 // without touching its template; TestFormsCovered checks every posting form of the templates has
 // a permission here.
 
-// postingForm matches a whole posting form (forms do not nest) and captures its action.
-var postingForm = regexp.MustCompile(`(?s)<form method="post" action="([^"]*)"[^>]*>.*?</form>`)
+// postingForm matches a whole posting form (forms do not nest) and captures its action and the
+// rest of its opening tag.
+var postingForm = regexp.MustCompile(`(?s)<form method="post" action="([^"]*)"([^>]*)>.*?</form>`)
+
+// dataDAG is a form's data-dag attribute: the DAG it acts on when its action does not name it
+// (a backfill's pause, unpause and cancel).
+var dataDAG = regexp.MustCompile(`\sdata-dag="([^"]*)"`)
 
 // formPermission is the permission an action path needs ("" = any signed-in or open caller)
 // and the DAG it acts on ("" = none).
@@ -31,7 +37,7 @@ func formPermission(action string) (vocab.Permission, string) {
 		}
 	}
 	if strings.HasPrefix(action, "/ui/backfills/") {
-		return vocab.PermBackfill, "" // a backfill's pause, unpause and cancel (§11)
+		return vocab.PermBackfill, "" // a backfill's pause, unpause and cancel (§11); its form's data-dag names the DAG
 	}
 	last := action[strings.LastIndex(action, "/")+1:]
 	switch last {
@@ -66,6 +72,9 @@ func withoutForbiddenForms(page []byte, p auth.Principal, team func(dag string) 
 	return postingForm.ReplaceAllFunc(page, func(form []byte) []byte {
 		m := postingForm.FindSubmatch(form)
 		perm, dag := formPermission(string(m[1]))
+		if d := dataDAG.FindSubmatch(m[2]); dag == "" && d != nil {
+			dag = html.UnescapeString(string(d[1]))
+		}
 		if perm == "" {
 			return form
 		}

@@ -52,7 +52,9 @@ func TestFormsHidden(t *testing.T) {
 	t.Parallel()
 	page := []byte(`<p>x</p><form method="post" action="/ui/dags/etl/trigger" class="stack"><button>Go</button></form>` +
 		`<form method="post" action="/ui/dags/pay/pause" class="inline"><button>Pause</button></form>` +
-		`<form method="post" action="/ui/logout" class="inline"><button>Sign out</button></form>`)
+		`<form method="post" action="/ui/logout" class="inline"><button>Sign out</button></form>` +
+		`<form method="post" action="/ui/backfills/7/cancel" data-dag="pay" data-action><button>Cancel</button></form>` +
+		`<form method="post" action="/ui/backfills/8/cancel" data-dag="etl" data-action><button>Cancel</button></form>`)
 	team := func(dag string) string {
 		if dag == "pay" {
 			return "finance"
@@ -68,10 +70,10 @@ func TestFormsHidden(t *testing.T) {
 		keep []string
 		drop []string
 	}{
-		{user("viewer"), []string{"/ui/logout"}, []string{"/trigger", "/pause"}},
-		{user("operator:finance"), []string{"/ui/dags/pay/pause", "/ui/logout"}, []string{"/trigger"}},
-		{user("admin"), []string{"/trigger", "/pause", "/ui/logout"}, nil},
-		{auth.Open, []string{"/trigger", "/pause"}, nil},
+		{user("viewer"), []string{"/ui/logout"}, []string{"/trigger", "/pause", "/backfills/"}},
+		{user("operator:finance"), []string{"/ui/dags/pay/pause", "/ui/logout", "/ui/backfills/7/cancel"}, []string{"/trigger", "/ui/backfills/8/"}},
+		{user("admin"), []string{"/trigger", "/pause", "/ui/logout", "/backfills/7/", "/backfills/8/"}, nil},
+		{auth.Open, []string{"/trigger", "/pause", "/backfills/8/"}, nil},
 	} {
 		out := string(withoutForbiddenForms(page, tt.p, team))
 		for _, k := range tt.keep {
@@ -89,7 +91,7 @@ func TestFormsHidden(t *testing.T) {
 		}
 	}
 	withToken := string(withCSRF(page, "TOK"))
-	if strings.Count(withToken, `<input type="hidden" name="csrf" value="TOK">`) != 3 {
+	if strings.Count(withToken, `<input type="hidden" name="csrf" value="TOK">`) != 5 {
 		t.Errorf("csrf fields: %s", withToken)
 	}
 }
