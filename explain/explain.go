@@ -70,11 +70,30 @@ type explained struct {
 type hypothesis struct {
 	extra []store.Entry
 	drop  map[int64]bool
+	// among, when not nil, are the waiting entries to walk instead of the whole queue (ReasonsAmong).
+	among []store.Entry
 }
 
 // Reasons computes why every waiting entry of the store waits now (see Fill).
 func Reasons(ctx context.Context, st store.Store, now time.Time) (*Explanation, error) {
 	x, err := explainAll(ctx, st, now, hypothesis{})
+	if err != nil {
+		return nil, err
+	}
+	return &Explanation{reasons: x}, nil
+}
+
+// ReasonsAmong is Reasons for a part of the queue: it walks only the waiting entries among, which
+// must hold every entry the walk needs to reach the ones whose reasons are read — all entries
+// walked before them, the force starts, the entries keeping claims and those a pool may promote
+// (store.WalkBound says which; the walk is the same for them as over the whole queue, since an
+// entry's fate depends only on entries decided before it). A page of a long line reads its
+// reasons this way (issue 21).
+func ReasonsAmong(ctx context.Context, st store.Store, now time.Time, among []store.Entry) (*Explanation, error) {
+	if among == nil {
+		among = []store.Entry{}
+	}
+	x, err := explainAll(ctx, st, now, hypothesis{among: among})
 	if err != nil {
 		return nil, err
 	}
@@ -103,9 +122,11 @@ func explainAll(ctx context.Context, st store.Store, now time.Time, h hypothesis
 	if err != nil {
 		return nil, err
 	}
-	entries, err := st.ListEntries(ctx, vocab.EntryWaiting)
-	if err != nil {
-		return nil, err
+	entries := h.among
+	if entries == nil {
+		if entries, err = st.ListEntries(ctx, vocab.EntryWaiting); err != nil {
+			return nil, err
+		}
 	}
 	if len(h.drop) > 0 {
 		claims = slices.DeleteFunc(claims, func(c store.Claim) bool { return h.drop[c.Entry] })

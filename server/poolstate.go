@@ -62,7 +62,7 @@ func readPoolState(ctx context.Context, st store.Store) (*poolState, error) {
 // walkEntry is what pools.Compare needs of an entry to order it as a pass walks: force starts
 // first, then sensors that keep claims between pokes, then priority, due time and queue ID.
 func walkEntry(e store.Entry, keepsClaims bool) pools.Entry {
-	pe := pools.Entry{ID: e.ID, Priority: e.Priority, Due: e.Due, Force: e.Force}
+	pe := pools.Entry{ID: e.ID, Priority: e.Priority, Due: e.Due, Force: e.Force, Backfill: e.Backfill != 0}
 	if keepsClaims {
 		pe.Kept = []pools.Need{{}}
 	}

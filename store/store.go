@@ -55,6 +55,15 @@ type Reader interface {
 	// with its requirements: the waits of its history (the Gantt's wait bars).
 	RunEntries(ctx context.Context, run int64) ([]Entry, error)
 	RecentEntries(ctx context.Context, perPool int) (map[string][]Entry, error)
+	// WaitingPage is a page of one pool's waiting entries in admission order (waiting.go).
+	WaitingPage(ctx context.Context, q WaitingQuery) (WaitingPage, error)
+	// WaitingCounts counts, per pool, the waiting entries that need it and the slots they ask.
+	WaitingCounts(ctx context.Context) (map[string]WaitingCount, error)
+	// WaitingThrough lists, by queue ID, the waiting entries an admission walk must see to say
+	// why every entry up to b.Through waits (waiting.go).
+	WaitingThrough(ctx context.Context, b WalkBound) ([]Entry, error)
+	// ClaimEntries lists the entries holding claims (admitted, or sensors keeping theirs).
+	ClaimEntries(ctx context.Context) ([]Entry, error)
 	GetRun(ctx context.Context, dagID, runID string) (Run, error)
 	GetRunByPK(ctx context.Context, pk int64) (Run, error)
 	ListRuns(ctx context.Context, dagID string, limit, offset int) ([]Run, int, error)
@@ -333,7 +342,7 @@ const OpTimeout = 5 * time.Second
 func SchemaVersion() int { return schemaVersion }
 
 // schemaVersion is raised with a migration of every driver (their tests check they agree).
-const schemaVersion = 15
+const schemaVersion = 16
 
 // Micros converts a time to the stored form: microseconds since the Unix epoch, UTC.
 func Micros(t time.Time) int64 { return t.UnixMicro() }

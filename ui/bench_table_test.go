@@ -64,17 +64,11 @@ func TestUIBench(t *testing.T) {
 		}
 	}
 
-	// The pools page with 10,000 entries waiting for db (hold keeps its one slot).
-	b := setup(t, setupOpts{})
-	b.trigger(t, "hold", "h1")
-	b.waitAdmitted(t, "hold", "h1", "keep")
-	queue(t, b, "held", 10000)
-	fmt.Printf("-- 10,000 entries waiting for db\n")
-	row("pools page", measurePage(t, b, "/ui/pools"))
+	poolsRows(t, row) // bench_pools_test.go
 
 	// Following a running 500-task run: the graph reads its states every 2 s; the page's live
 	// regions are re-read at a pace of at most 15 KB a second of compressed page (app.js).
-	b = setup(t, setupOpts{dags: []*dag.DAG{bigdag.Warehouse("warehouse_500", []string{"true"})}})
+	b := setup(t, setupOpts{dags: []*dag.DAG{bigdag.Warehouse("warehouse_500", []string{"true"})}})
 	openBigRun(t, b, "warehouse_500", "live")
 	page, states := measurePage(t, b, "/ui/dags/warehouse_500"), measurePage(t, b, "/ui/dags/warehouse_500/runs/live/states")
 	every := max(2*time.Second, time.Duration(float64(page.gz)/15000*float64(time.Second)))

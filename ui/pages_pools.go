@@ -49,7 +49,9 @@ type poolsData struct {
 
 func (u *UI) poolsPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	board, err := u.api.PoolBoard(ctx)
+	q := poolsQueryOf(r)
+	board, err := u.api.PoolsPage(ctx, server.PoolsQuery{DAG: q.DAG, Reason: vocab.ReasonCode(q.Reason), Pool: q.Pool,
+		Offset: q.Offset, Limit: waitingPage})
 	if err != nil {
 		u.fail(w, r, err)
 		return
@@ -65,11 +67,9 @@ func (u *UI) poolsPage(w http.ResponseWriter, r *http.Request) {
 	for i, h := range holdings {
 		byPool[h.Pool] = append(byPool[h.Pool], i)
 	}
-	q := poolsQueryOf(r)
-	codes := map[vocab.ReasonCode]bool{}
 	data := poolsData{From: from, Filter: q, Team: r.URL.Query().Get("team")}
 	seen := map[string]bool{}
-	for _, p := range board.Pools {
+	for _, p := range board {
 		for _, t := range p.Teams {
 			if !seen[t] {
 				seen[t] = true
@@ -79,7 +79,7 @@ func (u *UI) poolsPage(w http.ResponseWriter, r *http.Request) {
 		if data.Team != "" && len(p.Teams) > 0 && !slices.Contains(p.Teams, data.Team) {
 			continue
 		}
-		c := poolCard{BoardPoolJSON: p, Bar: occupancyBar(p), Strict: p.Ordering == vocab.Strict}
+		c := poolCard{BoardPoolJSON: p.BoardPoolJSON, Bar: occupancyBar(p.BoardPoolJSON), Strict: p.Ordering == vocab.Strict}
 		hs := make([]store.Holding, 0, len(byPool[p.Name]))
 		for _, i := range byPool[p.Name] {
 			hs = append(hs, holdings[i])
@@ -96,7 +96,7 @@ func (u *UI) poolsPage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		c.Timeline = timelineSVG(p.Name, p.Capacity, steps, from, now)
-		c.Waiting, c.Pager = pageWaiting(q, p, codes)
+		c.Waiting, c.Pager = waitingRows(q, p)
 		switch {
 		case p.Capacity < 0:
 			c.State = "free"
@@ -112,10 +112,10 @@ func (u *UI) poolsPage(w http.ResponseWriter, r *http.Request) {
 		if p.Capacity > 0 {
 			c.Percent = min(100*p.Occupancy/p.Capacity, 100)
 		}
-		data.Waiting += len(p.Waiting)
+		data.Waiting += p.All
 		data.Held += p.Occupancy
 		data.Pools = append(data.Pools, c)
 	}
-	data.Reasons = reasonOptions(codes, q.Reason)
+	data.Reasons = reasonOptions(q.Reason)
 	u.render(w, r, http.StatusOK, "pools", "Resource pools", "pools", data)
 }

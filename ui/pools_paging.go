@@ -63,50 +63,37 @@ type waitingPager struct {
 	Prev, Next string
 }
 
-// pageWaiting filters and pages a pool's waiting entries; it also gathers the reason codes seen.
-func pageWaiting(q poolsQuery, p server.BoardPoolJSON, codes map[vocab.ReasonCode]bool) ([]waitingRow, waitingPager) {
-	var kept []waitingRow
-	dag := strings.ToLower(q.DAG)
+// waitingRows are the page of a pool's line the store read (server.PoolsPage), as rows and links.
+func waitingRows(q poolsQuery, p server.PoolPage) ([]waitingRow, waitingPager) {
+	rows := make([]waitingRow, len(p.Waiting))
 	for i, e := range p.Waiting {
-		if e.Reason != nil && e.Reason.Code != "" {
-			codes[e.Reason.Code] = true
-		}
-		if dag != "" && !strings.Contains(strings.ToLower(e.DAGID), dag) {
-			continue
-		}
-		if q.Reason != "" && (e.Reason == nil || string(e.Reason.Code) != q.Reason) {
-			continue
-		}
-		kept = append(kept, waitingRow{EntryJSON: e, Position: i + 1, Slots: e.Requirements[p.Name],
-			Href: taskPath(e.DAGID, e.DAGRunID, e.TaskID)})
+		rows[i] = waitingRow{EntryJSON: e, Position: p.Positions[i], Slots: e.Requirements[p.Name],
+			Href: taskPath(e.DAGID, e.DAGRunID, e.TaskID)}
 	}
-	pg := waitingPager{Total: len(kept), All: len(p.Waiting)}
-	off := 0
-	if q.Pool == p.Name {
-		off = min(q.Offset, max(len(kept)-1, 0)/waitingPage*waitingPage)
-	}
-	lo, hi := off, min(off+waitingPage, len(kept))
+	pg := waitingPager{Total: p.Matching, All: p.All}
+	lo, hi := p.Offset, p.Offset+len(rows)
 	if lo < hi {
 		pg.From, pg.To = lo+1, hi
 	}
 	if lo > 0 {
 		pg.Prev = q.path(p.Name, max(lo-waitingPage, 0))
 	}
-	if hi < len(kept) {
+	if hi < p.Matching {
 		pg.Next = q.path(p.Name, hi)
 	}
-	return slices.Clip(kept[lo:hi]), pg
+	return rows, pg
 }
 
-// reasonOptions lists the reason codes seen, sorted, for the filter's choices.
-func reasonOptions(codes map[vocab.ReasonCode]bool, chosen string) []string {
-	var out []string
-	for c := range codes {
-		out = append(out, string(c))
-	}
-	if chosen != "" && !codes[vocab.ReasonCode(chosen)] {
+// waitReasons are the reasons a waiting entry may have (§4.5), the reason filter's choices.
+var waitReasons = []vocab.ReasonCode{vocab.ReasonPoolFull, vocab.ReasonBehind, vocab.ReasonStarvedHead,
+	vocab.ReasonGlobalLimit, vocab.ReasonDAGLimit, vocab.ReasonTaskLimit, vocab.ReasonBackfillLimit, vocab.ReasonForbid,
+	vocab.ReasonPaused, vocab.ReasonNodeAway, vocab.ReasonDraining, vocab.ReasonUnknownPool, vocab.ReasonOverCapacity}
+
+// reasonOptions lists the reason codes for the filter's choices (and an unknown chosen one).
+func reasonOptions(chosen string) []string {
+	out := vocab.Strings(waitReasons)
+	if chosen != "" && !slices.Contains(out, chosen) {
 		out = append(out, chosen)
 	}
-	slices.Sort(out)
 	return out
 }

@@ -72,6 +72,7 @@ func Run(t *testing.T, h Harness) {
 		{"RuleSkipped", testRuleSkipped},
 		{"Backfills", testBackfills},
 		{"BackfillManyDates", testBackfillManyDates},
+		{"WaitingLine", testWaitingLine},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,198 @@
+package storetest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/poolflow/poolflow/pools"
+	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
+)
+
+// WaitingFixture fills st with a waiting queue that has every kind of entry in line: strict
+// (db) and backfill pools (wh, whose starvation_after is 10 minutes, and lot), force starts, a
+// sensor keeping its claims between pokes, two running attempts, the entries of a backfill's
+// runs, and one entry last in line that has starved in wh. It returns the time to read it at.
+// Explain's tests walk it too (ReasonsAmong against the whole walk).
+func WaitingFixture(t testing.TB, st store.Store) time.Time {
+	t.Helper()
+	now := day.Add(time.Hour)
+	rng := rand.New(rand.NewPCG(7, 21))
+	var bf store.Backfill
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		for _, p := range []store.Pool{
+			{Name: "db", Slots: 1, Ordering: vocab.Strict},
+			{Name: "wh", Slots: 4, Ordering: vocab.Backfill, StarvationAfter: 10 * time.Minute},
+			{Name: "lot", Slots: 2, Ordering: vocab.Backfill},
+		} {
+			p.TargetSlots, p.Source, p.OnResize = store.NoTarget, "store", vocab.ResizeImmediate
+			if err := tx.PutPool(&p, day); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutOwner(&store.Owner{ID: "d1", Kind: vocab.OwnerDaemon, Host: "elsewhere", Epoch: 1, StartedAt: day,
+			Heartbeat: now, LeaseUntil: now.Add(time.Hour)}); err != nil {
+			return err
+		}
+		bf = store.Backfill{DAGID: "bfdag", From: day, To: day, State: vocab.BackfillRunning, Owner: "d1", CreatedAt: day,
+			Reprocess: vocab.ReprocessNone, MaxActiveRuns: 2}
+		return tx.InsertBackfill(&bf, []time.Time{day})
+	}))
+	var held []*store.Entry
+	for lo := 0; lo < 90; lo += 30 { // short transactions: the store's 5 s bound holds on a busy machine
+		must(t, st.WithTx(bg(), func(tx store.Tx) error {
+			for i := lo; i < lo+30; i++ {
+				dagID := []string{"alpha", "beta", "bfdag"}[i%3]
+				r := &store.Run{DAGID: dagID, RunID: fmt.Sprintf("r%02d", i), RunType: vocab.RunManual,
+					LogicalDate: day.Add(time.Duration(i) * time.Minute), State: vocab.RunRunning, QueuedAt: day, Owner: "d1"}
+				if dagID == "bfdag" && i%2 == 0 {
+					r.Backfill = bf.ID
+				}
+				if err := tx.InsertRun(r); err != nil {
+					return err
+				}
+				e := &store.Entry{Run: r.PK, TaskID: "t", TryNumber: 1, Label: fmt.Sprintf("%s.t try 1 (%d)", dagID, i),
+					Priority: rng.IntN(3), Due: day.Add(time.Duration(rng.IntN(5)) * time.Minute), State: vocab.EntryWaiting,
+					CreatedAt: now.Add(-time.Duration(rng.IntN(9)) * time.Minute), Force: i%29 == 5}
+				for _, p := range []string{"db", "wh", "lot"} {
+					if rng.IntN(2) == 0 {
+						e.Needs = append(e.Needs, store.Requirement{Pool: p, Slots: 1 + rng.IntN(2)})
+					}
+				}
+				e.Needs = append(e.Needs, store.Requirement{Pool: pools.GlobalPool, Slots: 1, Implicit: true, Capacity: 6})
+				if i == 40 { // last in line, and starved in wh: its promotion keeps room for it ahead of everyone
+					e.Priority, e.CreatedAt, e.Force = -5, now.Add(-time.Hour), false
+					e.Needs = []store.Requirement{{Pool: "wh", Slots: 1}, e.Needs[len(e.Needs)-1]}
+				}
+				if err := tx.InsertEntry(e); err != nil {
+					return err
+				}
+				if i < 3 {
+					held = append(held, e)
+				}
+			}
+			return nil
+		}))
+	}
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		for i, e := range held { // two running attempts, and a sensor keeping its claims between pokes
+			if err := tx.Admit(e, "d1", 1, now, now.Add(time.Minute)); err != nil {
+				return err
+			}
+			if i == 2 {
+				if err := tx.Reschedule(e.ID, []string{"db", "wh", "lot"}, now.Add(time.Minute)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}))
+	return now
+}
+
+// testWaitingLine: the paged reads of the waiting queue agree with reading it all. A page of a
+// pool's line is that part of the line in the walk's order (force starts, sensors keeping
+// claims, priority, fresh before a backfill's, due time, queue ID) with its places in the whole
+// line; the DAG filter keeps those places; counts agree; WaitingThrough reads every entry walked
+// up to its bound and not much more (explain's TestReasonsAmong checks their reasons).
+func testWaitingLine(t *testing.T, h Harness) {
+	st := h.New(t)
+	now := WaitingFixture(t, st)
+	all, err := st.ListEntries(bg(), vocab.EntryWaiting)
+	must(t, err)
+	claims, err := st.ListClaims(bg())
+	must(t, err)
+	keeps := map[int64]bool{}
+	for _, c := range claims {
+		keeps[c.Entry] = true
+	}
+	order := func(es []store.Entry) {
+		slices.SortStableFunc(es, func(a, b store.Entry) int {
+			pa := pools.Entry{ID: a.ID, Priority: a.Priority, Due: a.Due, Force: a.Force, Backfill: a.Backfill != 0}
+			pb := pools.Entry{ID: b.ID, Priority: b.Priority, Due: b.Due, Force: b.Force, Backfill: b.Backfill != 0}
+			if keeps[a.ID] {
+				pa.Kept = []pools.Need{{}}
+			}
+			if keeps[b.ID] {
+				pb.Kept = []pools.Need{{}}
+			}
+			return pools.Compare(&pa, &pb)
+		})
+	}
+	order(all)
+	ids := func(es []store.Entry) []int64 {
+		var out []int64
+		for _, e := range es {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+
+	counts, err := st.WaitingCounts(bg())
+	must(t, err)
+	for _, pool := range []string{"db", "wh", "lot"} {
+		var line []store.Entry
+		slots := 0
+		for _, e := range all {
+			for _, n := range e.Needs {
+				if n.Pool == pool {
+					line, slots = append(line, e), slots+n.Slots
+				}
+			}
+		}
+		if c := counts[pool]; c.Entries != len(line) || c.Slots != slots {
+			t.Errorf("%s: counts %+v, want %d entries asking %d slots", pool, c, len(line), slots)
+		}
+		for _, off := range []int{0, 7, len(line) - 3, len(line) + 5} {
+			pg, err := st.WaitingPage(bg(), store.WaitingQuery{Pool: pool, Offset: off, Limit: 7})
+			must(t, err)
+			want := line[min(off, len(line)):min(off+7, len(line))]
+			if pg.Total != len(line) || !slices.Equal(ids(pg.Entries), ids(want)) {
+				t.Errorf("%s from %d: %v of %d, want %v of %d", pool, off, ids(pg.Entries), pg.Total, ids(want), len(line))
+			}
+			for i, p := range pg.Positions {
+				if p != off+i+1 {
+					t.Errorf("%s from %d: place %d is %d", pool, off, i, p)
+				}
+			}
+		}
+		var beta []store.Entry
+		var places []int
+		for i, e := range line {
+			if strings.Contains(e.DAGID, "eta") {
+				beta, places = append(beta, e), append(places, i+1)
+			}
+		}
+		pg, err := st.WaitingPage(bg(), store.WaitingQuery{Pool: pool, DAG: "ETA", Offset: 2, Limit: 4})
+		must(t, err)
+		if pg.Total != len(beta) || !slices.Equal(ids(pg.Entries), ids(beta[2:min(6, len(beta))])) ||
+			!slices.Equal(pg.Positions, places[2:min(6, len(beta))]) {
+			t.Errorf("%s, DAG beta from 2: %v at %v of %d, want %v at %v of %d", pool, ids(pg.Entries), pg.Positions, pg.Total,
+				ids(beta[2:min(6, len(beta))]), places[2:min(6, len(beta))], len(beta))
+		}
+	}
+
+	starved := map[string]time.Time{"wh": now.Add(-10 * time.Minute)}
+	for _, k := range []int{0, 4, 11, 30, len(all) - 1} {
+		among, err := st.WaitingThrough(bg(), store.WalkBound{Through: all[k].ID, Starved: starved})
+		must(t, err)
+		got := ids(among)
+		for _, e := range all[:k+1] {
+			if !slices.Contains(got, e.ID) {
+				t.Errorf("through %d: entry %d (walked before it) is not read", k, e.ID)
+			}
+		}
+		if k < 10 && len(among) > len(all)*3/4 {
+			t.Errorf("through %d: %d of %d entries read", k, len(among), len(all))
+		}
+	}
+	holding, err := st.ClaimEntries(bg())
+	must(t, err)
+	if len(holding) != 3 {
+		t.Errorf("claim entries %v, want the three admitted", ids(holding))
+	}
+}
