@@ -2,9 +2,9 @@ package dag
 
 import (
 	"github.com/poolflow/poolflow/vocab"
-	// Valid reports whether r is one of the twelve trigger rules of §3.2.
 )
 
+// Valid reports whether r is one of the twelve trigger rules of §3.2.
 func (r TriggerRule) Valid() bool {
 	switch r {
 	case AllSuccess, AllFailed, AllDone, AllDoneMinOneSuccess, AllSkipped, OneSuccess, OneFailed,
@@ -14,27 +14,35 @@ func (r TriggerRule) Valid() bool {
 	return false
 }
 
-// upstreamCounts tallies the upstream states the way Airflow's trigger_rule_dep does.
-type upstreamCounts struct {
+// UpstreamCounts tallies the upstream states the way Airflow's trigger_rule_dep does. A mapped
+// upstream task adds its instances n at a time (Add), so a rule over 10,000 instances costs
+// what one over a few states does.
+type UpstreamCounts struct {
 	total, done, success, skipped, failed, upstreamFailed int
 }
 
-func countUpstream(upstream []vocab.TaskState) upstreamCounts {
-	c := upstreamCounts{total: len(upstream)}
+// Add counts n upstream task instances in state s.
+func (c *UpstreamCounts) Add(s vocab.TaskState, n int) {
+	c.total += n
+	if s.Terminal() {
+		c.done += n
+	}
+	switch s {
+	case vocab.TaskSuccess:
+		c.success += n
+	case vocab.TaskSkipped:
+		c.skipped += n
+	case vocab.TaskFailed:
+		c.failed += n
+	case vocab.TaskUpstreamFailed:
+		c.upstreamFailed += n
+	}
+}
+
+func countUpstream(upstream []vocab.TaskState) UpstreamCounts {
+	var c UpstreamCounts
 	for _, s := range upstream {
-		if s.Terminal() {
-			c.done++
-		}
-		switch s {
-		case vocab.TaskSuccess:
-			c.success++
-		case vocab.TaskSkipped:
-			c.skipped++
-		case vocab.TaskFailed:
-			c.failed++
-		case vocab.TaskUpstreamFailed:
-			c.upstreamFailed++
-		}
+		c.Add(s, 1)
 	}
 	return c
 }
@@ -46,10 +54,14 @@ func countUpstream(upstream []vocab.TaskState) upstreamCounts {
 // soon as their condition holds, without waiting for the other upstream tasks; an unknown rule
 // keeps the task waiting (Validate refuses it).
 func Trigger(rule TriggerRule, upstream []vocab.TaskState) vocab.TaskState {
-	if len(upstream) == 0 || rule == Always {
+	return TriggerCounted(rule, countUpstream(upstream))
+}
+
+// TriggerCounted is Trigger over the upstream states already counted.
+func TriggerCounted(rule TriggerRule, c UpstreamCounts) vocab.TaskState {
+	if c.total == 0 || rule == Always {
 		return vocab.TaskScheduled
 	}
-	c := countUpstream(upstream)
 	allDone := c.done >= c.total
 	anyFailed := c.failed > 0 || c.upstreamFailed > 0
 

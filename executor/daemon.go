@@ -46,6 +46,10 @@ type Config struct {
 	NotifyPoll time.Duration
 	// NotifyOptions reach the notifiers (a test SMTP server's TLS configuration).
 	NotifyOptions notify.Options
+	// MapPerPass bounds the mapped task instances (§14) a pass makes or queues, so that a pass
+	// stays a short transaction however long a list is; 0 = decide.DefaultMapPerPass (tests
+	// make it small to see a list expand over several passes).
+	MapPerPass int
 
 	// Notify, when set, is called on the loop goroutine after each committed pass with what it
 	// did (attempts ended, runs ended, admissions). It must not block.

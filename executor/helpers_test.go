@@ -25,6 +25,8 @@ type bundle struct {
 	cfg      *config.Config
 	notices  chan Notice
 	clock    Clock // the daemons' clock when a test injects one; nil = the real clock
+	// runFor bounds testRun (60 s when zero): a benchmark of 10,000 tasks may take longer.
+	runFor time.Duration
 }
 
 // latest reads a task instance's newest queue entry with its wait reason computed as a reader
@@ -100,7 +102,11 @@ func (b *bundle) testRun(t testing.TB, dagID string, mod func(*Config)) store.Ru
 			mod(c)
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	limit := b.runFor
+	if limit == 0 {
+		limit = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	if err := d.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -44,6 +44,7 @@ func (ps *pass) advanceAll() {
 			continue // only its owner advances a run
 		}
 		ps.clockDue(run)
+		run.PushLater()
 		if run.FrontierLen() == 0 {
 			continue
 		}
@@ -126,13 +127,14 @@ func (ps *pass) advance(run *state.Run) []readyTask {
 		if ti == nil || ti.Task == nil {
 			continue
 		}
+		ps.p.Walked++
 		if ti.Task.Mapped() {
 			ready = append(ready, ps.advanceMapped(run, ti)...)
 			continue
 		}
 		switch ti.State {
 		case vocab.TaskNone:
-			switch next := dag.Trigger(ti.Task.TriggerRule, ps.upStates(run, ti)); next {
+			switch next := dag.TriggerCounted(ti.Task.TriggerRule, ps.upStates(run, ti)); next {
 			case vocab.TaskScheduled:
 				if ti.Task.Kind == dag.KindApproval {
 					ps.openGate(ti)

@@ -28,6 +28,9 @@ type Config struct {
 	TestSuffix string
 	// Notices: someone observes the passes' notices (metrics, tests); without, none are made.
 	Notices bool
+	// MapPerPass bounds the mapped instances a pass makes or queues (mapped.go); 0 =
+	// DefaultMapPerPass.
+	MapPerPass int
 }
 
 // TestRun describes the single run of `poolflow dags test`.
@@ -194,6 +197,10 @@ type Plan struct {
 	// CommandsRead: the pass saw every pending command; CommandsWait: one of them (or a command
 	// this pass stored) waits for something of this daemon's own to end.
 	CommandsRead, CommandsWait bool
+	// Walked is how many task instances the pass's advance looked at: the tasks taken off the
+	// frontiers and the mapped instances their tasks looked at again. It is what a pass costs
+	// in the size of its runs, and stays small when one attempt of a big run ended.
+	Walked int
 	// Again: pass again at once, with these events still to do (a takeover was planned; the
 	// next pass loads memory after it). Wake: pass again at once (memory must read what this
 	// pass wrote, or a queued run may start now).
@@ -303,6 +310,7 @@ type pass struct {
 	deleted  map[int64]bool // runs deleted in this pass
 	outbox   []*store.Notification
 	mapReady map[*state.TI]bool // mapped instances made ready in this pass
+	mapUsed  int                // mapped instances this pass made or queued (Config.MapPerPass)
 }
 
 // flush writes what the pass kept to write once: the attempts that ended, then the runs and

@@ -39,6 +39,8 @@ type Run struct {
 	open int
 	// Timers holds the task instances that wait on a clock.
 	Timers map[*TI]struct{}
+	// maps holds the mapped tasks' instances by task id (mapping.go).
+	maps map[string]*Mapping
 	// implicit names the run's implicit pools the admission queue knows.
 	implicit map[string]bool
 	// DAGPool names its max_active_tasks pool, built once rather than for each entry.
@@ -83,6 +85,8 @@ type TI struct {
 	Base     string
 	// Items are a mapped task's items once it expanded (memory: evaluated again after a load).
 	Items []any
+	// pending: a mapped instance its task has yet to look at again (Mapping.Take).
+	pending bool
 }
 
 // TaskKey is the id of the task ti runs: its own, or a mapped instance's task's.
@@ -134,6 +138,7 @@ func (r *Run) Add(ti *TI) {
 			r.ByIdx[i] = ti
 		} else if base, n, ok := dag.SplitMapID(ti.TaskID); ok {
 			ti.Instance, ti.MapIndex, ti.Base = true, n, base
+			r.Mapping(base).add(ti)
 		}
 	}
 	ti.seen = ""
@@ -152,7 +157,8 @@ func (r *Run) note(ti *TI) {
 	if !ti.State.Terminal() {
 		r.open++
 	}
-	first := ti.seen == ""
+	old := ti.seen
+	first := old == ""
 	ti.seen = ti.State
 	if WaitsOnClock(ti) {
 		r.Timers[ti] = struct{}{}
@@ -160,7 +166,14 @@ func (r *Run) note(ti *TI) {
 		delete(r.Timers, ti)
 	}
 	if ti.Instance {
-		r.pushTask(ti.Base) // its mapped task gathers its instances' states
+		// Its mapped task counts its instances' states and queues the ready ones; a task
+		// downstream may decide on an instance that ended (one_failed fires on the first
+		// failed one, §14: trigger rules count every instance).
+		r.Mapping(ti.Base).moved(ti, old)
+		r.pushTask(ti.Base)
+		if ti.State.Terminal() {
+			r.pushDown(ti.Base)
+		}
 		return
 	}
 	if r.Layout == nil || ti.Idx < 0 {
@@ -184,8 +197,21 @@ func (ti *TI) Noted() {
 
 // Fingerprint is its task's, computed once per task of the run's DAG.
 func (ti *TI) Fingerprint() string {
-	if r := ti.Run; r != nil && r.DAG != nil && ti.Idx >= 0 && int(ti.Idx) < len(r.DAG.Tasks) && r.DAG.Tasks[ti.Idx] == ti.Task {
-		return r.DAG.TaskFingerprint(int(ti.Idx))
+	r := ti.Run
+	if r == nil || r.DAG == nil {
+		return ti.Task.Fingerprint()
+	}
+	i := int(ti.Idx)
+	if ti.Instance {
+		// A mapped instance runs its task's definition: the memo of the task, not an
+		// encoding of it per entry.
+		i = -1
+		if j, ok := r.DAG.TaskIndex(ti.Base); ok {
+			i = j
+		}
+	}
+	if i >= 0 && i < len(r.DAG.Tasks) && r.DAG.Tasks[i] == ti.Task {
+		return r.DAG.TaskFingerprint(i)
 	}
 	return ti.Task.Fingerprint()
 }
@@ -225,27 +251,28 @@ func (r *Run) pushTask(id string) {
 	}
 }
 
-// PushTI puts a task instance's task on the frontier: its own, or a mapped instance's task.
+// pushDown puts the tasks downstream of the task with id on the frontier.
+func (r *Run) pushDown(id string) {
+	if r.Layout == nil || r.DAG == nil {
+		return
+	}
+	if i, ok := r.DAG.TaskIndex(id); ok {
+		for _, c := range r.Layout.Down[i] {
+			r.Push(r.Layout.Pos[c])
+		}
+	}
+}
+
+// PushTI puts a task instance's task on the frontier: its own, or a mapped instance's task,
+// which looks at that instance again (a due retry).
 func (r *Run) PushTI(ti *TI) {
 	if ti.Instance {
+		r.Mapping(ti.Base).mark(ti)
 		r.pushTask(ti.Base)
 		return
 	}
 	if r.Layout != nil && ti.Idx >= 0 {
 		r.Push(r.Layout.Pos[ti.Idx])
-	}
-}
-
-// Instances lists a mapped task's instances in map_index order, as far as they run on
-// without a gap.
-func (r *Run) Instances(id string) []*TI {
-	var out []*TI
-	for i := 0; ; i++ {
-		ti := r.TIs[dag.MapID(id, i)]
-		if ti == nil {
-			return out
-		}
-		out = append(out, ti)
 	}
 }
 

@@ -1,0 +1,172 @@
+package executor
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/poolflow/poolflow/executor/attempt"
+	"github.com/poolflow/poolflow/executor/decide"
+	"github.com/poolflow/poolflow/executor/state"
+	"github.com/poolflow/poolflow/vocab"
+)
+
+// TestMappedPassCostsWhatChanged: a task mapped over 10,000 items expands over passes that
+// follow each other at once, each making and queueing at most MapPerPass instances (a
+// transaction that does not grow with the list); once it expanded, a pass that ends a few
+// instances looks at the mapped task and its downstream, not at all 10,000: the mapped task
+// sums its instances up from counts kept as their states change (state.Mapping).
+func TestMappedPassCostsWhatChanged(t *testing.T) {
+	t.Parallel()
+	const n = 10_000
+	b := setup(t, "max_running: 8\npools:\n  default: -1\n", map[string]string{"big.yaml": fmt.Sprintf(`dag_id: big
+max_active_tasks: %d
+tasks:
+  - {id: load, expand: "${{ 0..%d }}", max_map_length: %d, command: ["true"]}
+  - {id: after, depends_on: [load], command: ["true"]}
+`, n, n-1, n)})
+	h, _ := b.harness(t, nil)
+	trig, _ := h.Trigger(TriggerRequest{DAGID: "big", RunID: "r"})
+	plans, err := h.Settle(trig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var running []*attempt.Spec
+	for i, p := range plans {
+		running = append(running, p.Starts...)
+		if p.Walked > decide.DefaultMapPerPass+5 {
+			t.Errorf("pass %d walked %d task instances, over the bound of %d a pass", i, p.Walked, decide.DefaultMapPerPass)
+		}
+	}
+	if len(plans) < n/decide.DefaultMapPerPass || len(running) != 8 {
+		t.Fatalf("%d passes started %d attempts, want at least %d passes and 8", len(plans), len(running), n/decide.DefaultMapPerPass)
+	}
+	run := runOf(h, running[0])
+	m := run.Mapping("load")
+	if m.Len() != n || m.Count(vocab.TaskScheduled) != n-8 {
+		t.Fatalf("after the expansion: %d instances, %d scheduled", m.Len(), m.Count(vocab.TaskScheduled))
+	}
+	for round := 0; round < 3; round++ {
+		var ends []any
+		for _, s := range running {
+			ends = append(ends, h.End(s, true, ""))
+		}
+		p := h.mustPass(t, ends...)
+		if len(p.Starts) != 8 {
+			t.Fatalf("round %d: started %d, want 8", round, len(p.Starts))
+		}
+		// The mapped task and its downstream (the ended instances changed nothing the mapped
+		// task must act on): not 10,000.
+		if p.Walked > 10 {
+			t.Fatalf("round %d: a pass ending 8 instances of %d walked %d task instances", round, n, p.Walked)
+		}
+		running = p.Starts
+	}
+	if m.Count(vocab.TaskSuccess) != 24 || m.Open() != n-24 {
+		t.Fatalf("counts: %d succeeded, %d open", m.Count(vocab.TaskSuccess), m.Open())
+	}
+	if ti := run.TIs["load"]; ti.State != vocab.TaskRunning {
+		t.Fatalf("load: %s", ti.State)
+	}
+}
+
+// TestMappedExpandsOverPasses: with 4 instances a pass, a list of 10 expands over three passes
+// that follow each other at once, the first instances admitted while the rest are made. Memory
+// loaded again in the middle (as after a restart) evaluates the list again and makes the rest;
+// every instance runs once, and the task sums up only once all ten are made and ended.
+func TestMappedExpandsOverPasses(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "max_running: 3\npools:\n  default: -1\n", map[string]string{"ten.yaml": `dag_id: ten
+tasks:
+  - {id: load, expand: "${{ 0..9 }}", command: ["true"]}
+  - {id: after, depends_on: [load], command: ["true"]}
+`})
+	h, _ := b.harness(t, func(c *Config) { c.MapPerPass = 4 })
+	trig, _ := h.Trigger(TriggerRequest{DAGID: "ten", RunID: "r"})
+	p := h.mustPass(t, trig)
+	if got := startedIDs(p.Starts); fmt.Sprint(got) != "[load[0] load[1] load[2]]" || !p.Wake {
+		t.Fatalf("the first pass started %v (wake %v), want the first 3 and another pass at once", got, p.Wake)
+	}
+	run := runOf(h, p.Starts[0])
+	if m := run.Mapping("load"); m.Len() != 4 {
+		t.Fatalf("the first pass made %d instances, want 4", m.Len())
+	}
+	ran := map[string]int{}
+	starts := p.Starts
+	h.State().Invalidate() // the next pass loads memory from the store: 4 instances of 10
+	for round := 0; len(starts) > 0; round++ {
+		var ends []any
+		for _, s := range starts {
+			ran[s.Task.ID]++
+			ends = append(ends, h.End(s, true, ""))
+		}
+		starts = h.settle(t, ends...)
+		if round > 20 {
+			t.Fatal("still running after 20 rounds")
+		}
+	}
+	tis := b.tis(t, run.PK)
+	for i := 0; i < 10; i++ {
+		id := fmt.Sprintf("load[%d]", i)
+		if ran[id] != 1 || tis[id].State != vocab.TaskSuccess {
+			t.Errorf("%s ran %d times, %s", id, ran[id], tis[id].State)
+		}
+	}
+	if len(tis) != 12 || tis["load"].State != vocab.TaskSuccess || tis["load"].Reason != "mapped over 10 items" ||
+		ran["after"] != 1 || tis["after"].State != vocab.TaskSuccess {
+		t.Errorf("%d task instances; load %s %q; after ran %d, %s", len(tis), tis["load"].State, tis["load"].Reason,
+			ran["after"], tis["after"].State)
+	}
+}
+
+// TestMappedOneFailed: a one_failed task downstream of a mapped task fires on the first
+// instance that fails, while the others still run (§14: trigger rules count every instance, as
+// Airflow's do); an all_done task waits for every one.
+func TestMappedOneFailed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "pools:\n  default: -1\n", map[string]string{"of.yaml": `dag_id: of
+tasks:
+  - {id: load, expand: [a, b, c], command: ["true"]}
+  - {id: alarm, depends_on: [load], trigger_rule: one_failed, command: ["true"]}
+  - {id: done, depends_on: [load], trigger_rule: all_done, command: ["true"]}
+`})
+	h, _ := b.harness(t, nil)
+	trig, _ := h.Trigger(TriggerRequest{DAGID: "of", RunID: "r"})
+	p0 := h.mustPass(t, trig)
+	if got := startedIDs(p0.Starts); fmt.Sprint(got) != "[load[0] load[1] load[2]]" {
+		t.Fatalf("started %v", got)
+	}
+	p := h.mustPass(t, h.End(startOf(t, p0, "load[1]"), false, "boom"))
+	if got := startedIDs(p.Starts); fmt.Sprint(got) != "[alarm]" {
+		t.Fatalf("after load[1] failed the pass started %v, want [alarm]", got)
+	}
+	run := runOf(h, p.Starts[0])
+	if st := run.TIs["done"].State; st != vocab.TaskNone {
+		t.Fatalf("done is %s while two instances run", st)
+	}
+	p = h.mustPass(t, h.End(p.Starts[0], true, ""), h.End(startOf(t, p0, "load[0]"), true, ""), h.End(startOf(t, p0, "load[2]"), true, ""))
+	if got := startedIDs(p.Starts); fmt.Sprint(got) != "[done]" {
+		t.Fatalf("once every instance ended the pass started %v, want [done]", got)
+	}
+	if ti := run.TIs["load"]; ti.State != vocab.TaskFailed || ti.Reason != "1 of 3 mapped instances failed" {
+		t.Fatalf("load: %s %q", ti.State, ti.Reason)
+	}
+}
+
+// runOf is the run of an attempt in the harness's memory.
+func runOf(h *Harness, s *attempt.Spec) *state.Run {
+	for _, r := range h.State().Runs {
+		if r.DAGID == s.DAGID && r.RunID == s.RunID {
+			return r
+		}
+	}
+	return nil
+}
+
+// startedIDs are the task instance ids of attempts: a mapped instance's "task[i]".
+func startedIDs(specs []*attempt.Spec) []string {
+	out := []string{}
+	for _, s := range specs {
+		out = append(out, s.Task.ID)
+	}
+	return out
+}

@@ -1,0 +1,146 @@
+package state
+
+import "github.com/poolflow/poolflow/vocab"
+
+// Mapping is a mapped task's instances in a run's memory (§14), kept so that a pass costs what
+// changed rather than what the task holds: the instances by map index, how many are in each
+// state, and the ones the mapped task must look at again — those whose state changed, and
+// those whose clock came (a due retry) — since it last did. A pass that ends one instance of
+// 10,000 looks at that one, and sums the task up from the counts.
+type Mapping struct {
+	insts  []*TI                   // by map index; nil where there is none (none should be)
+	states map[vocab.TaskState]int // instances by the state memory last accounted for
+	// pending lists the instances to look at again, each once (TI.pending).
+	pending []*TI
+	// want is the length of the list of the task's expansion, once memory knows it (known):
+	// the instances from len(insts) to want are still to make.
+	want  int
+	known bool
+	// more: a pass left instances to make or to look at; the next goes on (Run.PushLater).
+	more bool
+}
+
+// Mapping is the mapped task id's instances, made on first use (an instance may be loaded
+// before its task).
+func (r *Run) Mapping(id string) *Mapping {
+	m := r.maps[id]
+	if m == nil {
+		if r.maps == nil {
+			r.maps = map[string]*Mapping{}
+		}
+		m = &Mapping{states: map[vocab.TaskState]int{}}
+		r.maps[id] = m
+	}
+	return m
+}
+
+// add takes a new instance at its map index.
+func (m *Mapping) add(ti *TI) {
+	if i := ti.MapIndex; i >= len(m.insts) {
+		m.insts = append(m.insts, make([]*TI, i+1-len(m.insts))...)
+	}
+	m.insts[ti.MapIndex] = ti
+}
+
+// moved accounts for an instance whose state went from old ("" for a new one) to its own.
+func (m *Mapping) moved(ti *TI, old vocab.TaskState) {
+	if old != "" {
+		if m.states[old]--; m.states[old] == 0 {
+			delete(m.states, old)
+		}
+	}
+	m.states[ti.State]++
+	if ti.State == vocab.TaskNone || ti.State == vocab.TaskUpForRetry {
+		m.mark(ti) // it may be ready: new, cleared, or its retry (due now or at its timer)
+	}
+}
+
+// mark puts an instance on the list the mapped task looks at next.
+func (m *Mapping) mark(ti *TI) {
+	if !ti.pending {
+		ti.pending = true
+		m.pending = append(m.pending, ti)
+	}
+}
+
+// Len is the number of instances: one past the highest map index.
+func (m *Mapping) Len() int { return len(m.insts) }
+
+// At is the instance at map index i, or nil.
+func (m *Mapping) At(i int) *TI {
+	if i < 0 || i >= len(m.insts) {
+		return nil
+	}
+	return m.insts[i]
+}
+
+// Count is how many instances are in state s.
+func (m *Mapping) Count(s vocab.TaskState) int {
+	return m.states[s]
+}
+
+// Open is how many instances are not in a terminal state.
+func (m *Mapping) Open() int {
+	open := 0
+	for s, n := range m.states {
+		if !s.Terminal() {
+			open += n
+		}
+	}
+	return open
+}
+
+// States calls f with each state some instance is in and how many are.
+func (m *Mapping) States(f func(vocab.TaskState, int)) {
+	for s, n := range m.states {
+		f(s, n)
+	}
+}
+
+// Take returns at most k of the instances to look at again — those that became none or
+// up_for_retry, or whose clock came, since they were last taken — first marked first, and
+// forgets them.
+func (m *Mapping) Take(k int) []*TI {
+	k = min(k, len(m.pending))
+	out := m.pending[:k:k]
+	for _, ti := range out {
+		ti.pending = false
+	}
+	if k == len(m.pending) {
+		m.pending = nil
+	} else {
+		m.pending = m.pending[k:]
+	}
+	return out
+}
+
+// Pending is how many instances wait to be looked at again.
+func (m *Mapping) Pending() int { return len(m.pending) }
+
+// Want says the task's list has n items: the instances up to n are to make.
+func (m *Mapping) Want(n int) { m.want, m.known = n, true }
+
+// Known reports whether memory knows the list's length (not after a load, until it evaluated
+// the list again).
+func (m *Mapping) Known() bool { return m.known }
+
+// ToMake is how many instances of the list are still to make.
+func (m *Mapping) ToMake() int {
+	if !m.known {
+		return 0
+	}
+	return max(0, m.want-len(m.insts))
+}
+
+// Later has the next pass look at the task again (PushLater): a pass left work of it.
+func (m *Mapping) Later() { m.more = true }
+
+// PushLater puts on the frontier the mapped tasks a pass left work of (Mapping.Later).
+func (r *Run) PushLater() {
+	for id, m := range r.maps {
+		if m.more {
+			m.more = false
+			r.pushTask(id)
+		}
+	}
+}
