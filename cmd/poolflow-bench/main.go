@@ -3,6 +3,9 @@
 // doing the same work, interleaved in one run, best of a few rounds each:
 //
 //   - fan-out N: N independent tasks under max_running 8, against `seq N | xargs -P 8 -I{} true`;
+//   - mapped fan-out N: one task mapped over N items (expand, §14), against the same; the table
+//     says its ratio to the static fan-out of N, and the expansion benchmarks of package executor
+//     time the pass that expands 1,000 and 10,000 items (`-only expand`);
 //   - chain N: t1 → t2 → … → tN, against a bash loop running /bin/true N times; the chain runs
 //     with store.synchronous full (the default: one fsync per step) and normal.
 //
@@ -70,6 +73,11 @@ func run(large bool, rounds, parallel int, only string, admission, cluster bool)
 		rows = append(rows, r)
 	}
 	printTable(os.Stdout, rows, floor, rounds, parallel)
+	if selected(only, "expand") {
+		if err := printExpand(os.Stdout); err != nil {
+			return fmt.Errorf("expand: %w", err)
+		}
+	}
 	if selected(only, "yaml-memory") {
 		ms, err := b.measureYAMLMemory()
 		if err != nil {

@@ -13,14 +13,18 @@ import (
 type workload struct {
 	name  string
 	chain bool
-	tasks int
-	sync  string // store.synchronous
+	// mapped: one task mapped over tasks items (expand, §14) instead of tasks static tasks.
+	mapped bool
+	tasks  int
+	sync   string // store.synchronous
 }
 
 func workloads(large bool) []workload {
 	ws := []workload{
 		{name: "fanout-1k", tasks: 1_000, sync: "full"},
 		{name: "fanout-10k", tasks: 10_000, sync: "full"},
+		{name: "mapped-1k", mapped: true, tasks: 1_000, sync: "full"},
+		{name: "mapped-10k", mapped: true, tasks: 10_000, sync: "full"},
 	}
 	if large {
 		ws = append(ws, workload{name: "fanout-100k", tasks: 100_000, sync: "full"})
@@ -35,8 +39,11 @@ func workloads(large bool) []workload {
 
 func (w workload) label() string {
 	shape := "fan-out"
-	if w.chain {
+	switch {
+	case w.chain:
 		shape = "chain"
+	case w.mapped:
+		shape = "mapped fan-out"
 	}
 	s := fmt.Sprintf("%s %s", shape, count(w.tasks))
 	if w.sync != "full" {
@@ -52,10 +59,15 @@ func count(n int) string {
 	return fmt.Sprint(n)
 }
 
-// dagYAML is the workload's DAG: `true` tasks, independent or each depending on the previous.
+// dagYAML is the workload's DAG: `true` tasks, independent or each depending on the previous,
+// or one `true` task mapped over as many items.
 func (w workload) dagYAML() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "dag_id: bench\nmax_active_tasks: %d\ntasks:\n", w.tasks)
+	if w.mapped {
+		fmt.Fprintf(&b, "  - {id: t, expand: \"${{ 0..%d }}\", max_map_length: %d, command: [\"true\"]}\n", w.tasks-1, w.tasks)
+		return b.String()
+	}
 	for i := 0; i < w.tasks; i++ {
 		if w.chain && i > 0 {
 			fmt.Fprintf(&b, "  - {id: t%06d, command: [\"true\"], depends_on: [t%06d]}\n", i, i-1)
