@@ -156,3 +156,30 @@ func TestMappedGoTask(t *testing.T) {
 		}
 	}
 }
+
+// TestMappedRulesSeeItem: the pool rules see a mapped instance's item whatever its type (§14):
+// a list of strings is assigned by `item == "eu"`, and each instance's entry holds its pool.
+func TestMappedRulesSeeItem(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `pools:
+  eu: 1
+  us: 1
+rules:
+  - {name: eu, priority: 2, when: 'item == "eu"', pool: eu}
+  - {name: us, priority: 1, when: 'item in ["us"]', pool: us}
+`, map[string]string{"regions.yaml": `dag_id: regions
+tasks:
+  - {id: load, expand: [eu, us], command: ["true"]}
+`})
+	run := b.testRun(t, "regions", nil)
+	if run.State != vocab.RunSuccess {
+		t.Fatalf("run %s", run.State)
+	}
+	for i, pool := range []string{"eu", "us"} {
+		id := dag.MapID("load", i)
+		e, err := b.st.LatestEntry(context.Background(), run.PK, id)
+		if err != nil || !hasPool(e.Needs, pool) || e.Rule != pool {
+			t.Errorf("%s: requirements %+v, rule %q, %v; want pool %s", id, e.Needs, e.Rule, err, pool)
+		}
+	}
+}

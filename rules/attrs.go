@@ -30,10 +30,11 @@ type Attrs struct {
 	TryNumber   int            `json:"try_number"` // the try the attempt will run as
 	Kind        string         `json:"kind"`       // command, bash, go or sensor
 	LogicalDate time.Time      `json:"logical_date"`
-	// Item and MapIndex are a mapped task instance's (§14): its item when it is an object (a
-	// map), nil otherwise, and its index (-1 for a task that is not mapped).
-	Item     map[string]any `json:"item"`
-	MapIndex int            `json:"map_index"`
+	// Item and MapIndex are a mapped task instance's (§14): its item, whatever its type (an
+	// object, a string, a number…), nil for a task that is not mapped, and its index (-1 for a
+	// task that is not mapped).
+	Item     any `json:"item"`
+	MapIndex int `json:"map_index"`
 }
 
 var (

@@ -154,7 +154,7 @@ func compileWhen(when string) (program *vm.Program, err error) {
 		}
 	}()
 	// now() and a host-dependent time zone would make Assign depend on when and where it runs.
-	program, err = expr.Compile(when, expr.Env(envTypes), expr.AsBool(),
+	program, err = expr.Compile(when, expr.Env(compileTypes), expr.AsBool(),
 		expr.DisableBuiltin("now"), expr.Timezone("UTC"))
 	if err != nil {
 		return nil, errors.New(oneLine(err))

@@ -3,6 +3,7 @@ package rules
 import (
 	"time"
 
+	"github.com/expr-lang/expr/types"
 	"github.com/expr-lang/expr/vm"
 )
 
@@ -22,9 +23,23 @@ var envTypes = map[string]any{
 	"try_number":   0,
 	"kind":         "",
 	"logical_date": time.Time{},
-	"item":         map[string]any(nil),
+	"item":         map[string]any(nil), // a task that is not mapped; see compileTypes
 	"map_index":    0,
 }
+
+// compileTypes are the types conditions are checked against: envTypes', but `item` is of any
+// type, as a mapped task's items are (§14): `item.shard` for a list of objects, `item == "eu"`
+// or `item in [...]` for a list of strings or numbers. A condition that reads a field of a
+// scalar item fails for that instance (its error is in the trace) and does not match; for a task
+// that is not mapped, item is an empty object, so `item.shard` is nil there.
+var compileTypes = func() types.Map {
+	m := make(types.Map, len(envTypes))
+	for name, sample := range envTypes {
+		m[name] = types.TypeOf(sample)
+	}
+	m["item"] = types.Any
+	return m
+}()
 
 // evaluator is what one Assign needs: a VM and an environment map, both reused through the
 // Set's pool so that an evaluation allocates only the boxed attribute values.
@@ -51,7 +66,11 @@ func (e *evaluator) load(a Attrs) {
 	env["try_number"] = a.TryNumber
 	env["kind"] = a.Kind
 	env["logical_date"] = a.LogicalDate
-	env["item"] = a.Item
+	if a.Item != nil {
+		env["item"] = a.Item
+	} else {
+		env["item"] = map[string]any(nil)
+	}
 	env["map_index"] = a.MapIndex
 }
 

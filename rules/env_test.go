@@ -46,3 +46,42 @@ func TestAssignSeesEveryAttribute(t *testing.T) {
 		}
 	}
 }
+
+// A mapped instance's item reaches the conditions whatever its type (§14): a field of an object
+// item, a string or a number compared as it is. A field of a scalar item is an error of that
+// condition, which does not match; for a task that is not mapped, item has no fields.
+func TestAssignSeesItem(t *testing.T) {
+	t.Parallel()
+	obj := map[string]any{"shard": "eu", "rows": 3}
+	cases := []struct {
+		when  string
+		item  any
+		match bool
+		fails bool
+	}{
+		{`item.shard == "eu"`, obj, true, false},
+		{`item.rows > 2 and map_index == 4`, obj, true, false},
+		{`item == "eu"`, "eu", true, false},
+		{`item in ["eu", "us"]`, "us", true, false},
+		{`item == "eu"`, obj, false, false},
+		{`item >= 7`, 7, true, false},
+		{`item >= 7`, 6.5, false, false},
+		{`item.shard == "eu"`, "eu", false, true},
+		{`item.shard == "eu"`, nil, false, false}, // not mapped
+		{`item == nil or map_index < 0`, nil, true, false},
+	}
+	for _, c := range cases {
+		set := mustCompile(t, Spec{Name: "r", Priority: 1, When: c.when, Pool: "p"})
+		mapIndex := 4
+		if c.item == nil {
+			mapIndex = -1
+		}
+		got := set.Assign(Attrs{Tags: []string{}, Params: map[string]any{}, Item: c.item, MapIndex: mapIndex})
+		if matched := got.Rule == "r"; matched != c.match {
+			t.Errorf("%s over %#v: matched %v, want %v (%+v)", c.when, c.item, matched, c.match, got.Rules)
+		}
+		if failed := len(got.Rules) > 0 && got.Rules[0].Error != ""; failed != c.fails {
+			t.Errorf("%s over %#v: error %v, want %v (%+v)", c.when, c.item, failed, c.fails, got.Rules)
+		}
+	}
+}

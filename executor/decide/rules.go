@@ -53,14 +53,13 @@ func (d *Decider) evalRules(run *state.Run, t *dag.Task, try int) assignment {
 
 // evalRulesFor evaluates the rules for one try; a mapped instance's rules see its item (§14).
 func (d *Decider) evalRulesFor(run *state.Run, t *dag.Task, try int, item any, mapIndex int) assignment {
-	m, _ := item.(map[string]any)
 	trigger := run.RunType
 	if trigger == vocab.RunTest {
 		trigger = vocab.RunManual
 	}
 	res := d.Rules.Assign(rules.Attrs{DAGID: run.DAGID, TaskID: t.ID, RunID: run.RunID, Owner: run.DAG.Owner,
 		Team: run.DAG.Team, Tags: run.DAG.Tags, Trigger: string(trigger), Params: run.Params, TryNumber: try, Kind: string(t.Kind),
-		LogicalDate: run.LogicalDate, Item: m, MapIndex: mapIndex})
+		LogicalDate: run.LogicalDate, Item: item, MapIndex: mapIndex})
 	return assignment{pool: res.Pool, slots: res.Slots, rule: res.Rule, skipped: res.Skipped()}
 }
 
