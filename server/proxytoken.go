@@ -13,6 +13,8 @@ import (
 // caller's credentials. A UI user signed in with a password has no token to send along, so the
 // server makes one for them: a token of theirs named proxyTokenName that expires after
 // proxyTokenLife, reused for half that, so the other daemon checks the same user's permission.
+// Nobody revokes these tokens, so the transaction that makes one deletes every user's expired
+// ones: the table holds at most a couple per user who read a log lately.
 
 const (
 	proxyTokenName = "ui-log-proxy"
@@ -43,7 +45,7 @@ func (s *Server) proxyCredential(ctx context.Context) string {
 	case p.Kind != auth.KindUser:
 		return ""
 	}
-	now := time.Now()
+	now := s.now()
 	s.proxy.mu.Lock()
 	defer s.proxy.mu.Unlock()
 	if tk, ok := s.proxy.tokens[p.Name]; ok && now.Before(tk.until) {
@@ -52,7 +54,13 @@ func (s *Server) proxyCredential(ctx context.Context) string {
 	secret, hash, prefix := auth.NewToken()
 	tk := store.Token{User: p.Name, Name: proxyTokenName, Hash: hash, Prefix: prefix, CreatedAt: now.UTC(),
 		ExpiresAt: now.Add(proxyTokenLife).UTC()}
-	if err := s.writer.WithTx(ctx, func(tx store.Tx) error { return tx.InsertToken(&tk) }); err != nil {
+	err := s.writer.WithTx(ctx, func(tx store.Tx) error {
+		if _, err := tx.DeleteExpiredTokens(proxyTokenName, now); err != nil {
+			return err
+		}
+		return tx.InsertToken(&tk)
+	})
+	if err != nil {
 		s.log.Warn("api: no token to read a log from another daemon with", "user", p.Name, "err", err)
 		return ""
 	}

@@ -267,6 +267,9 @@ type Tx interface {
 	DeleteUser(name string) error
 	InsertToken(tk *Token) error
 	RevokeToken(id int64, user string, now time.Time) (Token, error)
+	// DeleteExpiredTokens deletes the tokens named name (every user's) expired at now: the
+	// short-lived tokens the server makes for itself, which nobody revokes.
+	DeleteExpiredTokens(name string, now time.Time) (int, error)
 	// PutSession writes a session, DeleteSession removes one, PruneSessions those expired at now.
 	PutSession(token string, data []byte, expiry time.Time) error
 	DeleteSession(token string) error

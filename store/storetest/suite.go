@@ -70,6 +70,7 @@ func Run(t *testing.T, h Harness) {
 		{"MigrateUsers", testMigrateUsers},
 		{"PoolTeams", testPoolTeams},
 		{"RuleSkipped", testRuleSkipped},
+		{"DeleteExpiredTokens", testDeleteExpiredTokens},
 		{"Backfills", testBackfills},
 		{"BackfillManyDates", testBackfillManyDates},
 		{"WaitingLine", testWaitingLine},

@@ -253,3 +253,45 @@ func testRuleSkipped(t *testing.T, h Harness) {
 	must(t, err)
 	check(dst, "copied")
 }
+
+// testDeleteExpiredTokens: the tokens of one name that expired are deleted, every user's; those
+// of other names, unexpired ones and those that never expire stay.
+func testDeleteExpiredTokens(t *testing.T, h Harness) {
+	st := h.New(t)
+	u := store.User{Name: "ann", Roles: []store.Grant{{Role: vocab.RoleViewer}}}
+	v := store.User{Name: "bob", Roles: []store.Grant{{Role: vocab.RoleViewer}}}
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		if err := tx.InsertUser(&u, day); err != nil {
+			return err
+		}
+		return tx.InsertUser(&v, day)
+	}))
+	tks := []store.Token{
+		{User: "ann", Name: "proxy", Hash: "a1", CreatedAt: day, ExpiresAt: day.Add(time.Minute)},     // expired
+		{User: "bob", Name: "proxy", Hash: "b1", CreatedAt: day, ExpiresAt: day.Add(2 * time.Minute)}, // expired
+		{User: "ann", Name: "proxy", Hash: "a2", CreatedAt: day, ExpiresAt: day.Add(time.Hour)},       // live
+		{User: "ann", Name: "laptop", Hash: "a3", CreatedAt: day, ExpiresAt: day.Add(time.Minute)},    // another name
+		{User: "bob", Name: "proxy", Hash: "b2", CreatedAt: day},                                      // never expires
+	}
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		for i := range tks {
+			if err := tx.InsertToken(&tks[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	var n int
+	must(t, st.WithTx(bg(), func(tx store.Tx) (err error) {
+		n, err = tx.DeleteExpiredTokens("proxy", day.Add(2*time.Minute))
+		return err
+	}))
+	left, err := st.ListTokens(bg(), "")
+	var hashes []string
+	for _, tk := range left {
+		hashes = append(hashes, tk.Hash)
+	}
+	if err != nil || n != 2 || !reflect.DeepEqual(hashes, []string{"b2", "a3", "a2"}) {
+		t.Fatalf("deleted %d, left %v %v", n, hashes, err)
+	}
+}

@@ -173,6 +173,16 @@ func (t *Tx) InsertToken(tk *store.Token) error {
 	return nil
 }
 
+// DeleteExpiredTokens deletes the tokens named name that expired at or before now.
+func (t *Tx) DeleteExpiredTokens(name string, now time.Time) (int, error) {
+	res, err := t.exec(`DELETE FROM api_tokens WHERE name = ? AND expires_at IS NOT NULL AND expires_at <= ?`, name, store.Micros(now))
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
 // RevokeToken revokes token id (of user, unless user is ""); revoking a revoked token keeps its
 // first revocation.
 func (t *Tx) RevokeToken(id int64, user string, now time.Time) (store.Token, error) {
