@@ -21,6 +21,8 @@ type PoolsQuery struct {
 	// DAG keeps the entries whose DAG id contains it; Reason those waiting for that reason.
 	DAG    string
 	Reason vocab.ReasonCode
+	// Team keeps the pools a team's DAGs may use: its own and those open to every team (§15).
+	Team string
 	// Pool is the pool whose line is paged from Offset; the others show their first page.
 	Pool   string
 	Offset int
@@ -37,31 +39,51 @@ type PoolPage struct {
 	Offset, Matching, All int
 }
 
+// PoolsBoardPage is the pools page's board: the pools shown, and the teams every pool names
+// (the team filter's choices).
+type PoolsBoardPage struct {
+	Pools []PoolPage
+	Teams []string
+}
+
 // PoolsPage is the pools board with one page of each pool's waiting line. A reason filter needs
 // every entry's reason: it walks the whole line of each pool it shows.
-func (s *Server) PoolsPage(ctx context.Context, q PoolsQuery) ([]PoolPage, error) {
+func (s *Server) PoolsPage(ctx context.Context, q PoolsQuery) (PoolsBoardPage, error) {
+	var board PoolsBoardPage
 	st, now := s.cfg.Store, s.now()
-	ps, err := st.ListPools(ctx)
+	all, err := st.ListPools(ctx)
 	if err != nil {
-		return nil, err
+		return board, err
 	}
+	var ps []store.Pool
+	for _, p := range all {
+		for _, t := range p.Teams {
+			if !slices.Contains(board.Teams, t) {
+				board.Teams = append(board.Teams, t)
+			}
+		}
+		if q.Team == "" || len(p.Teams) == 0 || slices.Contains(p.Teams, q.Team) {
+			ps = append(ps, p)
+		}
+	}
+	slices.Sort(board.Teams)
 	claims, err := st.ListClaims(ctx)
 	if err != nil {
-		return nil, err
+		return board, err
 	}
 	var counts map[string]store.WaitingCount // what waits in all, when a filter narrows the pages
 	if q.DAG != "" || q.Reason != "" {
 		if counts, err = st.WaitingCounts(ctx); err != nil {
-			return nil, err
+			return board, err
 		}
 	}
 	holding, err := st.ClaimEntries(ctx)
 	if err != nil {
-		return nil, err
+		return board, err
 	}
 	recent, err := st.RecentEntries(ctx, recentPerPool)
 	if err != nil {
-		return nil, err
+		return board, err
 	}
 	keeps := map[int64]bool{} // entries with claims: a waiting one is a sensor keeping its claims
 	byPool := map[string][]store.Claim{}
@@ -114,12 +136,12 @@ func (s *Server) PoolsPage(ctx context.Context, q PoolsQuery) ([]PoolPage, error
 		}
 		pg, err := st.WaitingPage(ctx, wq)
 		if err != nil {
-			return nil, err
+			return board, err
 		}
 		if q.Reason == "" && len(pg.Entries) == 0 && pg.Total > 0 { // past the end: the last page
 			wq.Offset = (pg.Total - 1) / q.Limit * q.Limit
 			if pg, err = st.WaitingPage(ctx, wq); err != nil {
-				return nil, err
+				return board, err
 			}
 		}
 		pages[i], v.Offset, v.Matching, v.All = pg, wq.Offset, pg.Total, pg.Total
@@ -144,12 +166,12 @@ func (s *Server) PoolsPage(ctx context.Context, q PoolsQuery) ([]PoolPage, error
 	var among []store.Entry
 	if last != nil {
 		if among, err = st.WaitingThrough(ctx, bound); err != nil {
-			return nil, err
+			return board, err
 		}
 	}
 	why, err := explain.ReasonsAmong(ctx, st, now, among)
 	if err != nil {
-		return nil, err
+		return board, err
 	}
 	live := map[int64]store.Entry{}
 	for _, e := range holding {
@@ -182,5 +204,6 @@ func (s *Server) PoolsPage(ctx context.Context, q PoolsQuery) ([]PoolPage, error
 			v.Waiting, v.Positions, v.Offset = slices.Clip(v.Waiting[off:hi]), slices.Clip(v.Positions[off:hi]), off
 		}
 	}
-	return out, nil
+	board.Pools = out
+	return board, nil
 }

@@ -3,7 +3,6 @@ package ui
 import (
 	"html/template"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/poolflow/poolflow/server"
@@ -50,8 +49,8 @@ type poolsData struct {
 func (u *UI) poolsPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	q := poolsQueryOf(r)
-	board, err := u.api.PoolsPage(ctx, server.PoolsQuery{DAG: q.DAG, Reason: vocab.ReasonCode(q.Reason), Pool: q.Pool,
-		Offset: q.Offset, Limit: waitingPage})
+	board, err := u.api.PoolsPage(ctx, server.PoolsQuery{DAG: q.DAG, Reason: vocab.ReasonCode(q.Reason), Team: q.Team,
+		Pool: q.Pool, Offset: q.Offset, Limit: waitingPage})
 	if err != nil {
 		u.fail(w, r, err)
 		return
@@ -67,18 +66,8 @@ func (u *UI) poolsPage(w http.ResponseWriter, r *http.Request) {
 	for i, h := range holdings {
 		byPool[h.Pool] = append(byPool[h.Pool], i)
 	}
-	data := poolsData{From: from, Filter: q, Team: r.URL.Query().Get("team")}
-	seen := map[string]bool{}
-	for _, p := range board {
-		for _, t := range p.Teams {
-			if !seen[t] {
-				seen[t] = true
-				data.Teams = append(data.Teams, t)
-			}
-		}
-		if data.Team != "" && len(p.Teams) > 0 && !slices.Contains(p.Teams, data.Team) {
-			continue
-		}
+	data := poolsData{From: from, Filter: q, Team: q.Team, Teams: board.Teams}
+	for _, p := range board.Pools {
 		c := poolCard{BoardPoolJSON: p.BoardPoolJSON, Bar: occupancyBar(p.BoardPoolJSON), Strict: p.Ordering == vocab.Strict}
 		hs := make([]store.Holding, 0, len(byPool[p.Name]))
 		for _, i := range byPool[p.Name] {

@@ -14,20 +14,23 @@ import (
 // The pools page's waiting lists are paged and filtered: 10,000 waiting entries used to be a
 // 12 MB page. Each pool shows waitingPage entries in admission order (positions stay those of
 // the whole queue); ?pool=&offset= pages one pool's list, ?dag= (part of a DAG id) and ?reason=
-// (a reason code) narrow every list.
+// (a reason code) narrow every list, and ?team= shows the pools a team's DAGs may use. Every
+// link of the page (paging, the team chips) keeps the other filters.
 
 const waitingPage = 50
 
 type poolsQuery struct {
 	DAG    string
 	Reason string
+	Team   string
 	Pool   string // the pool whose list is paged
 	Offset int
 }
 
 func poolsQueryOf(r *http.Request) poolsQuery {
 	q := r.URL.Query()
-	p := poolsQuery{DAG: strings.TrimSpace(q.Get("dag")), Reason: q.Get("reason"), Pool: q.Get("pool")}
+	p := poolsQuery{DAG: strings.TrimSpace(q.Get("dag")), Reason: q.Get("reason"), Team: strings.TrimSpace(q.Get("team")),
+		Pool: q.Get("pool")}
 	p.Offset, _ = strconv.Atoi(q.Get("offset"))
 	p.Offset = max(p.Offset, 0)
 	return p
@@ -36,6 +39,7 @@ func poolsQueryOf(r *http.Request) poolsQuery {
 // Filtered reports whether a filter narrows the lists.
 func (q poolsQuery) Filtered() bool { return q.DAG != "" || q.Reason != "" }
 
+// path is the page with q's filters, pool's list from offset (0: every list's first page).
 func (q poolsQuery) path(pool string, offset int) string {
 	v := url.Values{}
 	if q.DAG != "" {
@@ -43,6 +47,9 @@ func (q poolsQuery) path(pool string, offset int) string {
 	}
 	if q.Reason != "" {
 		v.Set("reason", q.Reason)
+	}
+	if q.Team != "" {
+		v.Set("team", q.Team)
 	}
 	if offset > 0 {
 		v.Set("pool", pool)
@@ -52,7 +59,19 @@ func (q poolsQuery) path(pool string, offset int) string {
 	if len(v) > 0 {
 		p += "?" + v.Encode()
 	}
+	if pool == "" {
+		return p
+	}
 	return p + "#pool-" + url.PathEscape(pool)
+}
+
+// ClearPath is the page without the DAG and reason filters (the team's pools stay).
+func (q poolsQuery) ClearPath() string { return poolsQuery{Team: q.Team}.path("", 0) }
+
+// TeamPath is the page with q's other filters and team's pools ("" = every pool).
+func (q poolsQuery) TeamPath(team string) string {
+	q.Team = team
+	return q.path("", 0)
 }
 
 // waitingPager is one pool's page of its waiting list.

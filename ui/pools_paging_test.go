@@ -1,11 +1,14 @@
 package ui
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/poolflow/poolflow/server"
 )
 
 // TestPoolsPaging: a pool's waiting list is shown 50 at a time in admission order, filtered by
@@ -42,19 +45,73 @@ func TestPoolsPaging(t *testing.T) {
 	}
 }
 
-// TestBrowserPoolsPaging: the pools page pages through a long waiting list.
+// teamPool stores a pool open only to team finance, so the page has a team filter.
+func teamPool(t *testing.T, b *bundle) {
+	t.Helper()
+	status, body := b.srv.Call(server.WithPrincipal(context.Background(), testAdmin), http.MethodPost, "/api/v1/pools",
+		map[string]any{"name": "ledger", "slots": 2, "teams": []string{"finance"}}, testToken)
+	if status != http.StatusOK {
+		t.Fatalf("create ledger: %d %s", status, body)
+	}
+}
+
+// TestPoolsFilterLinks: every link of the pools page keeps the filters it does not change: the
+// paging links keep DAG, reason and team (they dropped ?team=), the team chips keep DAG and
+// reason and start again at the first page, the filter form keeps the team, and Clear filters
+// keeps the team.
+func TestPoolsFilterLinks(t *testing.T) {
+	b := setup(t, setupOpts{})
+	b.trigger(t, "hold", "h1")
+	b.waitAdmitted(t, "hold", "h1", "keep")
+	teamPool(t, b)
+	queue(t, b, "held", 120)
+	body := b.page(t, http.StatusOK, "/ui/pools?team=finance&dag=held&reason=behind&pool=db&offset=50")
+	for _, want := range []string{
+		`href="/ui/pools?dag=held&amp;offset=100&amp;pool=db&amp;reason=behind&amp;team=finance#pool-db" rel="next" id="waiting-next-db"`,
+		`href="/ui/pools?dag=held&amp;reason=behind&amp;team=finance#pool-db" rel="prev" id="waiting-prev-db"`,
+		`href="/ui/pools?dag=held&amp;reason=behind">every pool`,
+		`href="/ui/pools?dag=held&amp;reason=behind&amp;team=finance" data-team="finance"`,
+		`<input type="hidden" name="team" value="finance">`,
+		`href="/ui/pools?team=finance" id="pools-clear"`,
+		`id="pool-ledger"`,
+		`<td class="muted">52</td>`, // places stay the whole line's: hold's entry is not behind
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page has no %s", want)
+		}
+	}
+	body = b.page(t, http.StatusOK, "/ui/pools?team=marketing")
+	if strings.Contains(body, `id="pool-ledger"`) || !strings.Contains(body, `id="pool-db"`) {
+		t.Errorf("team marketing sees ledger, or not the pools open to every team")
+	}
+}
+
+// TestBrowserPoolsPaging: the pools page pages through a long waiting list with its filters on
+// (DAG, reason and team), in the browser: Later in line twice, then Earlier, each page starting
+// at its place in the whole line and each address keeping every filter.
 func TestBrowserPoolsPaging(t *testing.T) {
 	b := setup(t, setupOpts{})
 	b.trigger(t, "hold", "h1")
 	b.waitAdmitted(t, "hold", "h1", "keep")
-	queue(t, b, "held", 120)
+	teamPool(t, b)
+	queue(t, b, "held", 160)
 	base := serve(t, b)
 	ctx := tab(t)
-	do(t, ctx, chromedp.Navigate(base+"/ui/pools"))
+	do(t, ctx, chromedp.Navigate(base+"/ui/pools?team=finance"))
 	waitFor(t, ctx, "the waiting list", `document.querySelectorAll("#pool-db tr[data-queue-id]").length === 50`)
-	for _, pos := range []string{"51", "101"} {
-		do(t, ctx, chromedp.Click(chromedp.CSS(`#waiting-next-db`)))
-		waitFor(t, ctx, "position "+pos, `(document.querySelector("#pool-db tr[data-queue-id] td") || {}).textContent === "`+pos+`"`)
+	do(t, ctx, chromedp.SetValue(chromedp.CSS(`#pools-filter input[name=dag]`), "HELD"),
+		chromedp.SetValue(chromedp.CSS(`#pools-filter select[name=reason]`), "behind"),
+		chromedp.Click(chromedp.CSS(`#pools-filter button[type=submit]`)))
+	waitFor(t, ctx, "the filtered list", `location.search.includes("team=finance") && location.search.includes("reason=behind") && `+
+		`(document.querySelector("#pool-db tr[data-queue-id] td") || {}).textContent === "2"`)
+	for _, step := range []struct{ link, pos string }{{"#waiting-next-db", "52"}, {"#waiting-next-db", "102"}, {"#waiting-prev-db", "52"}} {
+		link, pos := step.link, step.pos
+		do(t, ctx, chromedp.Click(chromedp.CSS(link)))
+		waitFor(t, ctx, "place "+pos, `(document.querySelector("#pool-db tr[data-queue-id] td") || {}).textContent === "`+pos+`"`)
+		if q := eval[string](t, ctx, `location.search`); !strings.Contains(q, "team=finance") || !strings.Contains(q, "dag=HELD") ||
+			!strings.Contains(q, "reason=behind") {
+			t.Errorf("place %s: the address %s dropped a filter", pos, q)
+		}
 	}
 	shot(t, ctx, "pools-paged")
 }
