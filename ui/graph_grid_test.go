@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -34,5 +36,31 @@ func TestGridBodyEscapes(t *testing.T) {
 	}
 	if strings.Contains(got, "<script>") {
 		t.Errorf("unescaped: %s", got)
+	}
+}
+
+// TestLiveRefreshLeavesGraphOut: app.js's live refresh of a big DAG page (X-Poolflow-Live)
+// gets the grid, which it updates, without the graph and its list of tasks, which follow the
+// run by themselves; the page says it varies with that header, so no cache mixes the two.
+func TestLiveRefreshLeavesGraphOut(t *testing.T) {
+	b := bigSetup(t)
+	full := b.request(t, http.MethodGet, "/ui/dags/warehouse_500", nil, nil)
+	live := b.request(t, http.MethodGet, "/ui/dags/warehouse_500", nil, map[string]string{liveHeader: "1"})
+	for _, rec := range []*httptest.ResponseRecorder{full, live} {
+		if rec.Code != http.StatusOK || !strings.Contains(strings.Join(rec.Header().Values("Vary"), ","), liveHeader) {
+			t.Fatalf("%d, Vary %v", rec.Code, rec.Header().Values("Vary"))
+		}
+	}
+	if !strings.Contains(full.Body.String(), `<svg`) || !strings.Contains(full.Body.String(), `id="graph-list"`) {
+		t.Error("the page has no graph")
+	}
+	if strings.Contains(live.Body.String(), `class="graph"`) || strings.Contains(live.Body.String(), `id="graph-list"`) {
+		t.Error("the live refresh has the graph")
+	}
+	if n, m := strings.Count(full.Body.String(), `class="cell `), strings.Count(live.Body.String(), `class="cell `); n == 0 || m != n {
+		t.Errorf("grid cells: %d in the page, %d in the live refresh", n, m)
+	}
+	if live.Body.Len()*2 > full.Body.Len() {
+		t.Errorf("live refresh %d bytes, the page %d", live.Body.Len(), full.Body.Len())
 	}
 }

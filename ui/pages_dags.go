@@ -134,6 +134,9 @@ type dagData struct {
 	// the backfill form's default range.
 	Backfills []backfillRow
 	From, To  string
+	// Live is a live refresh (app.js): only the page's [data-live] parts are read from the
+	// answer, so the graph card, which follows its run by itself (graph.js), is left out.
+	Live bool
 }
 
 // backfillRow is one backfill in the DAG page's list.
@@ -160,7 +163,7 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 	}
 	recent := slices.Clone(runs)
 	slices.Reverse(runs)
-	data := dagData{DAG: view, Def: def, Runs: runs, Recent: recent, Counts: map[vocab.RunState]int{}}
+	data := dagData{DAG: view, Def: def, Runs: runs, Recent: recent, Counts: map[vocab.RunState]int{}, Live: liveRefresh(r)}
 	data.Pager = newGridPager(pg, size, len(runs), total)
 	if view.ScheduleInterval != nil {
 		data.Schedule = view.ScheduleInterval.Value
@@ -216,7 +219,7 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 	if data.Selected != nil && !slices.ContainsFunc(recent, func(r store.Run) bool { return r.PK == data.Selected.PK }) {
 		data.Picker = append([]store.Run{*data.Selected}, recent...)
 	}
-	if def != nil {
+	if def != nil && !data.Live {
 		info := map[string]nodeInfo{}
 		if data.Selected != nil {
 			views, err := u.api.TaskInstances(ctx, *data.Selected)

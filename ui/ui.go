@@ -157,6 +157,12 @@ type page struct {
 	Data        any
 }
 
+// liveHeader marks app.js's live refreshes of a page: it reads only the page's [data-live]
+// parts from the answer, so a page may leave heavy parts that are not live out of it.
+const liveHeader = "X-Poolflow-Live"
+
+func liveRefresh(r *http.Request) bool { return r.Header.Get(liveHeader) != "" }
+
 // render executes a page template with status; the body is built in memory first so an error
 // never leaves half a page.
 func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name, title, nav string, data any) {
@@ -177,6 +183,7 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name, ti
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-cache, private") // revalidated: the ETag of server/compress.go makes that a 304
+	h.Add("Vary", liveHeader)                   // a live refresh may leave out what it does not update
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "same-origin")
