@@ -81,6 +81,12 @@ type Reader interface {
 	ListAttempts(ctx context.Context, run int64, taskID string) ([]Attempt, error)
 	RunAttempts(ctx context.Context, run int64) ([]Attempt, error)
 	PoolHoldings(ctx context.Context, since time.Time) ([]Holding, error)
+	// PoolHistory lists the admissions that held slots of named pool at some time within
+	// [from, to], by admission time: the claim history the pool timeline draws.
+	PoolHistory(ctx context.Context, pool string, from, to time.Time) ([]Holding, error)
+	// PoolHoldersAt lists the admissions that held slots of named pool at instant at (admitted
+	// at or before it, not ended by then), with the attempt each was for, by admission time.
+	PoolHoldersAt(ctx context.Context, pool string, at time.Time) ([]HolderAt, error)
 	ListDAGStates(ctx context.Context) (map[string]DAGState, error)
 	ListDAGRows(ctx context.Context) ([]DAGRow, error)
 	ImportErrors(ctx context.Context) (map[string]string, error)

@@ -324,6 +324,15 @@ type Holding struct {
 	EndedAt    time.Time
 }
 
+// HolderAt is an admission that held slots of a pool at some instant, with the attempt it was
+// for (PoolHoldersAt).
+type HolderAt struct {
+	Holding
+	DAGID, RunID, TaskID string
+	TryNumber            int
+	State                vocab.EntryState // the entry's state now
+}
+
 // PrunedRun is a run retention deleted (or would delete): its logs go after the commit.
 type PrunedRun struct {
 	PK    int64

@@ -74,6 +74,7 @@ func Run(t *testing.T, h Harness) {
 		{"Backfills", testBackfills},
 		{"BackfillManyDates", testBackfillManyDates},
 		{"WaitingLine", testWaitingLine},
+		{"PoolHistory", testPoolHistory},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

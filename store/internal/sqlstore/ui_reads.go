@@ -135,6 +135,68 @@ func (s *DB) PoolHoldings(ctx context.Context, since time.Time) ([]store.Holding
 	return out, unavailable(rows.Err())
 }
 
+// PoolHistory lists the admissions into named pool pool that held slots at some time within
+// [from, to], by admission time: those admitted by to that were still held at from. The walks
+// are those of PoolHoldings (the open entries by queue_entries_waiting, the ended ones by
+// queue_entries_ended), then the requirement rows by their key.
+func (s *DB) PoolHistory(ctx context.Context, pool string, from, to time.Time) ([]store.Holding, error) {
+	f, t := store.Micros(from), store.Micros(to)
+	rows, err := s.query(ctx, `SELECT e.id, q.pool, q.slots, e.admitted_at, e.ended_at
+		FROM queue_entries e JOIN entry_requirements q ON q.entry = e.id AND q.pool = ?
+		WHERE e.state IN ('waiting', 'admitted') AND e.admitted_at IS NOT NULL AND e.admitted_at <= ? AND NOT q.implicit
+		UNION ALL
+		SELECT e.id, q.pool, q.slots, e.admitted_at, e.ended_at
+		FROM queue_entries e JOIN entry_requirements q ON q.entry = e.id AND q.pool = ?
+		WHERE e.ended_at >= ? AND e.admitted_at IS NOT NULL AND e.admitted_at <= ? AND e.state NOT IN ('waiting', 'admitted') AND NOT q.implicit
+		ORDER BY 4, 1`, pool, t, pool, f, t)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	defer rows.Close()
+	var out []store.Holding
+	for rows.Next() {
+		var h store.Holding
+		var admitted int64
+		var ended sql.NullInt64
+		if err := rows.Scan(&h.Entry, &h.Pool, &h.Slots, &admitted, &ended); err != nil {
+			return nil, unavailable(err)
+		}
+		h.AdmittedAt, h.EndedAt = store.FromMicros(admitted), timeOf(ended)
+		out = append(out, h)
+	}
+	return out, unavailable(rows.Err())
+}
+
+// PoolHoldersAt lists the admissions that held slots of named pool pool at instant at, with
+// their attempts: the open ones admitted by then and those that ended after it.
+func (s *DB) PoolHoldersAt(ctx context.Context, pool string, at time.Time) ([]store.HolderAt, error) {
+	a := store.Micros(at)
+	const cols = `e.id, q.pool, q.slots, e.admitted_at, e.ended_at, r.dag_id, r.run_id, e.task_id, e.try_number, e.state
+		FROM queue_entries e JOIN entry_requirements q ON q.entry = e.id AND q.pool = ? JOIN dag_runs r ON r.id = e.run`
+	rows, err := s.query(ctx, `SELECT `+cols+`
+		WHERE e.state IN ('waiting', 'admitted') AND e.admitted_at IS NOT NULL AND e.admitted_at <= ? AND NOT q.implicit
+		UNION ALL
+		SELECT `+cols+`
+		WHERE e.ended_at > ? AND e.admitted_at IS NOT NULL AND e.admitted_at <= ? AND e.state NOT IN ('waiting', 'admitted') AND NOT q.implicit
+		ORDER BY 4, 1`, pool, a, pool, a, a)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	defer rows.Close()
+	var out []store.HolderAt
+	for rows.Next() {
+		var h store.HolderAt
+		var admitted int64
+		var ended sql.NullInt64
+		if err := rows.Scan(&h.Entry, &h.Pool, &h.Slots, &admitted, &ended, &h.DAGID, &h.RunID, &h.TaskID, &h.TryNumber, &h.State); err != nil {
+			return nil, unavailable(err)
+		}
+		h.AdmittedAt, h.EndedAt = store.FromMicros(admitted), timeOf(ended)
+		out = append(out, h)
+	}
+	return out, unavailable(rows.Err())
+}
+
 // OpenRunWaits counts per DAG the open runs with a task awaiting approval and with a task
 // scheduled (index dag_runs_open, then each run's task instances by their key).
 func (s *DB) OpenRunWaits(ctx context.Context) (map[string]store.RunWaits, error) {
