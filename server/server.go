@@ -193,6 +193,8 @@ func (s *Server) table() []route {
 		{http.MethodGet, v1 + "/pools/{pool_name}", s.getPool, read, nil},
 		{http.MethodPatch, v1 + "/pools/{pool_name}", s.patchPool, poolsW, forceParam},
 		{http.MethodDelete, v1 + "/pools/{pool_name}", s.deletePool, poolsW, forceParam},
+		{http.MethodGet, v1 + "/pools/{pool_name}/timeline", s.getPoolTimeline, read, []string{"window", "end"}},
+		{http.MethodGet, v1 + "/pools/{pool_name}/holders", s.getPoolHolders, read, []string{"at"}},
 		{http.MethodGet, v1 + "/importErrors", s.listImportErrors, read, importErrsPars},
 		{http.MethodPost, v1 + "/rules/test", s.testRules, read, nil},
 		{http.MethodGet, v1 + "/eventLogs", s.listEvents, read, eventParams},

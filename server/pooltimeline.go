@@ -1,0 +1,299 @@
+package server
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
+)
+
+// A pool's timeline over a window (an hour, a day, a week) and who held its slots at an instant:
+// both read from the claim history the store keeps, the queue entries' admission and end times
+// with their requirement rows (store.PoolHistory, store.PoolHoldersAt). A window is aggregated
+// into a fixed number of buckets, each with the highest use within it (so no peak is lost), when
+// that peak began, and the time-weighted mean: a week is 336 buckets of 30 minutes, a few KB.
+
+// TimelineWindow is one of the windows a timeline shows.
+type TimelineWindow struct {
+	Name    string
+	Span    time.Duration
+	Buckets int
+}
+
+// TimelineWindows are the windows, shortest first: an hour in 15 s buckets, a day in 5 min, a
+// week in 30 min.
+var TimelineWindows = []TimelineWindow{
+	{"hour", time.Hour, 240},
+	{"day", 24 * time.Hour, 288},
+	{"week", 7 * 24 * time.Hour, 336},
+}
+
+// TimelineWindowNamed is the window called name ("" is the hour).
+func TimelineWindowNamed(name string) (TimelineWindow, bool) {
+	if name == "" {
+		return TimelineWindows[0], true
+	}
+	for _, w := range TimelineWindows {
+		if w.Name == name {
+			return w, true
+		}
+	}
+	return TimelineWindow{}, false
+}
+
+// TimelineBucket is one slice of a timeline.
+type TimelineBucket struct {
+	Start  time.Time `json:"start"`
+	Peak   int       `json:"peak"`    // the most slots held at once within it
+	PeakAt time.Time `json:"peak_at"` // when that peak began (its holders: GET …/holders?at=)
+	Mean   float64   `json:"mean"`    // the slots held on average over it
+}
+
+// PoolTimelineJSON is GET /api/v1/pools/{pool_name}/timeline.
+type PoolTimelineJSON struct {
+	Pool          string           `json:"name"`
+	Slots         int              `json:"slots"` // the capacity now; -1 unlimited
+	Window        string           `json:"window"`
+	From          time.Time        `json:"from"`
+	To            time.Time        `json:"to"`
+	BucketSeconds float64          `json:"bucket_seconds"`
+	Peak          int              `json:"peak"`
+	FullSeconds   float64          `json:"full_seconds"` // how long every slot was held
+	Buckets       []TimelineBucket `json:"buckets"`
+}
+
+// HeldAtJSON is one admission that held slots at the instant asked (GET …/holders).
+type HeldAtJSON struct {
+	QueueID    int64            `json:"queue_id"`
+	DAGID      string           `json:"dag_id"`
+	DAGRunID   string           `json:"dag_run_id"`
+	TaskID     string           `json:"task_id"`
+	TryNumber  int              `json:"try_number"`
+	Slots      int              `json:"slots"`
+	AdmittedAt time.Time        `json:"admitted_at"`
+	EndedAt    *time.Time       `json:"ended_at"` // null while still held
+	State      vocab.EntryState `json:"state"`    // the queue entry's state now
+}
+
+// PoolHoldersJSON is GET /api/v1/pools/{pool_name}/holders.
+type PoolHoldersJSON struct {
+	Pool    string       `json:"name"`
+	At      time.Time    `json:"at"`
+	Slots   int          `json:"slots"` // the capacity now; -1 unlimited
+	Used    int          `json:"used"`  // the slots held at the instant
+	Holders []HeldAtJSON `json:"holders"`
+}
+
+// poolSlots is named pool's capacity now (-1 unlimited); 404 for a pool that does not exist.
+func (s *Server) poolSlots(ctx context.Context, name string) (int, error) {
+	st, err := readPoolState(ctx, s.cfg.Store)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range st.pools {
+		if p.Name == name {
+			return poolView(p, st).Slots, nil
+		}
+	}
+	return 0, notFound("pool %s not found", name)
+}
+
+// PoolTimeline is pool's timeline over window w ending at end (zero: now).
+func (s *Server) PoolTimeline(ctx context.Context, pool string, w TimelineWindow, end time.Time) (PoolTimelineJSON, error) {
+	slots, err := s.poolSlots(ctx, pool)
+	if err != nil {
+		return PoolTimelineJSON{}, err
+	}
+	if end.IsZero() {
+		end = s.now()
+	}
+	end = end.UTC()
+	from := end.Add(-w.Span)
+	hs, err := s.cfg.Store.PoolHistory(ctx, pool, from, end)
+	if err != nil {
+		return PoolTimelineJSON{}, err
+	}
+	out := PoolTimelineJSON{Pool: pool, Slots: slots, Window: w.Name, From: from, To: end,
+		BucketSeconds: (w.Span / time.Duration(w.Buckets)).Seconds()}
+	out.Buckets, out.Peak, out.FullSeconds = aggregate(hs, from, end, w.Buckets, slots)
+	return out, nil
+}
+
+// usedStep is the slots held from at on.
+type usedStep struct {
+	at   time.Time
+	used int
+}
+
+// steps turns holdings into the slots held over [from, to]: a step function whose first step is
+// at from.
+func steps(hs []store.Holding, from, to time.Time) []usedStep {
+	type change struct {
+		at time.Time
+		d  int
+	}
+	var cs []change
+	base := 0
+	for _, h := range hs {
+		if h.AdmittedAt.After(to) || (!h.EndedAt.IsZero() && !h.EndedAt.After(from)) {
+			continue
+		}
+		if h.AdmittedAt.After(from) {
+			cs = append(cs, change{h.AdmittedAt, h.Slots})
+		} else {
+			base += h.Slots
+		}
+		if !h.EndedAt.IsZero() && h.EndedAt.Before(to) {
+			cs = append(cs, change{h.EndedAt, -h.Slots})
+		}
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].at.Before(cs[j].at) })
+	out := []usedStep{{from, base}}
+	used := base
+	for _, c := range cs {
+		used += c.d
+		if last := &out[len(out)-1]; last.at.Equal(c.at) {
+			last.used = used
+			continue
+		}
+		out = append(out, usedStep{c.at, used})
+	}
+	return out
+}
+
+// aggregate cuts [from, to] into n buckets: each one's peak, when the peak began and its mean;
+// the window's peak and how long the pool was full (slots > 0 held by slots or more).
+func aggregate(hs []store.Holding, from, to time.Time, n, slots int) ([]TimelineBucket, int, float64) {
+	width := to.Sub(from) / time.Duration(n)
+	if width <= 0 {
+		width = 1
+	}
+	bs := make([]TimelineBucket, n)
+	area := make([]float64, n) // slot-seconds held in each bucket
+	for i := range bs {
+		bs[i].Start = from.Add(time.Duration(i) * width)
+		bs[i].PeakAt = bs[i].Start
+	}
+	seen := make([]bool, n)
+	peak, full := 0, 0.0
+	st := steps(hs, from, to)
+	for i, s := range st {
+		end := to
+		if i+1 < len(st) {
+			end = st[i+1].at
+		}
+		if !end.After(s.at) {
+			continue
+		}
+		peak = max(peak, s.used)
+		if slots > 0 && s.used >= slots {
+			full += end.Sub(s.at).Seconds()
+		}
+		first := min(max(int(s.at.Sub(from)/width), 0), n-1)
+		last := min(max(int((end.Sub(from)-1)/width), 0), n-1)
+		for b := first; b <= last; b++ {
+			bStart, bEnd := bs[b].Start, bs[b].Start.Add(width)
+			if b == n-1 {
+				bEnd = to
+			}
+			lo, hi := maxTime(s.at, bStart), minTime(end, bEnd)
+			if hi.After(lo) {
+				area[b] += float64(s.used) * hi.Sub(lo).Seconds()
+			}
+			if !seen[b] || s.used > bs[b].Peak {
+				bs[b].Peak, bs[b].PeakAt, seen[b] = s.used, lo, true
+			}
+		}
+	}
+	for b := range bs {
+		span := width.Seconds()
+		if b == n-1 {
+			span = to.Sub(bs[b].Start).Seconds()
+		}
+		if span > 0 {
+			bs[b].Mean = math.Round(area[b]/span*100) / 100
+		}
+	}
+	return bs, peak, full
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// PoolHoldersAt is who held pool's slots at instant at (zero: now).
+func (s *Server) PoolHoldersAt(ctx context.Context, pool string, at time.Time) (PoolHoldersJSON, error) {
+	slots, err := s.poolSlots(ctx, pool)
+	if err != nil {
+		return PoolHoldersJSON{}, err
+	}
+	if at.IsZero() {
+		at = s.now()
+	}
+	at = at.UTC()
+	hs, err := s.cfg.Store.PoolHoldersAt(ctx, pool, at)
+	if err != nil {
+		return PoolHoldersJSON{}, err
+	}
+	out := PoolHoldersJSON{Pool: pool, At: at, Slots: slots, Holders: make([]HeldAtJSON, 0, len(hs))}
+	for _, h := range hs {
+		v := HeldAtJSON{QueueID: h.Entry, DAGID: h.DAGID, DAGRunID: h.RunID, TaskID: h.TaskID, TryNumber: h.TryNumber,
+			Slots: h.Slots, AdmittedAt: h.AdmittedAt.UTC(), State: h.State}
+		if !h.EndedAt.IsZero() {
+			e := h.EndedAt.UTC()
+			v.EndedAt = &e
+		}
+		out.Used += h.Slots
+		out.Holders = append(out.Holders, v)
+	}
+	return out, nil
+}
+
+// getPoolTimeline is GET /api/v1/pools/{pool_name}/timeline?window=hour|day|week&end=T.
+func (s *Server) getPoolTimeline(w http.ResponseWriter, r *http.Request) {
+	win, ok := TimelineWindowNamed(r.URL.Query().Get("window"))
+	if !ok {
+		s.fail(w, r, badRequest("window", "want hour, day or week, got %q", r.URL.Query().Get("window")))
+		return
+	}
+	end, err := timeQuery(r, "end")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v, err := s.PoolTimeline(r.Context(), pathVar(r, "pool_name"), win, end)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// getPoolHolders is GET /api/v1/pools/{pool_name}/holders?at=T.
+func (s *Server) getPoolHolders(w http.ResponseWriter, r *http.Request) {
+	at, err := timeQuery(r, "at")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v, err := s.PoolHoldersAt(r.Context(), pathVar(r, "pool_name"), at)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
