@@ -285,11 +285,19 @@ func TestBrowserLogFollow(t *testing.T) {
 		t.Fatal("the attempt is not shown running")
 	}
 	eval[int](t, ctx, markPage)
+	// Text selected while the log is followed stays selected as lines arrive and the run ends.
+	if !eval[bool](t, ctx, selectText("#log-1", "first line")) {
+		t.Fatal("cannot select in the log")
+	}
 	b.release(t, "go-on")
 	waitFor(t, ctx, "the second line", `document.querySelector("#log-1").textContent.includes("second line")`)
 	waitFor(t, ctx, "success", `document.querySelector(".head-actions .badge.st-success")`)
+	waitRefreshes(t, ctx, 1)
 	if !eval[bool](t, ctx, pageKept) {
 		t.Error("the page reloaded")
+	}
+	if got := eval[string](t, ctx, `getSelection().toString()`); got != "first line" {
+		t.Errorf("following the log changed the selection to %q", got)
 	}
 	if got := eval[string](t, ctx, `document.querySelector("#log-1").textContent`); strings.Count(got, "first line") != 1 {
 		t.Errorf("log shown as %q", got)

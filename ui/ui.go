@@ -74,6 +74,7 @@ func (u *UI) routes() *mux.Router {
 	get(ti+"/logs/{try}", u.logTail)
 	get(ti+"/logs/{try}/download", u.logDownload)
 	get("/ui/pools", u.poolsPage)
+	get("/ui/pools/{pool}/timeline", u.poolTimelinePage)
 	get("/ui/events", u.eventsPage)
 	get("/ui/notifications", u.notificationsPage)
 	get("/ui/backfills/{id:[0-9]+}", u.backfillPage)
@@ -270,7 +271,7 @@ func parsePages() map[string]*template.Template {
 	shared := []string{"templates/layout.html", "templates/parts.html"}
 	out := map[string]*template.Template{}
 	for _, name := range []string{"dags", "dag", "code", "runs", "run", "task", "pools", "events", "notifications", "preview", "login", "error", "action", "account",
-		"backfill"} {
+		"backfill", "pooltimeline"} {
 		t := template.New(name).Funcs(funcs)
 		t = template.Must(t.ParseFS(templateFS, append(shared, "templates/"+name+".html")...))
 		out[name] = t

@@ -60,6 +60,14 @@
       if (el.textContent !== text) el.textContent = text;
       if (el.title !== title) el.title = title;
     });
+    // A chart's tick (data-time): its clock, or its day at midnight and on a week's axis.
+    (root || document).querySelectorAll("[data-time]").forEach(function (el) {
+      var t = new Date(el.getAttribute("data-time"));
+      if (isNaN(t)) return;
+      var p = parts(t, utc), day = MONTHS[p[1]] + " " + p[2];
+      var text = el.getAttribute("data-fmt") === "md" || (p[3] === 0 && p[4] === 0) ? day : pad(p[3]) + ":" + pad(p[4]);
+      if (el.textContent !== text) el.textContent = text;
+    });
     var sw = document.getElementById("tz-toggle");
     if (sw) {
       sw.hidden = false;
@@ -295,6 +303,27 @@
     }
     return out;
   }
+
+  // A pool timeline's slices link to who held the slots at their peak: the answer replaces the
+  // chart (its marker) and the holders' list in place, and the address says it.
+  document.addEventListener("click", function (ev) {
+    var a = ev.target.closest && ev.target.closest("svg.window-chart a.hit");
+    if (!a || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey) return;
+    ev.preventDefault();
+    var href = a.getAttribute("href");
+    fetch(href, { credentials: "same-origin" })
+      .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
+      .then(function (html) {
+        var doc = new DOMParser().parseFromString(html, "text/html");
+        ["tl-chart", "holders"].forEach(function (id) {
+          var old = document.getElementById(id), fresh = doc.getElementById(id);
+          if (old && fresh) old.replaceWith(fresh);
+        });
+        history.replaceState(null, "", href);
+        refreshTimes();
+      })
+      .catch(function () { location.assign(href); });
+  });
 
   function bindSearch(root) {
     root.querySelectorAll(".log-tools").forEach(function (tools) {
