@@ -85,8 +85,31 @@ func TestBrowserTimeZone(t *testing.T) {
 		t.Errorf("another page shows %q times", got)
 	}
 	shot(t, ctx, "times-utc")
+	// A chart's ticks follow the switch too: a pool timeline's, in UTC and then in Tokyo.
+	tickOK := func(loc *time.Location) {
+		t.Helper()
+		got := eval[[]string](t, ctx, `[...document.querySelectorAll("svg.window-chart text[data-time]")].slice(0, 3).map(e => e.getAttribute("data-time") + "|" + e.textContent)`)
+		if len(got) == 0 {
+			t.Fatal("the timeline has no ticks")
+		}
+		for _, g := range got {
+			at, label, _ := strings.Cut(g, "|")
+			tm, err := time.Parse(time.RFC3339, at)
+			want := tm.In(loc).Format("15:04")
+			if tm.In(loc).Format("15:04") == "00:00" {
+				want = tm.In(loc).Format("Jan 2")
+			}
+			if err != nil || label != want {
+				t.Errorf("the tick at %s reads %q, want %q", at, label, want)
+			}
+		}
+	}
+	do(t, ctx, chromedp.Navigate(base+"/ui/pools/db/timeline"))
+	waitFor(t, ctx, "the timeline", `document.documentElement.dataset.tz && document.querySelector("svg.window-chart text[data-time]")`)
+	tickOK(time.UTC)
 	do(t, ctx, chromedp.Click(chromedp.CSS(`#tz-toggle`)))
 	if got := eval[string](t, ctx, `localStorage.getItem("poolflow.tz") + "|" + document.documentElement.dataset.tz`); got != "local|local" {
 		t.Errorf("switched back: %q", got)
 	}
+	tickOK(tokyo)
 }

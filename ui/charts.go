@@ -88,21 +88,34 @@ func ganttSVG(tasks []string, hrefs map[string]string, bars []bar) template.HTML
 	}
 	var s svg
 	s.open(w, h, "gantt", "Gantt chart of the run's attempts")
-	tick := func(at time.Time, label string) {
+	tick := func(at time.Time, label, format string) {
 		tx := x(at)
 		s.raw(`<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/>`, num(tx), num(top-4), num(tx), num(h))
-		s.text(tx, 12, "tick", "middle", label)
+		if format == "" {
+			s.text(tx, 12, "tick", "middle", label)
+			return
+		}
+		// A wall-clock tick carries its instant: the script writes it in the reader's zone.
+		s.raw(`<text x="%s" y="12" class="tick" text-anchor="middle" data-time="%s" data-fmt="%s">%s</text>`,
+			num(tx), at.UTC().Format(time.RFC3339), format, attr(label))
 	}
 	if total < 2*time.Second {
 		// A run of a second or less: milliseconds since its first bar, not wall-clock seconds.
 		step := niceMillis(total, 8)
 		for d := step; d <= total; d += step {
-			tick(t0.Add(d), "+"+fmtDuration(d))
+			tick(t0.Add(d), "+"+fmtDuration(d), "")
 		}
 	} else {
 		step := niceStep(total, 8)
 		for at := t0.Truncate(step).Add(step); !at.After(t1); at = at.Add(step) {
-			tick(at, clock(at, step))
+			format := "hm"
+			switch {
+			case step < time.Minute:
+				format = "hms"
+			case step >= 24*time.Hour:
+				format = "md"
+			}
+			tick(at, clock(at, step), format)
 		}
 	}
 	for i, t := range tasks {

@@ -60,12 +60,14 @@
       if (el.textContent !== text) el.textContent = text;
       if (el.title !== title) el.title = title;
     });
-    // A chart's tick (data-time): its clock, or its day at midnight and on a week's axis.
+    // A chart's tick (data-time): its clock (with seconds: hms), or its day at midnight and on
+    // a week's axis (md).
     (root || document).querySelectorAll("[data-time]").forEach(function (el) {
       var t = new Date(el.getAttribute("data-time"));
       if (isNaN(t)) return;
       var p = parts(t, utc), day = MONTHS[p[1]] + " " + p[2];
-      var text = el.getAttribute("data-fmt") === "md" || (p[3] === 0 && p[4] === 0) ? day : pad(p[3]) + ":" + pad(p[4]);
+      var f = el.getAttribute("data-fmt"), text = f === "hms" ? pad(p[3]) + ":" + pad(p[4]) + ":" + pad(p[5]) :
+        f === "md" || (p[3] === 0 && p[4] === 0) ? day : pad(p[3]) + ":" + pad(p[4]);
       if (el.textContent !== text) el.textContent = text;
     });
     var sw = document.getElementById("tz-toggle");
