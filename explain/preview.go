@@ -36,6 +36,9 @@ type ClearRow struct {
 	RuleSkipped string
 	// Admitted: it would be admitted at once (by the owner that applies the clear).
 	Admitted bool
+	// Expands: a mapped task's own task instance, ready: it would expand its list again, and
+	// its instances (their own rows) be queued, each with its own requirements (§14).
+	Expands bool
 	// Code and Text say why it would wait when it is not admitted: a pool reason of §4.5,
 	// upstream (its upstream tasks are not done after the clear), approval, or run_queued (its
 	// run waits for max_active_runs or forbid).
@@ -53,6 +56,9 @@ type ClearRow struct {
 func (r ClearRow) Words() string {
 	if r.Admitted {
 		return "admitted at once"
+	}
+	if r.Expands {
+		return "expands its list again: each instance is queued with its own requirements"
 	}
 	text := strings.TrimPrefix(r.Text, "waiting: ")
 	if r.Pool == "" || r.Place == 0 {
@@ -128,34 +134,40 @@ func ClearPreview(ctx context.Context, st store.Store, eff *config.Effective, d 
 	}
 	params := runParams(d, run)
 	maxRunning := 0
-	var assign func(t *dag.Task, try int) rules.Result
+	var assign func(t *dag.Task, try int, item any, mapIndex int) rules.Result
 	if eff != nil {
 		maxRunning = eff.Settings.MaxRunning
 		if eff.Rules != nil {
-			assign = func(t *dag.Task, try int) rules.Result {
+			assign = func(t *dag.Task, try int, item any, mapIndex int) rules.Result {
 				trigger := run.RunType
 				if trigger == vocab.RunTest {
 					trigger = vocab.RunManual
 				}
-				return eff.Rules.Assign(ruleAttrs(d, t, run, params, trigger, try))
+				a := ruleAttrs(d, t, run, params, trigger, try)
+				a.Item, a.MapIndex = item, mapIndex
+				return eff.Rules.Assign(a)
 			}
 		}
 	}
+	render := NewRenderer(d, run, tis)
 	weights := d.Weights()
 	var extra []store.Entry
-	ready := map[string]int64{} // task -> its hypothetical entry
+	ready := map[string]int64{} // task instance -> its hypothetical entry
 	for i := range rows {
 		row := &rows[i]
-		t := d.Task(row.TaskID)
-		if t.Kind != dag.KindApproval {
-			row.Needs = Requirements(d, t, nil, run.RunID, "", maxRunning, func() (string, int) {
-				if assign == nil {
-					return pools.DefaultPool, 1
-				}
-				res := assign(t, row.TryNumber)
-				row.Rule, row.RuleSkipped = res.Rule, res.Skipped()
-				return res.Pool, res.Slots
-			})
+		t := d.TaskOf(row.TaskID) // a mapped instance "load[3]" runs its task's definition
+		if t == nil {
+			continue
+		}
+		_, mapIndex, instance := dag.SplitMapID(row.TaskID)
+		instance = instance && t.Mapped() && t.ID != row.TaskID
+		if !instance {
+			mapIndex = -1
+		}
+		expands := t.Mapped() && !instance // the mapped task's own node: its instances are queued
+		if err := previewNeeds(row, d, t, render, assign, run.RunID, maxRunning, mapIndex, expands); err != nil {
+			row.Code, row.Text = vocab.ReasonQueued, "its next try would fail: "+err.Error()
+			continue
 		}
 		upstream := make([]vocab.TaskState, len(t.DependsOn))
 		var notDone []string
@@ -166,6 +178,8 @@ func ClearPreview(ctx context.Context, st store.Store, eff *config.Effective, d 
 			}
 		}
 		switch next := dag.Trigger(t.TriggerRule, upstream); {
+		case instance && after[t.ID] == vocab.TaskNone:
+			row.Code, row.Text = vocab.ReasonUpstream, "waits for its task "+t.ID+" to expand"
 		case next == vocab.TaskNone:
 			row.Code, row.Text = vocab.ReasonUpstream, "waits for upstream "+strings.Join(notDone, ", ")
 		case next != vocab.TaskScheduled:
@@ -175,25 +189,42 @@ func ClearPreview(ctx context.Context, st store.Store, eff *config.Effective, d 
 			row.Code, row.Text = vocab.ReasonRunQueued, runWait
 		case t.Kind == dag.KindApproval:
 			row.Code, row.Text = vocab.ReasonApproval, "waits for a person to approve or reject it"
+		case expands:
+			row.Code, row.Expands = vocab.ReasonQueued, true
 		default:
 			ready[row.TaskID] = 0
 		}
 	}
-	// Queue IDs follow the task order of the DAG file (§4.4), all due now.
+	// Queue IDs follow the task order of the DAG file (§4.4), a mapped task's instances in map
+	// index order, all due now.
+	order := make(map[string][]int, len(ready))
+	for i, r := range rows {
+		if _, ok := ready[r.TaskID]; ok {
+			key := r.TaskID
+			if base, _, inst := dag.SplitMapID(r.TaskID); inst && d.Task(r.TaskID) == nil {
+				key = base
+			}
+			order[key] = append(order[key], i)
+		}
+	}
 	for _, t := range d.Tasks {
-		if _, ok := ready[t.ID]; !ok {
-			continue
+		idx := order[t.ID]
+		slices.SortStableFunc(idx, func(a, b int) int {
+			_, ia, _ := dag.SplitMapID(rows[a].TaskID)
+			_, ib, _ := dag.SplitMapID(rows[b].TaskID)
+			return ia - ib
+		})
+		for _, i := range idx {
+			e := store.Entry{ID: previewIDs + int64(len(extra)), Run: run.PK, TaskID: rows[i].TaskID, TryNumber: rows[i].TryNumber,
+				Label: fmt.Sprintf("%s.%s try %d", d.ID, rows[i].TaskID, rows[i].TryNumber), Priority: weights[t.ID], Due: now,
+				State: vocab.EntryWaiting, Rule: rows[i].Rule, RuleSkipped: rows[i].RuleSkipped, CreatedAt: now, Needs: rows[i].Needs,
+				Owner: rowsOwner, DAGID: d.ID, RunID: run.RunID, RunType: run.RunType}
+			if t.QueueTimeout > 0 {
+				e.Deadline = now.Add(t.QueueTimeout)
+			}
+			ready[rows[i].TaskID] = e.ID
+			extra = append(extra, e)
 		}
-		i := slices.IndexFunc(rows, func(r ClearRow) bool { return r.TaskID == t.ID })
-		e := store.Entry{ID: previewIDs + int64(len(extra)), Run: run.PK, TaskID: t.ID, TryNumber: rows[i].TryNumber,
-			Label: fmt.Sprintf("%s.%s try %d", d.ID, t.ID, rows[i].TryNumber), Priority: weights[t.ID], Due: now,
-			State: vocab.EntryWaiting, Rule: rows[i].Rule, RuleSkipped: rows[i].RuleSkipped, CreatedAt: now, Needs: rows[i].Needs, Owner: rowsOwner,
-			DAGID: d.ID, RunID: run.RunID, RunType: run.RunType}
-		if t.QueueTimeout > 0 {
-			e.Deadline = now.Add(t.QueueTimeout)
-		}
-		ready[t.ID] = e.ID
-		extra = append(extra, e)
 	}
 	if len(extra) == 0 {
 		return rows, nil
@@ -214,6 +245,41 @@ func ClearPreview(ctx context.Context, st store.Store, eff *config.Effective, d 
 		}
 	}
 	return rows, nil
+}
+
+// previewNeeds fills a preview row's requirements as the scheduler would queue its next try:
+// the named pools with their templates evaluated for that task instance (a mapped instance's
+// with its item), else the rule's pool (the rules see the item too), else {default: 1}, plus the
+// limits. An approval gate and a mapped task's own node need none (its instances do). An error
+// is a template that does not evaluate or a list with no such item: that try would fail with it.
+func previewNeeds(row *ClearRow, d *dag.DAG, t *dag.Task, render *Renderer, assign func(*dag.Task, int, any, int) rules.Result,
+	runID string, maxRunning, mapIndex int, expands bool) error {
+	if t.Kind == dag.KindApproval || expands {
+		return nil
+	}
+	var named map[string]int
+	rendered, err := render.Render(t, row.TaskID, row.TryNumber)
+	if err != nil {
+		return err
+	}
+	if rendered != nil {
+		named = rendered.Pools
+	}
+	var item any
+	if mapIndex >= 0 {
+		if item, err = render.Item(t, mapIndex); err != nil {
+			return err
+		}
+	}
+	row.Needs = Requirements(d, t, named, runID, "", maxRunning, func() (string, int) {
+		if assign == nil {
+			return pools.DefaultPool, 1
+		}
+		res := assign(t, row.TryNumber, item, mapIndex)
+		row.Rule, row.RuleSkipped = res.Rule, res.Skipped()
+		return res.Pool, res.Slots
+	})
+	return nil
 }
 
 // applier is the owner that would apply a clear of run now, and so own the entries it queues.

@@ -3,7 +3,11 @@ package explain
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,13 +55,19 @@ type previewWorld struct {
 
 func newPreviewWorld(t *testing.T) *previewWorld {
 	t.Helper()
-	cfg, err := config.Parse("poolflow.yaml", []byte(previewConfig))
+	return newPreviewWorldOf(t, previewConfig, previewDAG)
+}
+
+// newPreviewWorldOf is newPreviewWorld with another configuration and DAG (whose id is p).
+func newPreviewWorldOf(t *testing.T, cfgYAML, dagYAML string) *previewWorld {
+	t.Helper()
+	cfg, err := config.Parse("poolflow.yaml", []byte(cfgYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := storetest.Open(t, filepath.Join(t.TempDir(), "p.db"), store.Options{Synchronous: "OFF"})
 	w := &previewWorld{t: t, st: st, eff: config.NewEffective(cfg, nil), now: time.Now().UTC().Truncate(time.Second)}
-	d, errs := dag.Parse("p.yaml", []byte(previewDAG), w.eff.Options())
+	d, errs := dag.Parse("p.yaml", []byte(dagYAML), w.eff.Options())
 	if len(errs) > 0 {
 		t.Fatal(errs[0])
 	}
@@ -101,6 +111,13 @@ func (w *previewWorld) run(id string, rs vocab.RunState, tis map[string]store.Ta
 				ti.State = vocab.TaskNone
 			}
 			rows = append(rows, &ti)
+		}
+		for _, id := range slices.Sorted(maps.Keys(tis)) { // mapped instances, "load[3]"
+			if w.d.Task(id) == nil {
+				ti := tis[id]
+				ti.Run, ti.TaskID = r.PK, id
+				rows = append(rows, &ti)
+			}
 		}
 		return tx.PutTIs(rows)
 	})
@@ -307,6 +324,83 @@ func TestClearPreviewRefusals(t *testing.T) {
 		_, err := ClearPreview(context.Background(), w.st, w.eff, w.d, r, store.ClearParams{TaskIDs: []string{task}}, w.now)
 		if !errors.Is(err, want) {
 			t.Errorf("clear of %s: %v, want %v", task, err, want)
+		}
+	}
+}
+
+// TestClearPreviewMapped: a clear's dry run of mapped instances (§14) shows each one's own
+// requirements, its templated pool evaluated over its item and a rule matched on a scalar item,
+// and walks admission for each; the mapped task's own row says it expands again, and its
+// instances wait for that.
+func TestClearPreviewMapped(t *testing.T) {
+	t.Parallel()
+	w := newPreviewWorldOf(t, `
+max_running: 8
+pools:
+  db: {slots: 1, ordering: strict}
+  wh: 2
+  default: 4
+rules:
+  - {name: eu-to-wh, priority: 1, when: 'item == "eu"', pool: wh}
+`, `dag_id: p
+tasks:
+  - id: load
+    expand: [{shard: db}, {shard: wh}, {shard: nope}]
+    command: ["load", "${{ item.shard }}"]
+    pool_requirements: {"${{ item.shard }}": 1}
+  - {id: region, expand: [eu, us], command: ["true"]}
+`)
+	done := ti(vocab.TaskSuccess, 1)
+	r := w.run("r", vocab.RunSuccess, map[string]store.TaskInstance{"load": ti(vocab.TaskSuccess, 0), "load[0]": done,
+		"load[1]": done, "load[2]": ti(vocab.TaskFailed, 1), "region": ti(vocab.TaskSuccess, 0), "region[0]": done, "region[1]": done})
+	named := func(row ClearRow) map[string]int {
+		out := map[string]int{}
+		for _, n := range row.Needs {
+			if !n.Implicit {
+				out[n.Pool] = n.Slots
+			}
+		}
+		return out
+	}
+	rows, err := ClearPreview(context.Background(), w.st, w.eff, w.d, r,
+		store.ClearParams{TaskIDs: []string{"load[1]", "load[2]", "region[0]", "region[1]"}}, w.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		id       string
+		needs    map[string]int
+		rule     string
+		admitted bool
+		code     vocab.ReasonCode
+	}{
+		{"load[1]", map[string]int{"wh": 1}, "", true, ""},
+		{"load[2]", map[string]int{"nope": 1}, "", false, vocab.ReasonUnknownPool},
+		{"region[0]", map[string]int{"wh": 1}, "eu-to-wh", true, ""},
+		{"region[1]", map[string]int{"default": 1}, "", true, ""},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows: %+v", len(rows), rows)
+	}
+	for i, w := range want {
+		got := rows[i]
+		if got.TaskID != w.id || !maps.Equal(named(got), w.needs) || got.Rule != w.rule || got.Admitted != w.admitted || got.Code != w.code {
+			t.Errorf("row %d: %s needs %v rule %q admitted %v %s %q; want %s %v %q %v %s", i, got.TaskID, named(got), got.Rule,
+				got.Admitted, got.Code, got.Text, w.id, w.needs, w.rule, w.admitted, w.code)
+		}
+	}
+	rows, err = ClearPreview(context.Background(), w.st, w.eff, w.d, r, store.ClearParams{TaskIDs: []string{"load"}}, w.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 || rows[0].TaskID != "load" || !rows[0].Expands || len(rows[0].Needs) != 0 ||
+		!strings.Contains(rows[0].Words(), "expands its list again") {
+		t.Fatalf("the mapped task's row: %+v", rows)
+	}
+	for i, row := range rows[1:] {
+		if want := fmt.Sprintf("load[%d]", i); row.TaskID != want || row.Admitted || row.Code != vocab.ReasonUpstream ||
+			!strings.Contains(row.Text, "waits for its task load to expand") || len(named(row)) != 1 {
+			t.Errorf("%s: %+v", want, row)
 		}
 	}
 }

@@ -71,40 +71,79 @@ func RunParams(d *dag.DAG, runID string, logical time.Time, confJSON string) (pa
 //
 // taskID is the task instance's id: a mapped instance's ("load[3]") renders with its item.
 func Render(d *dag.DAG, t *dag.Task, taskID string, r store.Run, try int, tis []store.TaskInstance) (*dag.Rendered, error) {
-	if !d.Templated(t) {
+	return NewRenderer(d, r, tis).Render(t, taskID, try)
+}
+
+// Renderer renders task instances of one run (Render): the run's params, the outputs by task
+// instance and each mapped task's list are worked out once, so a clear preview of a task mapped
+// over 10,000 items evaluates its list once, not once per instance.
+type Renderer struct {
+	d       *dag.DAG
+	r       store.Run
+	byID    map[string]*store.TaskInstance
+	params  map[string]any
+	conf    map[string]any
+	err     error // the run's params do not evaluate
+	items   map[string][]any
+	itemErr map[string]error
+}
+
+// NewRenderer renders task instances of run r of DAG d, whose task instances are tis.
+func NewRenderer(d *dag.DAG, r store.Run, tis []store.TaskInstance) *Renderer {
+	x := &Renderer{d: d, r: r, byID: make(map[string]*store.TaskInstance, len(tis)), items: map[string][]any{},
+		itemErr: map[string]error{}}
+	for i := range tis {
+		x.byID[tis[i].TaskID] = &tis[i]
+	}
+	x.params, x.conf, x.err = RunParams(d, r.RunID, r.LogicalDate, r.Conf)
+	return x
+}
+
+func (x *Renderer) output(id string) (string, bool) {
+	ti := x.byID[id]
+	if ti == nil {
+		return "", false
+	}
+	return ti.Output, true
+}
+
+// Render is Render's answer for the task instance taskID of task t.
+func (x *Renderer) Render(t *dag.Task, taskID string, try int) (*dag.Rendered, error) {
+	if !x.d.Templated(t) {
 		return nil, nil
 	}
-	params, conf, err := RunParams(d, r.RunID, r.LogicalDate, r.Conf)
-	if err != nil {
-		return nil, err
+	if x.err != nil {
+		return nil, x.err
 	}
-	byID := make(map[string]*store.TaskInstance, len(tis))
-	for i := range tis {
-		byID[tis[i].TaskID] = &tis[i]
-	}
-	vars := TemplateVars(d, t, r.RunID, r.LogicalDate, params, conf, try, func(id string) (string, bool) {
-		ti := byID[id]
-		if ti == nil {
-			return "", false
-		}
-		return ti.Output, true
-	})
-	if base, i, ok := dag.SplitMapID(taskID); ok {
+	vars := TemplateVars(x.d, t, x.r.RunID, x.r.LogicalDate, x.params, x.conf, try, x.output)
+	if _, i, ok := dag.SplitMapID(taskID); ok && t.Mapped() {
 		// A mapped instance: its item is its task's list's (evaluated as the scheduler did).
-		items, err := d.ExpandItems(t, TemplateVars(d, t, r.RunID, r.LogicalDate, params, conf, 1, func(id string) (string, bool) {
-			ti := byID[id]
-			if ti == nil {
-				return "", false
-			}
-			return ti.Output, true
-		}))
+		item, err := x.Item(t, i)
 		if err != nil {
 			return nil, err
 		}
-		if base != t.ID || i >= len(items) {
-			return nil, fmt.Errorf("%s: no item %d in a list of %d", base, i, len(items))
-		}
-		vars.Item, vars.MapIndex = items[i], i
+		vars.Item, vars.MapIndex = item, i
 	}
-	return d.Render(t, vars)
+	return x.d.Render(t, vars)
+}
+
+// Item is item i of mapped task t's list in the run, the list evaluated once.
+func (x *Renderer) Item(t *dag.Task, i int) (any, error) {
+	items, ok := x.items[t.ID]
+	if !ok {
+		var err error
+		if x.err != nil {
+			err = x.err
+		} else {
+			items, err = x.d.ExpandItems(t, TemplateVars(x.d, t, x.r.RunID, x.r.LogicalDate, x.params, x.conf, 1, x.output))
+		}
+		x.items[t.ID], x.itemErr[t.ID] = items, err
+	}
+	if err := x.itemErr[t.ID]; err != nil {
+		return nil, err
+	}
+	if i < 0 || i >= len(items) {
+		return nil, fmt.Errorf("%s: no item %d in a list of %d", t.ID, i, len(items))
+	}
+	return items[i], nil
 }
