@@ -115,11 +115,12 @@ tasks:
 }
 
 // TestQueueWait: an entry still waiting on_queue_wait.after after it joined the queue tells
-// its task's on_queue_wait once, with why it waits in words when it is sent.
+// its task's on_queue_wait once, with why it waits in words and its place in line when it is sent.
 func TestQueueWait(t *testing.T) {
 	b := setup(t, deadlineCfg, map[string]string{"q.yaml": `dag_id: q
 tasks:
   - {id: hog, bash: 'sleep 7200', pool_requirements: {p: 1}}
+  - {id: ahead, bash: 'true', pool_requirements: {p: 1}}
   - {id: load_orders, bash: 'true', pool_requirements: {p: 1}, on_queue_wait: {after: 10m, notify: [ops]}}
 `})
 	h, clock := b.harness(t, nil)
@@ -148,8 +149,10 @@ tasks:
 		t.Fatalf("wait %+v", ev.Wait)
 	}
 	explainWait(b.st, clock.Now)(context.Background(), &ev)
-	want := "load_orders has waited 11 min: pool p is full (needs 1, 0 of 1 free; held by q.hog try 1)"
-	if ev.Reason != want {
-		t.Fatalf("reason %q\nwant   %q", ev.Reason, want)
+	// Its place in p's line is said too (§13): ahead is first.
+	// (ahead has waited past starvation_after, 10m by default: p is kept for it.)
+	want := "load_orders has waited 11 min: pool p is kept for starved q.ahead try 1; 2nd in line for p"
+	if ev.Reason != want || ev.Wait.Place != 2 {
+		t.Fatalf("reason %q (place %d)\nwant   %q", ev.Reason, ev.Wait.Place, want)
 	}
 }

@@ -16,7 +16,8 @@ import (
 // explainWait says a queue wait as it is when it is sent (§13): how long the entry has waited
 // and why, computed by the code of tasks explain and the pools board (explain.Fill), e.g.
 // "load_orders has waited 35 min: pool warehouse is full (needs 1, 0 of 4 free; held by
-// export_a try 1, export_b try 1)". An entry admitted since says so.
+// export_a try 1, export_b try 1); 3rd in line for warehouse" — its place in that pool's line
+// when the walk can tell (explain.InLine). An entry admitted since says so.
 func explainWait(st store.Store, now func() time.Time) func(ctx context.Context, ev *notify.Event) {
 	return func(ctx context.Context, ev *notify.Event) {
 		if ev.Wait == nil {
@@ -31,7 +32,8 @@ func explainWait(st store.Store, now func() time.Time) func(ctx context.Context,
 			ev.Reason = fmt.Sprintf("%s waited %s for admission; it is %s now", ev.TaskID, waited, e.State)
 			return
 		}
-		if err := explain.Fill(ctx, st, now(), &e); err != nil {
+		pool, place, inLine, err := explain.InLine(ctx, st, now(), &e)
+		if err != nil {
 			return
 		}
 		w, ok := pools.EntryWait(e.ReasonCode, e.Reason)
@@ -39,5 +41,9 @@ func explainWait(st store.Store, now func() time.Time) func(ctx context.Context,
 			return
 		}
 		ev.Reason = fmt.Sprintf("%s has waited %s: %s", ev.TaskID, waited, strings.TrimPrefix(w.Text, "waiting: "))
+		if inLine {
+			ev.Reason += fmt.Sprintf("; %s in line for %s", notify.Ordinal(place), pool)
+			ev.Wait.Pool, ev.Wait.Place = pool, place
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/poolflow/poolflow/owners"
@@ -72,6 +73,8 @@ type hypothesis struct {
 	drop  map[int64]bool
 	// among, when not nil, are the waiting entries to walk instead of the whole queue (ReasonsAmong).
 	among []store.Entry
+	// placed are real entries whose place in line is computed too (InLine).
+	placed map[int64]bool
 }
 
 // Reasons computes why every waiting entry of the store waits now (see Fill).
@@ -98,6 +101,34 @@ func ReasonsAmong(ctx context.Context, st store.Store, now time.Time, among []st
 		return nil, err
 	}
 	return &Explanation{reasons: x}, nil
+}
+
+// InLine fills e's reason as Fill does and says, when it waits on a pool, which pool and its
+// place in that pool's line (§13: "3rd in line for warehouse"): 1 + the entries that need the
+// pool, come before it in the walk that admits, and were not admitted by it. ok is false when
+// e does not wait, or waits for something that is no pool's line (paused, its node away).
+func InLine(ctx context.Context, st store.Store, now time.Time, e *store.Entry) (pool string, place int, ok bool, err error) {
+	if e.State != vocab.EntryWaiting {
+		return "", 0, false, nil
+	}
+	x, err := explainAll(ctx, st, now, hypothesis{placed: map[int64]bool{e.ID: true}})
+	if err != nil {
+		return "", 0, false, err
+	}
+	r, found := x[e.ID]
+	if !found {
+		return "", 0, false, nil
+	}
+	e.ReasonCode, e.Reason = r.code, r.text
+	switch r.code {
+	case vocab.ReasonPoolFull, vocab.ReasonBehind, vocab.ReasonStarvedHead, vocab.ReasonDraining:
+	default:
+		return "", 0, false, nil // a block, a limit (an implicit pool is no line people know) or a refusal
+	}
+	if r.pool == "" || r.place < 1 || strings.HasPrefix(r.pool, "_") {
+		return "", 0, false, nil
+	}
+	return r.pool, r.place, true, nil
 }
 
 // Fill sets e's ReasonCode and Reason when it waits; other entries are left as they are.
@@ -216,7 +247,7 @@ func explainAll(ctx context.Context, st store.Store, now time.Time, h hypothesis
 			e := &entries[i]
 			r, ok := dec.Reason(e.ID)
 			x := explained{}
-			if isExtra[e.ID] {
+			if isExtra[e.ID] || h.placed[e.ID] {
 				x = walkedExtra(snap, dec.Admitted, e.ID, r, ok)
 			}
 			if !ok {

@@ -51,6 +51,9 @@ type Wait struct {
 	Waited  time.Duration `json:"-"`
 	Seconds int64         `json:"waited_seconds"`
 	Pool    string        `json:"pool,omitempty"`
+	// Place is the entry's place in Pool's line when it was sent (1 = next), when the
+	// admission walk can tell (§13: "3rd in line for warehouse"); 0 when it cannot.
+	Place int `json:"place,omitempty"`
 }
 
 // stored is an Event as the outbox keeps it (with its path).

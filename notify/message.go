@@ -77,3 +77,19 @@ func Minutes(d time.Duration) string {
 	}
 	return fmt.Sprintf("%d h %d min", h, m)
 }
+
+// Ordinal is 1st, 2nd, 3rd, 4th … 11th, 12th, 13th, 21st …
+func Ordinal(n int) string {
+	suffix := "th"
+	if n%100 < 11 || n%100 > 13 {
+		switch n % 10 {
+		case 1:
+			suffix = "st"
+		case 2:
+			suffix = "nd"
+		case 3:
+			suffix = "rd"
+		}
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
+}

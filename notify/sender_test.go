@@ -278,3 +278,13 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+func TestOrdinal(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int]string{1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 11: "11th", 12: "12th", 13: "13th", 21: "21st",
+		22: "22nd", 103: "103rd", 111: "111th", 112: "112th"} {
+		if got := notify.Ordinal(n); got != want {
+			t.Errorf("Ordinal(%d) = %s, want %s", n, got, want)
+		}
+	}
+}
