@@ -2,6 +2,7 @@ package executor
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -75,7 +76,8 @@ func BenchmarkExpand(b *testing.B) {
 				b.StopTimer()
 				bu := setup(b, "max_running: 8\npools:\n  db_0: 2\n  db_1: 2\n  db_2: 2\n  db_3: 2\n",
 					map[string]string{"expand.yaml": expandDAG(n)})
-				h, _ := bu.harness(b, nil)
+				// No log lines: go test prints them on stdout, amid the results poolflow-bench reads.
+				h, _ := bu.harness(b, func(c *Config) { c.Logger = slog.New(slog.DiscardHandler) })
 				trig, _ := h.Trigger(TriggerRequest{DAGID: "expand", RunID: "r"})
 				start := startOf(b, h.mustPass(b, trig), "start")
 				end := h.End(start, true, "")

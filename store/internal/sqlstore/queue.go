@@ -21,9 +21,9 @@ const insertEntriesChunk = 64
 // InsertEntries queues entries with their requirement rows; the queue IDs follow the order
 // given, so callers insert in (due time, run_id, task order) order (§4.4). Entries whose ID is
 // set (from NextIDs, in order) are inserted with it; a batch has ids on all or none. Per chunk, one
-// INSERT of the entries, whose ids are matched back by (run, task, try) since RETURNING
-// promises no order, and one of their requirement rows: a pass that starts a 3,000-task
-// fan-out queues it in about a hundred statements instead of 6,000.
+// INSERT of the entries (those without ids read theirs back, readIDs) and one of their
+// requirement rows: a pass that starts a 3,000-task fan-out queues it in about a hundred
+// statements instead of 6,000.
 func (t *Tx) InsertEntries(es []*store.Entry) error {
 	explicit := len(es) > 0 && es[0].ID != 0
 	var maxID int64
@@ -44,35 +44,19 @@ func (t *Tx) InsertEntries(es []*store.Entry) error {
 			cols, tuple = "id, ", "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 		}
 		q := `INSERT INTO queue_entries (` + cols + `run, task_id, try_number, label, priority, due, deadline, state, force, rule,
-			rule_skipped, replay, fingerprint, created_at, seq) VALUES ` + rowsOf(len(chunk), tuple) +
-			` RETURNING id, run, task_id, try_number`
-		rows, err := t.query(q, args...)
-		if err != nil {
+			rule_skipped, replay, fingerprint, created_at, seq) VALUES ` + rowsOf(len(chunk), tuple)
+		if explicit {
+			// The ids are the entries' own: nothing to read back (a row that is not inserted
+			// fails the statement).
+			if _, err := t.exec(q, args...); err != nil {
+				return err
+			}
+		} else if err := t.readIDs(q+` RETURNING id, run, task_id, try_number`, args, chunk); err != nil {
 			return err
 		}
-		ids := make(map[tryKey]int64, len(chunk))
-		for rows.Next() {
-			var k tryKey
-			var id int64
-			if err := rows.Scan(&id, &k.run, &k.task, &k.try); err != nil {
-				rows.Close()
-				return unavailable(err)
-			}
-			ids[k] = id
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return t.fail(q, err)
-		}
-		t.wrote = true
 		args = args[:0]
 		n := 0
 		for _, e := range chunk {
-			id, ok := ids[tryKey{e.Run, e.TaskID, e.TryNumber}]
-			if !ok {
-				return fmt.Errorf("%w: entry %s try %d of run %d was not inserted", store.ErrUnavailable, e.TaskID, e.TryNumber, e.Run)
-			}
-			e.ID = id
 			for _, r := range e.Needs {
 				args = append(args, e.ID, r.Pool, r.Slots, r.Implicit, capacityOf(r))
 				n++
@@ -90,6 +74,38 @@ func (t *Tx) InsertEntries(es []*store.Entry) error {
 	}
 	if explicit {
 		return t.idsTaken("queue_entries", maxID)
+	}
+	return nil
+}
+
+// readIDs runs an INSERT … RETURNING of entries without ids and gives each entry of chunk its
+// id, matched back by (run, task, try) since RETURNING promises no order.
+func (t *Tx) readIDs(q string, args []any, chunk []*store.Entry) error {
+	rows, err := t.query(q, args...)
+	if err != nil {
+		return err
+	}
+	ids := make(map[tryKey]int64, len(chunk))
+	for rows.Next() {
+		var k tryKey
+		var id int64
+		if err := rows.Scan(&id, &k.run, &k.task, &k.try); err != nil {
+			rows.Close()
+			return unavailable(err)
+		}
+		ids[k] = id
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return t.fail(q, err)
+	}
+	t.wrote = true
+	for _, e := range chunk {
+		id, ok := ids[tryKey{e.Run, e.TaskID, e.TryNumber}]
+		if !ok {
+			return fmt.Errorf("%w: entry %s try %d of run %d was not inserted", store.ErrUnavailable, e.TaskID, e.TryNumber, e.Run)
+		}
+		e.ID = id
 	}
 	return nil
 }
