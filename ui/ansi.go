@@ -66,17 +66,14 @@ func ansiHTML(text string) template.HTML {
 	b.Grow(len(text) + len(text)/8)
 	var cur sgr
 	open := false
-	emit := func(s string) {
-		if s == "" {
-			return
-		}
+	scanANSI(text, func(s string) {
 		if !open && !cur.plain() {
 			b.WriteString(cur.open())
 			open = true
 		}
 		b.WriteString(template.HTMLEscapeString(s))
-	}
-	setStyle := func(next sgr) {
+	}, func(params string) {
+		next := applySGR(cur, params)
 		if next == cur {
 			return
 		}
@@ -85,17 +82,40 @@ func ansiHTML(text string) template.HTML {
 			open = false
 		}
 		cur = next
+	})
+	if open {
+		b.WriteString("</span>")
 	}
+	return template.HTML(b.String())
+}
+
+// ansiStrip is text without its escape sequences: what a reader sees of it.
+func ansiStrip(text string) string {
+	if !strings.ContainsRune(text, 0x1b) {
+		return text
+	}
+	var b strings.Builder
+	scanANSI(text, func(s string) { b.WriteString(s) }, func(string) {})
+	return b.String()
+}
+
+// scanANSI walks text: onText gets each run of text between escape sequences (never empty),
+// onSGR the parameters of each SGR sequence; every other sequence is skipped.
+func scanANSI(text string, onText func(string), onSGR func(params string)) {
 	for {
 		i := strings.IndexByte(text, 0x1b)
 		if i < 0 {
-			emit(text)
-			break
+			if text != "" {
+				onText(text)
+			}
+			return
 		}
-		emit(text[:i])
+		if i > 0 {
+			onText(text[:i])
+		}
 		text = text[i+1:]
 		if text == "" {
-			break
+			return
 		}
 		switch text[0] {
 		case '[': // CSI: parameters, intermediates, one final byte in @–~
@@ -104,18 +124,17 @@ func ansiHTML(text string) template.HTML {
 				j++
 			}
 			if j == len(text) { // cut off at the end of the piece
-				text = ""
-				continue
+				return
 			}
 			if text[j] == 'm' {
-				setStyle(applySGR(cur, text[1:j]))
+				onSGR(text[1:j])
 			}
 			text = text[j+1:]
 		case ']': // OSC (a title, a hyperlink): up to BEL or ESC \
 			end := strings.IndexAny(text, "\a\x1b")
 			switch {
 			case end < 0:
-				text = ""
+				return
 			case text[end] == '\a':
 				text = text[end+1:]
 			default:
@@ -128,10 +147,6 @@ func ansiHTML(text string) template.HTML {
 			text = text[1:]
 		}
 	}
-	if open {
-		b.WriteString("</span>")
-	}
-	return template.HTML(b.String())
 }
 
 // applySGR is style s after the SGR parameters params ("1;31", "38;5;208", "" = reset).

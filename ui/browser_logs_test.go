@@ -59,11 +59,30 @@ func TestBrowserLogs(t *testing.T) {
 		t.Error("the download link does not ask to save")
 	}
 
+	eval[int](t, ctx, markPage)
+
+	// A line far before the shown text: not in the page, found in the whole log; picking it
+	// loads the log back to it and makes it the current match.
+	do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#log-find-1`), "line 20000 of"))
+	waitFor(t, ctx, "no match shown, the whole-log button", `document.querySelector("#log-tools-1 .log-count").textContent === "no match" &&
+		!document.querySelector("#log-tools-1 [data-find=whole]").hidden`)
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#log-tools-1 [data-find=whole]`)))
+	waitFor(t, ctx, "the whole log's line", `document.querySelectorAll("#log-tools-1 .log-find-line").length === 1`)
+	shot(t, ctx, "logs-find-whole")
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#log-tools-1 .log-find-line`)))
+	waitFor(t, ctx, "the line shown and current", `document.querySelector("#log-tools-1 .log-count").textContent === "1 of 1"`)
+	if got := eval[string](t, ctx, `[...CSS.highlights.get("log-current")][0].toString()`); got != "line 20000 of" {
+		t.Errorf("the current match is %q", got)
+	}
+	if start := eval[int](t, ctx, `+document.getElementById("log-1").dataset.start`); start <= 0 || start > strings.Index(string(file), "line 20000 of") {
+		t.Errorf("the log is shown from byte %d", start)
+	}
+	eval[string](t, ctx, `document.getElementById("log-find-1").value = ""`)
+
 	// Select a line of the tail, then page back to the start.
 	if !eval[bool](t, ctx, selectText("#log-1", "needle two")) {
 		t.Fatal("cannot select in the log")
 	}
-	eval[int](t, ctx, markPage)
 	for i := 0; eval[bool](t, ctx, `!!document.getElementById("log-earlier-1")`); i++ {
 		if i > 8 {
 			t.Fatal("Load earlier does not reach the log's start")

@@ -1,7 +1,9 @@
 package ui
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -92,6 +94,10 @@ func (u *UI) logTail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
+	if q.Has("find") {
+		u.logFind(w, r, d, try, q.Get("find"))
+		return
+	}
 	num := func(name string) (int64, bool) {
 		raw := q.Get(name)
 		if raw == "" {
@@ -160,6 +166,74 @@ func (u *UI) logTail(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = w.Write(part.Text)
+}
+
+// Finding in the whole log: the page's search box searches what is shown; "search the whole
+// log" reads the file once, line by line (never held whole), and answers the lines that match.
+const (
+	maxFinds    = 200 // lines answered at most
+	maxFindLine = 400 // characters of a line answered
+	maxFindText = 200 // characters searched for at most
+)
+
+// logMatch is a line of the log that holds the text searched for.
+type logMatch struct {
+	Offset int64  `json:"offset"` // where the line begins in the file
+	Line   string `json:"line"`   // its text (without escape sequences), cut at maxFindLine
+}
+
+// logFind answers ?find=TEXT: the lines of the whole log that hold TEXT (any case, escape
+// sequences ignored), first maxFinds of them, with where each begins.
+func (u *UI) logFind(w http.ResponseWriter, r *http.Request, d server.TaskInstanceDetail, try int, text string) {
+	if text == "" || utf8.RuneCountInString(text) > maxFindText {
+		http.Error(w, "find: want the text to find, 1 to "+strconv.Itoa(maxFindText)+" characters", http.StatusBadRequest)
+		return
+	}
+	out := struct {
+		Matches []logMatch `json:"matches"`
+		More    bool       `json:"more"` // more lines match than are answered
+		Size    int64      `json:"size"` // the bytes searched
+	}{Matches: []logMatch{}}
+	ls, err := u.api.OpenLog(r.Context(), d, try, "")
+	switch {
+	case errors.Is(err, server.ErrNoLog):
+	case err != nil:
+		status, msg := u.api.StatusOf(err)
+		http.Error(w, msg, status)
+		return
+	default:
+		defer ls.Body.Close()
+		want := strings.ToLower(text)
+		br := bufio.NewReaderSize(ls.Body, 64<<10)
+		var at int64
+		for {
+			line, err := br.ReadSlice('\n')
+			if len(line) > 0 {
+				plain := ansiStrip(logText(bytes.TrimRight(line, "\r\n")))
+				if strings.Contains(strings.ToLower(plain), want) {
+					if len(out.Matches) == maxFinds {
+						out.More = true
+						break
+					}
+					if utf8.RuneCountInString(plain) > maxFindLine {
+						plain = string([]rune(plain)[:maxFindLine]) + "…"
+					}
+					out.Matches = append(out.Matches, logMatch{Offset: at, Line: plain})
+				}
+			}
+			at += int64(len(line))
+			if err == bufio.ErrBufferFull {
+				continue // a line longer than the buffer is searched in pieces of 64 KB
+			}
+			if err != nil {
+				break
+			}
+		}
+		out.Size = at
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
 }
 
 // logDownload is GET .../logs/{try}/download: the whole log as a file to save, streamed from

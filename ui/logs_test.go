@@ -1,7 +1,9 @@
 package ui
 
 import (
+	"encoding/json"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -107,6 +109,47 @@ func TestLogPages(t *testing.T) {
 	}
 	if cl := dl.Header().Get("Content-Length"); cl != strconv.Itoa(len(file)) {
 		t.Errorf("download: Content-Length %q, want %d", cl, len(file))
+	}
+
+	// Finding in the whole log: the lines, where they begin, their text without escapes.
+	type found struct {
+		Matches []struct {
+			Offset int64
+			Line   string
+		}
+		More bool
+		Size int64
+	}
+	find := func(text string) found {
+		t.Helper()
+		rec := b.get(t, base+"/logs/1?find="+url.QueryEscape(text))
+		var f found
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &f) != nil {
+			t.Fatalf("find %q: %d %s", text, rec.Code, rec.Body)
+		}
+		return f
+	}
+	lineAt := func(s string) int64 { return int64(strings.Index(string(file), s)) }
+	if f := find("LINE 20000 OF"); len(f.Matches) != 1 || f.Matches[0].Offset != lineAt("line 20000 of") ||
+		f.Matches[0].Line != "line 20000 of the big log" || f.More || f.Size != int64(len(file)) {
+		t.Errorf("find line 20000: %+v", f)
+	}
+	if f := find("first-marker"); len(f.Matches) != 1 || f.Matches[0].Offset != 0 {
+		t.Errorf("find the first line: %+v", f)
+	}
+	if f := find("red alert and bold"); len(f.Matches) != 1 || f.Matches[0].Line != "red alert and bold green <b>not bold</b>" {
+		t.Errorf("find a coloured line: %+v", f)
+	}
+	if f := find("of the big log"); len(f.Matches) != maxFinds || !f.More || f.Matches[maxFinds-1].Offset != lineAt("line 200 of") {
+		t.Errorf("find a line of every line: %d matches, more %v", len(f.Matches), f.More)
+	}
+	if f := find("nowhere to be found"); len(f.Matches) != 0 || f.Matches == nil {
+		t.Errorf("find nothing: %+v", f)
+	}
+	for _, q := range []string{"?find=", "?find=" + strings.Repeat("x", maxFindText+1)} {
+		if rec := b.get(t, base+"/logs/1"+q); rec.Code != http.StatusBadRequest || !strings.HasPrefix(rec.Body.String(), "find:") {
+			t.Errorf("%.20s: %d %q", q, rec.Code, rec.Body)
+		}
 	}
 
 	for _, q := range []string{"?before=-1", "?before=x", "?offset=1&before=2", "?format=xml"} {

@@ -248,13 +248,16 @@
     root.querySelectorAll("a[data-earlier]").forEach(function (a) {
       if (a.dataset.bound) return;
       a.dataset.bound = "1";
-      a.addEventListener("click", function (ev) {
-        ev.preventDefault();
+      a.addEventListener("click", function (ev) { ev.preventDefault(); earlier(a); });
+    });
+  }
+  // earlier loads the piece before a log's shown text (a: its "Load earlier" link).
+  function earlier(a) {
         var pre = document.getElementById(a.dataset.earlier);
-        if (!pre || a.dataset.fetching) return;
+        if (!pre || a.dataset.fetching) return Promise.resolve();
         a.dataset.fetching = "1";
         a.setAttribute("aria-busy", "true");
-        fetch(a.href + "&format=html", { credentials: "same-origin" })
+        return fetch(a.href + "&format=html", { credentials: "same-origin" })
           .then(function (r) {
             if (!r.ok) throw new Error("HTTP " + r.status);
             var start = r.headers.get("X-Log-Start");
@@ -274,10 +277,14 @@
               logChanged(pre);
             });
           })
-          .catch(function (e) { a.textContent = "Load earlier (failed: " + e.message + ")"; })
+          .catch(function (e) { a.textContent = "Load earlier (failed: " + e.message + ")"; throw e; })
           .finally(function () { delete a.dataset.fetching; a.removeAttribute("aria-busy"); });
-      });
-    });
+  }
+  // loadUntil loads earlier pieces of a log until byte offset is shown.
+  function loadUntil(pre, offset) {
+    var a = document.querySelector('a[data-earlier="' + pre.id + '"]');
+    if (!a || +pre.dataset.start <= offset) return Promise.resolve();
+    return earlier(a).then(function () { return loadUntil(pre, offset); });
   }
 
   // Search in a log: every match of the box's text (any case) is highlighted — with the CSS
@@ -334,6 +341,7 @@
       tools.dataset.bound = "1";
       box.hidden = false;
       var input = box.querySelector("input"), count = box.querySelector(".log-count");
+      var whole = box.querySelector("[data-find=whole]"), finds = tools.querySelector(".log-finds");
       var matches = [], cur = -1, timer = 0;
       function paint() {
         if (!HL) return;
@@ -341,6 +349,7 @@
         matches.forEach(function (r, i) { (i === cur ? currentMatch : allMatches).add(r); });
       }
       function show() {
+        if (whole) whole.hidden = !input.value || !(+pre.dataset.start > 0);
         count.textContent = !input.value ? "" : matches.length === 0 ? "no match" :
           (cur + 1) + " of " + matches.length + (matches.length >= MAX_MATCHES ? "+" : "");
         pre.dataset.matches = matches.length;
@@ -366,7 +375,7 @@
         cur = (cur + d + matches.length) % matches.length;
         show();
       }
-      input.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(function () { search(false); }, 120); });
+      input.addEventListener("input", function () { if (finds) finds.hidden = true; clearTimeout(timer); timer = setTimeout(function () { search(false); }, 120); });
       input.addEventListener("keydown", function (ev) {
         if (ev.key === "Enter") {
           ev.preventDefault();
@@ -375,8 +384,56 @@
         }
         else if (ev.key === "Escape") { input.value = ""; search(false); }
       });
-      box.querySelectorAll("button[data-find]").forEach(function (b) {
+      box.querySelectorAll("button[data-find=prev], button[data-find=next]").forEach(function (b) {
         b.addEventListener("click", function () { step(b.dataset.find === "prev" ? -1 : 1); });
+      });
+      // The whole log, searched on the server: its matching lines, each a button that loads
+      // the log back to it and moves the search there.
+      if (whole && finds) whole.addEventListener("click", function () {
+        var text = input.value;
+        if (!text) return;
+        whole.disabled = true;
+        fetch(pre.dataset.log + "?find=" + encodeURIComponent(text), { credentials: "same-origin" })
+          .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
+          .then(function (res) {
+            finds.textContent = "";
+            var p = document.createElement("p");
+            p.className = "muted small";
+            p.textContent = res.matches.length === 0 ? "No line of the whole log holds it." :
+              (res.more ? "The first " : "") + res.matches.length + (res.matches.length === 1 ? " line" : " lines") +
+              " of the whole log " + (res.matches.length === 1 ? "holds" : "hold") + " it; pick one to go there:";
+            finds.appendChild(p);
+            var ol = document.createElement("ol");
+            res.matches.forEach(function (m, i) {
+              var li = document.createElement("li"), b = document.createElement("button");
+              b.type = "button"; b.className = "link log-find-line"; b.dataset.offset = m.offset;
+              var at = document.createElement("span");
+              at.className = "muted"; at.textContent = "byte " + m.offset.toLocaleString("en") + " ";
+              b.appendChild(at);
+              b.appendChild(document.createTextNode(m.line));
+              b.addEventListener("click", function () {
+                loadUntil(pre, m.offset).then(function () {
+                  matches = findIn(pre, text);
+                  // The line in the shown text: the k-th of the lines that read the same from
+                  // where the shown text begins.
+                  var k = 0, start = +pre.dataset.start;
+                  for (var j = 0; j < i; j++) if (res.matches[j].offset >= start && res.matches[j].line === m.line) k++;
+                  var lines = findIn(pre, m.line.replace(/…$/, "")), line = lines[Math.min(k, lines.length - 1)];
+                  cur = matches.length - 1;
+                  for (var n = 0; line && n < matches.length; n++) {
+                    if (matches[n].compareBoundaryPoints(Range.START_TO_START, line) >= 0) { cur = n; break; }
+                  }
+                  show();
+                });
+              });
+              li.appendChild(b);
+              ol.appendChild(li);
+            });
+            finds.appendChild(ol);
+            finds.hidden = false;
+          })
+          .catch(function (e) { finds.hidden = false; finds.textContent = "The search failed: " + e.message; })
+          .finally(function () { whole.disabled = false; });
       });
       // New text (followed, or loaded earlier) is searched too; the current match stays.
       pre.addEventListener("poolflow:log", function () {
