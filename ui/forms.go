@@ -40,6 +40,9 @@ func formPermission(action string) (vocab.Permission, string) {
 		return vocab.PermBackfill, "" // a backfill's pause, unpause and cancel (§11); its form's data-dag names the DAG
 	}
 	last := action[strings.LastIndex(action, "/")+1:]
+	if strings.HasPrefix(action, "/ui/pools/") && (last == "new" || last == "set" || last == "delete") {
+		return vocab.PermPools, "" // create, change and delete a pool (§15: admins)
+	}
 	switch last {
 	case "backfill":
 		return vocab.PermBackfill, dag

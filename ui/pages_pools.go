@@ -3,6 +3,7 @@ package ui
 import (
 	"html/template"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/poolflow/poolflow/server"
@@ -31,6 +32,12 @@ type poolCard struct {
 	Percent  int
 	State    string // free | busy | full | over
 	Strict   bool   // its ordering is strict
+	// CanEdit: the viewer may change and delete it (a stored pool, the pools permission on its
+	// teams); ReadOnly says why a pool of poolflow.yaml cannot be changed here.
+	CanEdit   bool
+	ReadOnly  string
+	Size      int    // the slots the change form starts from: the capacity asked for
+	TeamsText string // its teams for the change form
 }
 
 type poolsData struct {
@@ -44,6 +51,8 @@ type poolsData struct {
 	Waiting int
 	Held    int
 	From    time.Time
+	// CanCreate: the viewer may create pools (admin, §15).
+	CanCreate bool
 }
 
 func (u *UI) poolsPage(w http.ResponseWriter, r *http.Request) {
@@ -66,9 +75,15 @@ func (u *UI) poolsPage(w http.ResponseWriter, r *http.Request) {
 	for i, h := range holdings {
 		byPool[h.Pool] = append(byPool[h.Pool], i)
 	}
-	data := poolsData{From: from, Filter: q, Team: q.Team, Teams: board.Teams}
+	who := u.principal(r)
+	data := poolsData{From: from, Filter: q, Team: q.Team, Teams: board.Teams, CanCreate: who.CanAny(vocab.PermPools)}
 	for _, p := range board.Pools {
-		c := poolCard{BoardPoolJSON: p.BoardPoolJSON, Bar: occupancyBar(p.BoardPoolJSON), Strict: p.Ordering == vocab.Strict}
+		c := poolCard{BoardPoolJSON: p.BoardPoolJSON, Bar: occupancyBar(p.BoardPoolJSON), Strict: p.Ordering == vocab.Strict,
+			ReadOnly: fileReadOnly(p.Name, p.Source), Size: p.Capacity, TeamsText: strings.Join(p.Teams, ", ")}
+		c.CanEdit = c.ReadOnly == "" && who.CanPool(vocab.PermPools, p.Teams)
+		if p.DrainingTo != nil {
+			c.Size = *p.DrainingTo
+		}
 		hs := make([]store.Holding, 0, len(byPool[p.Name]))
 		for _, i := range byPool[p.Name] {
 			hs = append(hs, holdings[i])

@@ -91,6 +91,9 @@ func (u *UI) routes() *mux.Router {
 	post("/ui/backfills/{id:[0-9]+}/{action:pause|unpause|cancel}", u.backfillAction)
 	post(ti+"/{action:approve|reject|fail|cancel}", u.taskAction)
 	post("/ui/pools/{pool}/queue/{id}/cancel", u.cancelEntry)
+	post("/ui/pools/new", u.createPool)
+	post("/ui/pools/{pool}/set", u.setPool)
+	post("/ui/pools/{pool}/delete", u.deletePool)
 	post("/ui/notifiers/{name}/test", u.testNotifier)
 	const run = "/ui/dags/{dag}/runs/{run}"
 	post(ti+"/clear", u.clearTask)
