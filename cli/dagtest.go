@@ -214,7 +214,8 @@ func taskReport(t *dag.Task, id string, ti store.TaskInstance, latest map[string
 				tr.Requirements[n.Pool] = n.Slots
 			}
 		}
-	case t.Kind != dag.KindApproval:
+	case t.Kind != dag.KindApproval && !(t.Mapped() && id == t.ID):
+		// (A mapped task's own task instance takes no slot: its instances do, §14.)
 		for p, s := range declared(t) {
 			tr.Requirements[p] = s
 		}
