@@ -72,6 +72,7 @@ func (e *env) dbCleanCmd() *cobra.Command {
 			fmt.Fprintf(e.stdout, "  runs          %d (with %d task instances, %d attempts, %d queue entries)\n", counts.Runs,
 				counts.TaskInstances, counts.Attempts, counts.Entries)
 			fmt.Fprintf(e.stdout, "  events        %d\n", counts.Events)
+			fmt.Fprintf(e.stdout, "  notifications %d (delivered or failed; those still to send are kept)\n", counts.Notifications)
 			fmt.Fprintf(e.stdout, "  dag versions  %d (recorded by no run left)\n", counts.Versions)
 			fmt.Fprintf(e.stdout, "  logs          the runs' folders in %s\n", dir)
 			fmt.Fprintln(e.stdout, "Kept: open runs, runs with a live attempt, the last run of each DAG.")
@@ -104,7 +105,7 @@ func (e *env) dbCleanCmd() *cobra.Command {
 				ev.Outcome = "stopped: " + err.Error()
 			}
 			_ = st.WithTx(ctx, func(tx store.Tx) error { return tx.InsertEvent(&ev) })
-			fmt.Fprintf(e.stdout, "Deleted %d runs, %d events, %d dag versions and %d run log folders, in %d transactions.\n",
+			fmt.Fprintf(e.stdout, "Deleted %d runs, %d events and notifications, %d dag versions and %d run log folders, in %d transactions.\n",
 				res.Runs, res.Events, res.Versions, res.LogDirs, res.Batches)
 			if err != nil || !vacuum {
 				return err

@@ -44,6 +44,7 @@ func TestDBClean(t *testing.T) {
 
 	out, errs, code := p.run("db", "clean", "--before", "0s", "--dry-run")
 	if code != 0 || !strings.Contains(out, "Would delete what is older than") || !strings.Contains(out, "runs          1 (with 1 task instances, 1 attempts, 1 queue entries)") ||
+		!strings.Contains(out, "  notifications 0 (delivered or failed") ||
 		!strings.Contains(out, "  etl "+older.RunID) || strings.Contains(out, last.RunID) {
 		t.Fatalf("dry run: %d\n%s%s", code, out, errs)
 	}

@@ -118,7 +118,7 @@ func (e *env) serveCmd() *cobra.Command {
 			// The daemon's notices feed the counters and histograms of /metrics.
 			metrics := server.NewMetrics()
 			dm, err := executor.New(executor.Config{Store: st, Settings: cfg, DAGsDir: e.dags(), GoDAGs: e.goDAGs,
-				StateDir: stateDir, Logger: log, DaemonID: daemonID, API: advertise, Notify: observe(metrics, log),
+				StateDir: stateDir, Logger: log, DaemonID: daemonID, API: advertise, Notify: observe(metrics, log), NotifySettled: metrics.NotificationSettled,
 				ShutdownGrace: shutdownGrace})
 			if err != nil {
 				stopHTTP()

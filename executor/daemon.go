@@ -14,6 +14,7 @@ import (
 	"github.com/poolflow/poolflow/executor/decide"
 	"github.com/poolflow/poolflow/notify"
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // Config configures a Daemon. Zero values take the defaults named on each field.
@@ -46,6 +47,9 @@ type Config struct {
 	NotifyPoll time.Duration
 	// NotifyOptions reach the notifiers (a test SMTP server's TLS configuration).
 	NotifyOptions notify.Options
+	// NotifySettled, when set, hears each try of a notification this daemon sent: its notifier
+	// and what became of it (metrics).
+	NotifySettled func(notifier string, state vocab.DeliveryState)
 	// MapPerPass bounds the mapped task instances (§14) a pass makes or queues, so that a pass
 	// stays a short transaction however long a list is; 0 = decide.DefaultMapPerPass (tests
 	// make it small to see a list expand over several passes).

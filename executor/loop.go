@@ -124,6 +124,7 @@ func newLoop(cfg *Config) (*loop, error) {
 		Now: cfg.Clock.Now, Every: cfg.PruneEvery}
 	l.sender = notify.NewSender(notify.SenderConfig{Store: cfg.Store, DaemonID: cfg.DaemonID, Logger: cfg.Logger,
 		Now: cfg.Clock.Now, Options: cfg.NotifyOptions, Poll: cfg.NotifyPoll, Explain: explainWait(cfg.Store, cfg.Clock.Now),
+		Settled: cfg.NotifySettled,
 		Config: func() *config.Config {
 			eff, _ := l.reg.effective()
 			return eff.Settings

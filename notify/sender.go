@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/poolflow/poolflow/config"
@@ -34,8 +35,11 @@ type SenderConfig struct {
 	Explain func(ctx context.Context, ev *Event)
 	// Options reach the notifiers.
 	Options Options
-	// Sent, when set, is called after each try with its outcome (tests, metrics).
+	// Sent, when set, is called after each try with its outcome (tests).
 	Sent func(n store.Notification, err error)
+	// Settled, when set, is called after each try with its notifier and what became of the row:
+	// delivered, failed for good, or pending again (to be retried) — /metrics counts them.
+	Settled func(notifier string, state vocab.DeliveryState)
 }
 
 // Sender delivers the outbox (see the package comment). Start launches it; Stop stops
@@ -45,9 +49,11 @@ type Sender struct {
 	wake   chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
-	slots  chan struct{} // a token per try in flight
-	wg     sync.WaitGroup
-	once   sync.Once
+	// inflight counts the tries being sent; notifications.concurrency of the configuration in
+	// force bounds it at each claim, so a reload changes it at once.
+	inflight atomic.Int64
+	wg       sync.WaitGroup
+	once     sync.Once
 
 	mu        sync.Mutex
 	notifiers map[string]cached
@@ -86,8 +92,6 @@ func (s *Sender) Wake() {
 // Start launches the sender's loop.
 func (s *Sender) Start(ctx context.Context) error {
 	ctx, s.cancel = context.WithCancel(ctx)
-	d := s.delivery()
-	s.slots = make(chan struct{}, d.Concurrency)
 	go s.loop(ctx)
 	return nil
 }
@@ -148,8 +152,8 @@ func (s *Sender) round(ctx context.Context) (more bool, next time.Time) {
 	if !ok || at.After(now) {
 		return false, at
 	}
-	free := cap(s.slots) - len(s.slots)
-	if free == 0 {
+	free := s.delivery().Concurrency - int(s.inflight.Load())
+	if free <= 0 {
 		return false, time.Time{} // a try's end wakes the loop
 	}
 	var rows []store.Notification
@@ -165,11 +169,11 @@ func (s *Sender) round(ctx context.Context) (more bool, next time.Time) {
 		return false, time.Time{}
 	}
 	for _, n := range rows {
-		s.slots <- struct{}{}
+		s.inflight.Add(1)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer func() { <-s.slots; s.Wake() }()
+			defer func() { s.inflight.Add(-1); s.Wake() }()
 			s.send(ctx, n)
 		}()
 	}
@@ -251,6 +255,9 @@ func (s *Sender) send(ctx context.Context, n store.Notification) {
 		log.Warn("notification outcome not recorded; its lease will lapse and it is sent again", "err", serr)
 	case !settled:
 		log.Warn("notification outcome not recorded: another daemon took it over")
+	}
+	if s.cfg.Settled != nil {
+		s.cfg.Settled(n.Notifier, o.State)
 	}
 	if s.cfg.Sent != nil {
 		s.cfg.Sent(n, err)

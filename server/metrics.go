@@ -28,8 +28,10 @@ type Metrics struct {
 	attempts        *prometheus.CounterVec
 	attemptDuration *prometheus.HistogramVec
 	runs            *prometheus.CounterVec
+	deliveries      *prometheus.CounterVec // metrics_notify.go
 
-	pools *poolCollector
+	pools  *poolCollector
+	outbox *outboxCollector
 }
 
 // NewMetrics builds the metrics with their own registry (plus the Go and process collectors).
@@ -52,10 +54,12 @@ func NewMetrics() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.05, 4, 11)}, []string{"dag_id", "state"}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "poolflow_dag_runs_total",
 			Help: "DAG runs that ended, by DAG and state."}, []string{"dag_id", "state"}),
-		pools: newPoolCollector(),
+		deliveries: newDeliveries(),
+		pools:      newPoolCollector(),
 	}
+	m.outbox = newOutboxCollector(m.pools)
 	m.reg.MustRegister(m.admissions, m.expirations, m.rejections, m.admissionWait, m.attempts, m.attemptDuration,
-		m.runs, m.pools, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.runs, m.deliveries, m.pools, m.outbox, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

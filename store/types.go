@@ -345,6 +345,9 @@ type PrunedRun struct {
 // no row records any more.
 type PruneCounts struct {
 	Runs, TaskInstances, Attempts, Entries, Events, Versions int
+	// Notifications are the settled ones (delivered or failed, §13) of the events' cutoff;
+	// one still to send is never deleted.
+	Notifications int
 }
 
 // Notification is one event for one notifier in the outbox (§13): written in the transaction

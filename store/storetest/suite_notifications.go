@@ -138,7 +138,11 @@ func testNotifications(t *testing.T, h Harness) {
 	if list, total, _ = st.ListNotifications(bg(), store.NotificationFilter{Limit: 1, Offset: 1}); total != 2 || len(list) != 1 || list[0].Key != "k1" {
 		t.Fatalf("page 2 = %d %+v, want k1", total, list)
 	}
-	// Retention (events:) deletes settled notifications past its age, never one still to send.
+	// Retention (events:) deletes settled notifications past its age, never one still to send;
+	// a dry run (db clean --dry-run) counts them first.
+	if c, err := st.CountPrunable(bg(), time.Time{}, t0.Add(time.Hour)); err != nil || c.Notifications != 1 || c.Events != 0 {
+		t.Fatalf("prunable %+v %v, want 1 notification", c, err)
+	}
 	var pruned int
 	must(t, st.WithTx(bg(), func(tx store.Tx) error {
 		var err error

@@ -185,8 +185,9 @@ func (t *Tx) PruneVersions(before time.Time, limit int) (int, error) {
 	return len(keys), nil
 }
 
-// CountPrunable counts what PruneRuns, PruneEvents and PruneVersions would delete with these
-// cutoffs (a zero cutoff counts nothing), as a dry run reports it.
+// CountPrunable counts what PruneRuns, PruneEvents (events and settled notifications) and
+// PruneVersions would delete with these cutoffs (a zero cutoff counts nothing), as a dry run
+// reports it.
 func (s *DB) CountPrunable(ctx context.Context, runsBefore, eventsBefore time.Time) (store.PruneCounts, error) {
 	var c store.PruneCounts
 	if !runsBefore.IsZero() {
@@ -202,7 +203,10 @@ func (s *DB) CountPrunable(ctx context.Context, runsBefore, eventsBefore time.Ti
 		}
 	}
 	if !eventsBefore.IsZero() {
-		if err := s.queryRow(ctx, `SELECT COUNT(*) FROM events WHERE at < ?`, store.Micros(eventsBefore)).Scan(&c.Events); err != nil {
+		b := store.Micros(eventsBefore)
+		if err := s.queryRow(ctx, `SELECT (SELECT COUNT(*) FROM events WHERE at < ?),
+			(SELECT COUNT(*) FROM notifications WHERE created_at < ? AND state IN ('delivered', 'failed'))`, b, b).Scan(
+			&c.Events, &c.Notifications); err != nil {
 			return c, unavailable(err)
 		}
 	}
