@@ -53,6 +53,8 @@ type poolsData struct {
 	From    time.Time
 	// CanCreate: the viewer may create pools (admin, §15).
 	CanCreate bool
+	// Limits are the cards of _global and of each DAG's run limits (pools_limits.go).
+	Limits limitsData
 }
 
 func (u *UI) poolsPage(w http.ResponseWriter, r *http.Request) {
@@ -121,5 +123,9 @@ func (u *UI) poolsPage(w http.ResponseWriter, r *http.Request) {
 		data.Pools = append(data.Pools, c)
 	}
 	data.Reasons = reasonOptions(q.Reason)
+	if data.Limits, err = u.limits(ctx, q.Team); err != nil {
+		u.fail(w, r, err)
+		return
+	}
 	u.render(w, r, http.StatusOK, "pools", "Resource pools", "pools", data)
 }

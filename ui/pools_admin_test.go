@@ -219,3 +219,50 @@ func TestBrowserPoolAdmin(t *testing.T) {
 	}
 	shot(t, ctx, "pools-viewer")
 }
+
+// TestLimitCards: the pools page has a card for _global (the slots each daemon's running
+// attempts hold of max_running, and a link to who waits with reason global_limit) and one per
+// DAG with an open run: its running runs against max_active_runs, its queued runs (linked to
+// its runs list), the running tasks of its busiest run against max_active_tasks, and a link to
+// the entries waiting with reason dag_limit. In the browser they read at 1280 px and on a phone.
+func TestLimitCards(t *testing.T) {
+	b := setup(t, setupOpts{})
+	b.trigger(t, "hold", "h1")
+	b.waitAdmitted(t, "hold", "h1", "keep")
+	page := b.page(t, http.StatusOK, "/ui/pools")
+	for _, want := range []string{
+		`id="limit-global"`, "max_running 8 per daemon", `1<span class="muted"> of 8 running · ui-test</span>`,
+		`href="/ui/pools?reason=global_limit" id="limit-global-waiters"`,
+		`id="limit-dag-hold"`, `of 16 runs running (max_active_runs)`,
+		`busiest run <code>h1</code> 1/16`, `href="/ui/pools?dag=hold&amp;reason=dag_limit" class="limit-waiters"`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the limits have no %s", want)
+		}
+	}
+	if strings.Contains(page, `id="limit-dag-quick"`) {
+		t.Errorf("a DAG with no open run has a card")
+	}
+	// A queued run of hold's DAG links to its runs list.
+	now := time.Now().UTC()
+	if err := b.st.WithTx(context.Background(), func(tx store.Tx) error {
+		return tx.InsertRun(&store.Run{DAGID: "hold", RunID: "later", RunType: vocab.RunManual, LogicalDate: now, State: vocab.RunQueued,
+			QueuedAt: now, Owner: "elsewhere"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if page = b.page(t, http.StatusOK, "/ui/pools"); !strings.Contains(page, `href="/ui/dags/hold/runs?state=queued" class="limit-queued">1 queued run waits`) {
+		t.Errorf("the queued run is not linked")
+	}
+	base := serve(t, b)
+	ctx := tab(t)
+	do(t, ctx, chromedp.Navigate(base+"/ui/pools#limits"))
+	waitFor(t, ctx, "the limit cards", `document.querySelector("#limit-global") && document.querySelector("#limit-dag-hold")`)
+	shot(t, ctx, "pools-limits")
+	do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/ui/pools#limits"))
+	waitFor(t, ctx, "the limit cards at phone width", `document.querySelector("#limit-dag-hold")`)
+	if w := eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 390 {
+		t.Errorf("the pools page at phone width scrolls sideways: %d px wide", w)
+	}
+	shot(t, ctx, "pools-limits-phone")
+}
