@@ -12,11 +12,12 @@ import (
 
 // harness is one chaos run.
 type harness struct {
-	opt options
-	p   *project
-	r   *runner
-	rec *recorder
-	t0  time.Time
+	opt  options
+	p    *project
+	r    *runner
+	rec  *recorder
+	hook *hookReceiver // the webhook every DAG notifies (notifications.go)
+	t0   time.Time
 
 	mu       sync.Mutex
 	counts   map[string]int

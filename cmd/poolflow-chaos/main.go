@@ -3,7 +3,11 @@
 // requirements, random kill -9 and restarts, DAG files deleted and restored, pools shrunk and
 // grown, task instances cleared and marked (over HTTP and the CLI, repair.go), for a bounded time; then a quiet period, and checks from the intervals the tasks
 // really ran and from the store: no pool over capacity, no attempt running twice, every run
-// final, no claim held and no orphan process after the lease bound.
+// final, no claim held and no orphan process after the lease bound. Every DAG also notifies a
+// webhook the harness serves (on_success, on_failure, on_retry; notifications.go): after the
+// quiet period every event of the outbox must be delivered and received at least once, and no
+// occurrence may have been produced twice (two idempotency keys for one event of one run, task
+// and try).
 //
 //	make chaos                        # 5 minutes, 3 daemons, a random seed
 //	CHAOS_TIME=60s CHAOS_SEED=7 make chaos
@@ -200,15 +204,20 @@ func setup(opt options) (*harness, error) {
 			return nil, fmt.Errorf("build poolflow: %w", err)
 		}
 	}
-	p, err := newProject(opt.dir, time.Now(), opt.longTask)
+	hook, err := newHookReceiver()
 	if err != nil {
+		return nil, err
+	}
+	p, err := newProject(opt.dir, time.Now(), opt.longTask, hook.url)
+	if err != nil {
+		hook.close()
 		return nil, err
 	}
 	r, err := newRunner(opt.binary, opt.store, p, opt.daemons, opt.tests)
 	if err != nil {
 		return nil, err
 	}
-	h := &harness{opt: opt, p: p, r: r, rec: newRecorder(p.record), t0: time.Now(), counts: map[string]int{},
+	h := &harness{opt: opt, p: p, r: r, rec: newRecorder(p.record), hook: hook, t0: time.Now(), counts: map[string]int{},
 		capNow: map[string]int{}, deleted: map[string]bool{}}
 	if h.log, err = os.Create(filepath.Join(opt.dir, "actions.log")); err != nil {
 		return nil, err

@@ -106,7 +106,7 @@ type project struct {
 	defs                                           []dagDef
 }
 
-func newProject(dir string, start time.Time, longTask time.Duration) (*project, error) {
+func newProject(dir string, start time.Time, longTask time.Duration, hookURL string) (*project, error) {
 	p := &project{dir: dir, config: filepath.Join(dir, "poolflow.yaml"), dags: filepath.Join(dir, "dags"),
 		state: filepath.Join(dir, "state"), script: filepath.Join(dir, "task.sh"), record: filepath.Join(dir, "record.tsv"),
 		logs: filepath.Join(dir, "logs"), start: start, defs: workload(longTask)}
@@ -115,7 +115,11 @@ func newProject(dir string, start time.Time, longTask time.Duration) (*project, 
 			return nil, err
 		}
 	}
-	if err := os.WriteFile(p.config, []byte("max_running: 8\n"), 0o644); err != nil {
+	// The webhook of the harness's receiver (notifications.go); retries fast and many, so that
+	// a receiver's hiccup or a killed sender leaves nothing failed for good.
+	cfg := "max_running: 8\nnotifiers:\n  chaos: {type: webhook, url: " + hookURL + ", timeout: 5s}\n" +
+		"notifications: {retry_delay: 1s, max_retry_delay: 5s, max_tries: 100}\n"
+	if err := os.WriteFile(p.config, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(p.script, []byte(taskScript), 0o755); err != nil {
@@ -171,11 +175,13 @@ func (p *project) yaml(d *dagDef, schedules bool) string {
 	if d.maxActiveRuns > 0 {
 		fmt.Fprintf(&b, "max_active_runs: %d\n", d.maxActiveRuns)
 	}
+	// Handlers (§13): a run's end, and each task's retry (the tasks retry twice).
+	b.WriteString("on_success: [chaos]\non_failure: [chaos]\n")
 	task := func(indent string, t taskDef) {
 		fmt.Fprintf(&b, "%scommand: [%q, %q, %q, %q, %q]\n", indent, p.script, p.record, needsArg(t.needs),
 			fmt.Sprintf("%g", t.secs), t.mode)
 		fmt.Fprintf(&b, "%spool_requirements: {%s}\n", indent, needsYAML(t.needs))
-		fmt.Fprintf(&b, "%sretries: 2\n%sretry_delay: 1s\n", indent, indent)
+		fmt.Fprintf(&b, "%sretries: 2\n%sretry_delay: 1s\n%son_retry: [chaos]\n", indent, indent, indent)
 		if t.priority > 0 {
 			fmt.Fprintf(&b, "%spriority_weight: %d\n", indent, t.priority)
 		}

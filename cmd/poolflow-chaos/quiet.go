@@ -166,6 +166,9 @@ func errNote(err error) string {
 // run that are left (found by their CHAOS_DIR tag, one by one by pid).
 func (h *harness) cleanup() {
 	h.r.stopAll(45 * time.Second)
+	if h.hook != nil {
+		h.hook.close()
+	}
 	if h.rec != nil {
 		h.rec.closeOnce()
 	}

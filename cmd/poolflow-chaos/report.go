@@ -151,6 +151,9 @@ func (h *harness) report(res *result) {
 	pf("  waiting entries of ended runs: %d  %s\n", len(res.zombies), verdict(len(res.zombies)))
 	pf("  orphan processes: %d  %s\n", len(res.orphans), verdict(len(res.orphans)))
 
+	if res.notify != nil {
+		reportNotifications(pf, res.notify)
+	}
 	details(&b, res, t0)
 	n := res.violations()
 	if n == 0 {

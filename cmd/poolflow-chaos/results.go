@@ -36,6 +36,7 @@ type result struct {
 	zombies     []waitingJSON
 	orphans     []tagged
 	windows     []window
+	notify      *notifyResult
 }
 
 func (r *result) violations() int {
@@ -50,6 +51,9 @@ func (r *result) violations() int {
 	if r.obs.err != nil {
 		n++
 	}
+	if r.notify != nil {
+		n += r.notify.violations()
+	}
 	return n
 }
 
@@ -57,6 +61,7 @@ func (r *result) violations() int {
 // check on what it recorded.
 func (h *harness) check() *result {
 	res := &result{obs: h.observe(), tis: map[string][]tiJSON{}}
+	res.notify = h.checkNotifications(res.obs.addr, h.opt.lease+30*time.Second)
 	res.occupied, res.occErr = h.r.occupied()
 	h.rec.closeOnce()
 	res.attempts, res.strays, res.bad = h.rec.snapshot()
