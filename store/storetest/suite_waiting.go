@@ -160,6 +160,11 @@ func testWaitingLine(t *testing.T, h Harness) {
 				}
 			}
 		}
+		whole, err := st.WaitingPage(bg(), store.WaitingQuery{Pool: pool, Limit: 1 << 30}) // a reason filter's read
+		must(t, err)
+		if !slices.Equal(ids(whole.Entries), ids(line)) {
+			t.Errorf("%s whole: %v, want %v", pool, ids(whole.Entries), ids(line))
+		}
 		var beta []store.Entry
 		var places []int
 		for i, e := range line {

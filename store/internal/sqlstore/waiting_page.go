@@ -188,7 +188,7 @@ func (s *DB) WaitingPage(ctx context.Context, q store.WaitingQuery) (store.Waiti
 	if len(ids) == 0 {
 		return out, nil
 	}
-	es, err := entriesWhere(ctx, s.readers(), `e.id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, ids...)
+	es, err := s.entriesByID(ctx, ids, false)
 	if err != nil {
 		return out, err
 	}
@@ -337,20 +337,26 @@ func (s *DB) WaitingThrough(ctx context.Context, b store.WalkBound) ([]store.Ent
 			return nil, unavailable(err)
 		}
 	}
-	ids := make([]int64, 0, len(want))
+	ids := make([]any, 0, len(want))
 	for id := range want {
 		ids = append(ids, id)
 	}
-	slices.Sort(ids)
+	slices.SortFunc(ids, func(a, b any) int { return cmp.Compare(a.(int64), b.(int64)) })
+	return s.entriesByID(ctx, ids, true)
+}
+
+// entriesByID reads the entries of ids (waiting ones only, if waiting), 500 at a time: a
+// reason filter's whole line is more than SQLite's bound on variables.
+func (s *DB) entriesByID(ctx context.Context, ids []any, waiting bool) ([]store.Entry, error) {
+	cond := ""
+	if waiting {
+		cond = `e.state = 'waiting' AND `
+	}
 	var out []store.Entry
-	const chunk = 500 // well under SQLite's bound on variables
+	const chunk = 500
 	for len(ids) > 0 {
 		n := min(len(ids), chunk)
-		args := make([]any, n)
-		for i, id := range ids[:n] {
-			args[i] = id
-		}
-		es, err := entriesWhere(ctx, s.readers(), `e.state = 'waiting' AND e.id IN (?`+strings.Repeat(", ?", n-1)+`)`, args...)
+		es, err := entriesWhere(ctx, s.readers(), cond+`e.id IN (?`+strings.Repeat(", ?", n-1)+`)`, ids[:n]...)
 		if err != nil {
 			return nil, err
 		}
