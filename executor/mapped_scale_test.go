@@ -1,12 +1,15 @@
 package executor
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/poolflow/poolflow/executor/attempt"
 	"github.com/poolflow/poolflow/executor/decide"
 	"github.com/poolflow/poolflow/executor/state"
+	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
 )
 
@@ -169,4 +172,57 @@ func startedIDs(specs []*attempt.Spec) []string {
 		out = append(out, s.Task.ID)
 	}
 	return out
+}
+
+// TestMappedShorterListAfterClear: cleared with its upstream, a mapped task whose list came back
+// shorter leaves the extra instances out of the task (Airflow's "removed"): it sums up from the
+// instances of the new list only, and the task after it runs, where a failed or skipped leftover
+// used to fail the task or skip what follows it.
+func TestMappedShorterListAfterClear(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "pools:\n  default: -1\n", map[string]string{"short.yaml": `dag_id: short
+tasks:
+  - {id: list, command: ["true"]}
+  - {id: load, depends_on: [list], expand: "${{ tasks.list.output.items }}", command: ["true"]}
+  - {id: after, depends_on: [load], command: ["true"]}
+`})
+	h, _ := b.harness(t, nil)
+	trig, _ := h.Trigger(TriggerRequest{DAGID: "short", RunID: "r"})
+	p := h.mustPass(t, trig)
+	listed := func(s *attempt.Spec, items string) *attempt.Ended {
+		e := h.End(s, true, "")
+		e.Output = `{"items": ` + items + `}`
+		return e
+	}
+	p = h.mustPass(t, listed(startOf(t, p, "list"), "[1, 2, 3]"))
+	run := runOf(h, p.Starts[0])
+	p = h.mustPass(t, h.End(startOf(t, p, "load[0]"), true, ""), h.End(startOf(t, p, "load[1]"), true, ""),
+		h.End(startOf(t, p, "load[2]"), false, "boom"))
+	if st := run.TIs["load"].State; st != vocab.TaskFailed {
+		t.Fatalf("load: %s, want failed", st)
+	}
+	body, _ := json.Marshal(store.ClearParams{TaskIDs: []string{"list"}, Downstream: true})
+	cmd, reply := h.Command(store.Command{Kind: vocab.CommandClear, Run: run.PK, Who: "cli:test@host", Params: string(body)})
+	var starts []*attempt.Spec
+	starts = append(starts, h.settle(t, cmd)...)
+	if err := <-reply; err != nil {
+		t.Fatal(err)
+	}
+	run = h.State().Runs[run.PK]
+	if run == nil {
+		t.Fatal("the run is not open again")
+	}
+	starts = h.settle(t, listed(specOf(t, starts, "short", "list"), "[1, 2]"))
+	if got := startedIDs(starts); fmt.Sprint(got) != "[load[0] load[1]]" {
+		t.Fatalf("after the shorter list: started %v", got)
+	}
+	starts = h.succeed(t, starts...)
+	if got := startedIDs(starts); fmt.Sprint(got) != "[after]" {
+		t.Fatalf("after both instances: started %v, want [after]", got)
+	}
+	tis := b.tis(t, run.PK)
+	if tis["load"].State != vocab.TaskSuccess || tis["load"].Reason != "mapped over 2 items" ||
+		tis["load[2]"].State != vocab.TaskSkipped || !strings.Contains(tis["load[2]"].Reason, "removed") {
+		t.Errorf("load %s %q; load[2] %s %q", tis["load"].State, tis["load"].Reason, tis["load[2]"].State, tis["load[2]"].Reason)
+	}
 }

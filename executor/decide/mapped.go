@@ -65,7 +65,7 @@ func (ps *pass) advanceMapped(run *state.Run, ti *state.TI) []readyTask {
 	if m.Pending() > 0 || m.ToMake() > 0 {
 		ps.later(m)
 	}
-	n := m.Len()
+	n := m.Size()
 	if n == 0 {
 		return ready
 	}

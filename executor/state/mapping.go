@@ -42,8 +42,13 @@ func (m *Mapping) add(ti *TI) {
 	m.insts[ti.MapIndex] = ti
 }
 
-// moved accounts for an instance whose state went from old ("" for a new one) to its own.
+// moved accounts for an instance whose state went from old ("" for a new one) to its own. An
+// instance past the end of the list (removed: a shorter list after a clear) is no longer part
+// of the task: it is neither counted nor queued.
 func (m *Mapping) moved(ti *TI, old vocab.TaskState) {
+	if !m.part(ti) {
+		return
+	}
 	if old != "" {
 		if m.states[old]--; m.states[old] == 0 {
 			delete(m.states, old)
@@ -55,9 +60,21 @@ func (m *Mapping) moved(ti *TI, old vocab.TaskState) {
 	}
 }
 
+// part reports whether an instance is part of the task's list (every one, until memory knows
+// the list's length).
+func (m *Mapping) part(ti *TI) bool { return !m.known || ti.MapIndex < m.want }
+
+// Size is the number of instances that are part of the list.
+func (m *Mapping) Size() int {
+	if m.known {
+		return min(m.want, len(m.insts))
+	}
+	return len(m.insts)
+}
+
 // mark puts an instance on the list the mapped task looks at next.
 func (m *Mapping) mark(ti *TI) {
-	if !ti.pending {
+	if !ti.pending && m.part(ti) {
 		ti.pending = true
 		m.pending = append(m.pending, ti)
 	}
@@ -118,7 +135,19 @@ func (m *Mapping) Take(k int) []*TI {
 func (m *Mapping) Pending() int { return len(m.pending) }
 
 // Want says the task's list has n items: the instances up to n are to make.
-func (m *Mapping) Want(n int) { m.want, m.known = n, true }
+func (m *Mapping) Want(n int) {
+	if m.known && m.want == n {
+		return
+	}
+	m.want, m.known = n, true
+	// Counted again over the instances of this list, as memory last accounted for each.
+	clear(m.states)
+	for _, ti := range m.insts[:min(n, len(m.insts))] {
+		if ti != nil && ti.seen != "" {
+			m.states[ti.seen]++
+		}
+	}
+}
 
 // Known reports whether memory knows the list's length (not after a load, until it evaluated
 // the list again).
