@@ -31,14 +31,18 @@ type hookReceiver struct {
 	got  map[string]int // idempotency key -> deliveries
 	seen map[string]map[string]bool
 	n    int
+	// lat is, for each key's first receipt, the time from the event's "at" (the state change,
+	// written in its transaction) to the receipt: the delivery latency under chaos.
+	lat []time.Duration
 }
 
 type hookBody struct {
-	Event    string `json:"event"`
-	DAGID    string `json:"dag_id"`
-	DAGRunID string `json:"dag_run_id"`
-	TaskID   string `json:"task_id"`
-	Try      int    `json:"try_number"`
+	Event    string    `json:"event"`
+	DAGID    string    `json:"dag_id"`
+	DAGRunID string    `json:"dag_run_id"`
+	TaskID   string    `json:"task_id"`
+	Try      int       `json:"try_number"`
+	At       time.Time `json:"at"`
 }
 
 func (b hookBody) occurrence() string {
@@ -61,7 +65,11 @@ func (h *hookReceiver) serve(w http.ResponseWriter, r *http.Request) {
 	var b hookBody
 	_ = json.Unmarshal(data, &b)
 	key := r.Header.Get("Idempotency-Key")
+	now := time.Now()
 	h.mu.Lock()
+	if h.got[key] == 0 && !b.At.IsZero() && b.Event != "test" {
+		h.lat = append(h.lat, now.Sub(b.At))
+	}
 	h.got[key]++
 	h.n++
 	occ := b.occurrence()
@@ -124,13 +132,14 @@ func (r *runner) outbox(addr string) ([]notificationJSON, error) {
 // notifyResult is what the notification checks found.
 type notifyResult struct {
 	err         error
-	rows        int            // outbox rows
-	received    int            // POSTs the receiver got
-	byEvent     map[string]int // outbox rows by event
-	undelivered []string       // rows not delivered (pending or failed), with their last error
-	unreceived  []string       // rows delivered whose key the receiver never got
-	twice       []string       // occurrences with more than one idempotency key
-	resent      int            // keys received more than once (at least once: allowed)
+	rows        int             // outbox rows
+	received    int             // POSTs the receiver got
+	byEvent     map[string]int  // outbox rows by event
+	undelivered []string        // rows not delivered (pending or failed), with their last error
+	unreceived  []string        // rows delivered whose key the receiver never got
+	twice       []string        // occurrences with more than one idempotency key
+	resent      int             // keys received more than once (at least once: allowed)
+	latency     []time.Duration // state change -> first receipt, sorted
 }
 
 func (n *notifyResult) violations() int {
@@ -171,6 +180,8 @@ func (h *harness) checkNotifications(addr string, wait time.Duration) *notifyRes
 	h.hook.mu.Lock()
 	defer h.hook.mu.Unlock()
 	res.rows, res.received = len(rows), h.hook.n
+	res.latency = append([]time.Duration(nil), h.hook.lat...)
+	sort.Slice(res.latency, func(i, j int) bool { return res.latency[i] < res.latency[j] })
 	keys := map[string][]string{} // occurrence -> keys of the outbox
 	for _, n := range rows {
 		res.byEvent[n.Event]++
@@ -228,6 +239,11 @@ func reportNotifications(pf func(string, ...any), n *notifyResult) {
 	sort.Strings(evs)
 	pf("  events in the outbox: %d (%s); POSTs received: %d; keys received more than once: %d (at least once: allowed)\n",
 		n.rows, strings.Join(evs, ", "), n.received, n.resent)
+	if l := n.latency; len(l) > 0 {
+		q := func(f float64) time.Duration { return l[int(f*float64(len(l)-1))].Round(time.Millisecond) }
+		pf("  delivery latency (state change -> first receipt): median %s, p90 %s, p99 %s, max %s over %d events\n",
+			q(0.5), q(0.9), q(0.99), q(1), len(l))
+	}
 	pf("  events not delivered after the quiet period: %d  %s\n", len(n.undelivered), verdict(len(n.undelivered)))
 	pf("  events delivered but never received: %d  %s\n", len(n.unreceived), verdict(len(n.unreceived)))
 	pf("  events produced twice (two idempotency keys for one occurrence): %d  %s\n", len(n.twice), verdict(len(n.twice)))
