@@ -87,7 +87,7 @@ func ganttSVG(tasks []string, hrefs map[string]string, bars []bar) template.HTML
 		row[t] = i
 	}
 	var s svg
-	s.open(w, h, "gantt", "Gantt chart of the run's attempts")
+	s.openGroup(w, h, "gantt", "Gantt chart of the run's attempts") // its task names are links
 	tick := func(at time.Time, label, format string) {
 		tx := x(at)
 		s.raw(`<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/>`, num(tx), num(top-4), num(tx), num(h))
@@ -124,7 +124,8 @@ func ganttSVG(tasks []string, hrefs map[string]string, bars []bar) template.HTML
 			s.raw(`<rect class="band" x="0" y="%s" width="%s" height="%s"/>`, num(y), num(w), num(rowH))
 		}
 		if href := hrefs[t]; href != "" {
-			s.raw(`<a href="%s">`, attr(href))
+			// Out of the tab order: the tasks table below has the same links, one per row.
+			s.raw(`<a href="%s" aria-label="%s" tabindex="-1">`, attr(href), attr(t))
 			s.text(6, y+16, "label", "start", truncate(t, 20))
 			s.raw(`</a>`)
 		} else {

@@ -35,6 +35,7 @@ func TestContrast(t *testing.T) {
 			{"text on a card", get("text"), get("panel")},
 			{"muted text on a card", get("muted"), get("panel")},
 			{"muted text on the page", get("muted"), get("bg")},
+			{"muted text on a chip or code", get("muted"), get("panel-2")},
 			{"a link on a card", get("accent"), get("panel")},
 			{"a button", buttonText, get("accent")},
 			{"a ghost button", get("accent"), get("panel")},

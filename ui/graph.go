@@ -152,6 +152,9 @@ func graphSVG(d *dag.DAG, lay *graphLayout, info map[string]nodeInfo, collapse b
 		}
 	}
 	s.raw(`</g>`)
+	// One node is a tab stop, the others are reached with the arrow keys (graph.js): a 500-task
+	// graph is not 500 stops; each node stays a link for screen readers and in the list below.
+	var rove roving
 	for _, n := range nodes {
 		p := at[n.ID]
 		maxChars := int((p.w - 26) / charW)
@@ -167,8 +170,10 @@ func graphSVG(d *dag.DAG, lay *graphLayout, info map[string]nodeInfo, collapse b
 			if in.Reason != "" {
 				tip += "\n" + in.Reason
 			}
+			// A node link's accessible name is its title, the task's whole id and state (an
+			// aria-label would not contain the visible, shortened name: WCAG 2.5.3).
 			if in.Href != "" {
-				s.raw(`<a href="%s" aria-label="%s">`, attr(in.Href), attr(tip))
+				s.raw(`<a href="%s"%s>`, attr(in.Href), rove.next())
 			}
 			s.raw(`<g class="node %s" data-task="%s" data-state="%s" transform="translate(%s,%s)">`,
 				attr(stateClass(state)), attr(t.ID), attr(string(state)), num(p.x), num(p.y))
@@ -239,7 +244,7 @@ func graphSVG(d *dag.DAG, lay *graphLayout, info map[string]nodeInfo, collapse b
 		if len(names) > 24 {
 			tip += ", …"
 		}
-		s.raw(`<a href="%s" aria-label="%s">`, attr(groupHref(n.ID)), attr("open group "+tip))
+		s.raw(`<a href="%s"%s>`, attr(groupHref(n.ID)), rove.next())
 		s.raw(`<g class="node group %s %s" data-group="%s" data-state="%s" data-size="%d" transform="translate(%s,%s)">`,
 			attr(n.Kind), attr(stateClass(state)), attr(n.ID), attr(string(state)), len(n.Members), num(p.x), num(p.y))
 		s.title(tip)
@@ -268,6 +273,18 @@ func graphSVG(d *dag.DAG, lay *graphLayout, info map[string]nodeInfo, collapse b
 	view.Wide = w > 720
 	view.SVG = s.html()
 	return view
+}
+
+// roving gives the first of many links the tab stop and takes the others out of the tab
+// order (tabindex -1), for a script to move the stop with the arrow keys.
+type roving struct{ started bool }
+
+func (r *roving) next() string {
+	if !r.started {
+		r.started = true
+		return ""
+	}
+	return ` tabindex="-1"`
 }
 
 // taskSummary is a node's second line: its state (or kind) and the pools it needs.

@@ -27,7 +27,7 @@ func TestGridBodyEscapes(t *testing.T) {
 		`<th class="task-col"><span title="command">a&lt;b&gt;&#34;c&#34;</span></th>`,
 		`<a class="cell st-up-for-retry" href="/ui/x?a=1&amp;b=&#34;2&#34;" title="&lt;script&gt;alert(1)&lt;/script&gt;" data-state="up_for_retry">`,
 		`<span class="cell absent" title="not in &#34;r2&#34;"></span>`,
-		`<a class="cell st-success mapped" href="/ui/m" title="m" data-state="success"><span class="st-success" style="width: 75.00%" data-state="success" data-count="3"></span>`,
+		`<a class="cell st-success mapped" href="/ui/m" title="m" data-state="success" tabindex="-1"><span class="st-success" style="width: 75.00%" data-state="success" data-count="3"></span>`,
 		`<tr class="group-row"><th class="task-col"><a href="/ui/dags/d?open=prefix%3A1&amp;x=&lt;" title="100 tasks: open the group">load_* (100)</a></th>`,
 	} {
 		if !strings.Contains(got, want) {

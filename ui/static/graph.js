@@ -99,8 +99,44 @@
     view.addEventListener("pointerup", endDrag);
     view.addEventListener("pointercancel", endDrag);
 
+    // The nodes: one is a tab stop (the server marks the others tabindex -1); the arrow keys
+    // move the focus to the nearest node that way, and the view follows it.
+    function nodeOf(a) { return a && a.querySelector("g.node"); }
+    function middle(g) {
+      var m = g.transform.baseVal.consolidate(), box = g.querySelector("rect.box:not(.stack)");
+      return { x: m.matrix.e + box.width.baseVal.value / 2, y: m.matrix.f + box.height.baseVal.value / 2 };
+    }
+    function nearest(from, dx, dy) {
+      var p = middle(nodeOf(from)), best = null, bestD = Infinity;
+      svg.querySelectorAll("a").forEach(function (a) {
+        var g = nodeOf(a);
+        if (a === from || !g) return;
+        var q = middle(g), vx = q.x - p.x, vy = q.y - p.y, along = vx * dx + vy * dy, across = Math.abs(vx * dy - vy * dx);
+        if (along <= 0) return;
+        var d = along + 3 * across; // straight ahead first
+        if (d < bestD) { bestD = d; best = a; }
+      });
+      return best;
+    }
+    function focusNode(a) {
+      svg.querySelectorAll('a:not([tabindex="-1"])').forEach(function (o) { o.setAttribute("tabindex", "-1"); });
+      a.removeAttribute("tabindex");
+      a.focus({ preventScroll: true });
+      var g = nodeOf(a), m = g.transform.baseVal.consolidate(), box = g.querySelector("rect.box:not(.stack)");
+      var z = size(), x = (m.matrix.e - s.x) * s.k, y = (m.matrix.f - s.y) * s.k;
+      if (x < 0 || y < 0 || x + box.width.baseVal.value * s.k > z.w || y + box.height.baseVal.value * s.k > z.h) centre(g, s.k);
+    }
+    var DIRS = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
+
     view.addEventListener("keydown", function (ev) {
       if (ev.altKey || ev.ctrlKey || ev.metaKey) return;
+      var on = ev.target.closest && ev.target.closest("svg.graph a");
+      if (on && DIRS[ev.key]) {
+        var next = nearest(on, DIRS[ev.key][0], DIRS[ev.key][1]);
+        if (next) focusNode(next);
+        ev.preventDefault();
+        return;
+      }
       var step = 80, done = true;
       switch (ev.key) {
         case "ArrowLeft": pan(-step, 0); break;
@@ -241,9 +277,7 @@
         var sub = g.querySelector("text.sub"), tip = g.querySelector("title");
         if (sub) { var rest = sub.textContent.split(" · ").slice(1); sub.textContent = [words(state)].concat(rest).join(" · "); }
         var label = task + ": " + words(state) + (t[2] ? "\n" + t[2] : "");
-        if (tip) tip.textContent = label;
-        var a = g.closest("a");
-        if (a) a.setAttribute("aria-label", label);
+        if (tip) tip.textContent = label; // the node link's accessible name too
       });
       Object.keys(groups).forEach(function (id) {
         var g = svg.querySelector('g.node[data-group="' + CSS.escape(id) + '"]');
