@@ -245,7 +245,9 @@ tasks:
 		slices.ContainsFunc(dates, func(d store.BackfillDate) bool { return d.Action != vocab.BackfillCreated }) {
 		t.Fatalf("dates %+v", dates)
 	}
-	if strings.Count(first.logs.String()+second.logs.String(), `msg="run created" dag_id=slow`) != 12 {
-		t.Fatalf("runs created: %d", strings.Count(first.logs.String()+second.logs.String(), `msg="run created" dag_id=slow`))
+	// At most 12 creations logged: the first daemon may be killed between committing a run
+	// and logging it (seen: 11), but a date created twice would log a thirteenth.
+	if n := strings.Count(first.logs.String()+second.logs.String(), `msg="run created" dag_id=slow`); n > 12 {
+		t.Fatalf("runs created: %d", n)
 	}
 }
