@@ -26,6 +26,7 @@ type harness struct {
 	acks     []ack
 	timers   []timed
 	deleted  map[string]bool
+	repairs  map[string]int // "dag/run" -> clears and marks that were not refused: each may end the run again
 	lastKill time.Time
 	quiet    bool
 	quietAt  time.Time
@@ -165,4 +166,15 @@ func (h *harness) chaos(ctx context.Context) {
 		}
 	}
 	h.inflight.Wait()
+}
+
+// repaired counts a clear or mark of run that was not refused: it may reopen the run, whose
+// next end is then a new occurrence of its run event (notifications.go).
+func (h *harness) repaired(dag, run string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.repairs == nil {
+		h.repairs = map[string]int{}
+	}
+	h.repairs[dag+"/"+run]++
 }

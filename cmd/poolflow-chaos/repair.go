@@ -101,6 +101,9 @@ func (h *harness) repairHTTP(a action, addr string, run runJSON, task string, wh
 	}
 	_ = json.NewDecoder(resp.Body).Decode(&out)
 	h.count(fmt.Sprintf("%ss over HTTP: %d", a.kind, resp.StatusCode))
+	if resp.StatusCode/100 == 2 {
+		h.repaired(run.DAGID, run.RunID)
+	}
 	h.logf("%s: %d %s", what, resp.StatusCode, out.Detail)
 }
 
@@ -126,9 +129,11 @@ func (h *harness) repairCLI(a action, run runJSON, task string, whole bool, what
 		h.count(fmt.Sprintf("%ss by the CLI: refused or failed", a.kind))
 		h.logf("%s: %v: %s", what, err, strings.TrimSpace(errOut))
 	case strings.Contains(out, "queued;"):
+		h.repaired(run.DAGID, run.RunID)
 		h.count(fmt.Sprintf("%ss by the CLI: queued", a.kind))
 		h.logf("%s: %s", what, strings.TrimSpace(out))
 	default:
+		h.repaired(run.DAGID, run.RunID)
 		h.count(fmt.Sprintf("%ss by the CLI: applied", a.kind))
 		h.logf("%s: %s", what, strings.TrimSpace(out))
 	}
