@@ -117,22 +117,7 @@ func (s *DB) PoolHoldings(ctx context.Context, since time.Time) ([]store.Holding
 		FROM queue_entries e JOIN entry_requirements q ON q.entry = e.id
 		WHERE e.ended_at >= ? AND e.admitted_at IS NOT NULL AND e.state NOT IN ('waiting', 'admitted') AND NOT q.implicit
 		ORDER BY 4, 1`, store.Micros(since))
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	defer rows.Close()
-	var out []store.Holding
-	for rows.Next() {
-		var h store.Holding
-		var admitted int64
-		var ended sql.NullInt64
-		if err := rows.Scan(&h.Entry, &h.Pool, &h.Slots, &admitted, &ended); err != nil {
-			return nil, unavailable(err)
-		}
-		h.AdmittedAt, h.EndedAt = store.FromMicros(admitted), timeOf(ended)
-		out = append(out, h)
-	}
-	return out, unavailable(rows.Err())
+	return holdings(rows, err)
 }
 
 // PoolHistory lists the admissions into named pool pool that held slots at some time within
@@ -149,22 +134,7 @@ func (s *DB) PoolHistory(ctx context.Context, pool string, from, to time.Time) (
 		FROM queue_entries e JOIN entry_requirements q ON q.entry = e.id AND q.pool = ?
 		WHERE e.ended_at >= ? AND e.admitted_at IS NOT NULL AND e.admitted_at <= ? AND e.state NOT IN ('waiting', 'admitted') AND NOT q.implicit
 		ORDER BY 4, 1`, pool, t, pool, f, t)
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	defer rows.Close()
-	var out []store.Holding
-	for rows.Next() {
-		var h store.Holding
-		var admitted int64
-		var ended sql.NullInt64
-		if err := rows.Scan(&h.Entry, &h.Pool, &h.Slots, &admitted, &ended); err != nil {
-			return nil, unavailable(err)
-		}
-		h.AdmittedAt, h.EndedAt = store.FromMicros(admitted), timeOf(ended)
-		out = append(out, h)
-	}
-	return out, unavailable(rows.Err())
+	return holdings(rows, err)
 }
 
 // PoolHoldersAt lists the admissions that held slots of named pool pool at instant at, with
@@ -218,6 +188,26 @@ func (s *DB) OpenRunWaits(ctx context.Context) (map[string]store.RunWaits, error
 		if w.Approval+w.Pool > 0 {
 			out[dag] = w
 		}
+	}
+	return out, unavailable(rows.Err())
+}
+
+// holdings reads the rows of PoolHoldings and PoolHistory: entry, pool, slots, admitted, ended.
+func holdings(rows *sql.Rows, err error) ([]store.Holding, error) {
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	defer rows.Close()
+	var out []store.Holding
+	for rows.Next() {
+		var h store.Holding
+		var admitted int64
+		var ended sql.NullInt64
+		if err := rows.Scan(&h.Entry, &h.Pool, &h.Slots, &admitted, &ended); err != nil {
+			return nil, unavailable(err)
+		}
+		h.AdmittedAt, h.EndedAt = store.FromMicros(admitted), timeOf(ended)
+		out = append(out, h)
 	}
 	return out, unavailable(rows.Err())
 }
