@@ -17,11 +17,8 @@ import (
 // it as executor.Config.NotifySettled: it never blocks.
 func (m *Metrics) NotificationSettled(notifier string, state vocab.DeliveryState) {
 	outcome := "retried"
-	switch state {
-	case vocab.DeliveryDelivered:
-		outcome = "delivered"
-	case vocab.DeliveryFailed:
-		outcome = "failed"
+	if state.Terminal() {
+		outcome = string(state) // delivered, or failed for good
 	}
 	m.deliveries.WithLabelValues(notifier, outcome).Inc()
 }
