@@ -222,42 +222,56 @@ func entryOf(entries map[string]store.Entry, id string) *store.Entry {
 // comma-separated), pool (a named pool of the requirements), the start_date, end_date and
 // duration (seconds) ranges (_gte, _lte), order_by (a field, - for descending), limit, offset.
 func (s *Server) listTaskInstances(w http.ResponseWriter, r *http.Request) {
-	p, err := pageOf(r)
+	l, err := s.tiListingOf(r, tiOrders, "dag_order")
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	keep, err := tiFilterOf(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	field, desc, err := orderQuery(r, tiOrders, "dag_order")
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	run, err := s.runOf(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	tis, entries, d, err := s.runTasks(r.Context(), run)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	weights := weightsOf(d)
+	weights := weightsOf(l.d)
 	views := []TaskInstanceJSON{}
-	for _, ti := range tis {
-		v := tiView(run, ti, taskOf(d, ti.TaskID), weights[baseID(ti.TaskID)], entryOf(entries, ti.TaskID))
-		if keep(v) {
+	for _, ti := range l.tis {
+		v := tiView(l.run, ti, taskOf(l.d, ti.TaskID), weights[baseID(ti.TaskID)], entryOf(l.entries, ti.TaskID))
+		if l.keep(v) {
 			views = append(views, v)
 		}
 	}
-	sortTIs(views, field, desc)
-	lo, hi := p.slice(len(views))
+	sortTIs(views, l.field, l.desc)
+	lo, hi := l.page.slice(len(views))
 	writeJSON(w, http.StatusOK, taskInstanceCollection{TaskInstances: views[lo:hi], TotalEntries: len(views)})
+}
+
+// tiListing is what a task instance list reads from its request: the page, filters and order
+// asked for, and the run with its task instances, entries and DAG.
+type tiListing struct {
+	page    page
+	keep    func(TaskInstanceJSON) bool
+	field   string
+	desc    bool
+	run     store.Run
+	tis     []store.TaskInstance
+	entries map[string]store.Entry
+	d       *dag.DAG
+}
+
+// tiListingOf reads a task instance list's request (listTaskInstances, listMapped), ordered
+// by one of orders, def when none is asked for.
+func (s *Server) tiListingOf(r *http.Request, orders []string, def string) (tiListing, error) {
+	var l tiListing
+	var err error
+	if l.page, err = pageOf(r); err != nil {
+		return l, err
+	}
+	if l.keep, err = tiFilterOf(r); err != nil {
+		return l, err
+	}
+	if l.field, l.desc, err = orderQuery(r, orders, def); err != nil {
+		return l, err
+	}
+	if l.run, err = s.runOf(r); err != nil {
+		return l, err
+	}
+	l.tis, l.entries, l.d, err = s.runTasks(r.Context(), l.run)
+	return l, err
 }
 
 var (
@@ -442,53 +456,33 @@ func baseID(id string) string {
 // listMapped is GET .../taskInstances/{task_id}/listMapped (Airflow's): the instances of a
 // mapped task in map_index order, filtered, ordered and paged as the task instance list is.
 func (s *Server) listMapped(w http.ResponseWriter, r *http.Request) {
-	p, err := pageOf(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	keep, err := tiFilterOf(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	field, desc, err := orderQuery(r, append(slices.Clone(tiOrders), "map_index"), "map_index")
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	run, err := s.runOf(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	tis, entries, d, err := s.runTasks(r.Context(), run)
+	l, err := s.tiListingOf(r, append(slices.Clone(tiOrders), "map_index"), "map_index")
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	id := pathVar(r, "task_id")
-	task := taskOf(d, id)
+	task := taskOf(l.d, id)
 	if task == nil || !task.Mapped() {
-		s.fail(w, r, notFound("task %s of dag %s is not a mapped task", id, run.DAGID))
+		s.fail(w, r, notFound("task %s of dag %s is not a mapped task", id, l.run.DAGID))
 		return
 	}
-	weight := weightsOf(d)[id]
+	weight := weightsOf(l.d)[id]
 	views := []TaskInstanceJSON{}
-	for _, ti := range tis {
+	for _, ti := range l.tis {
 		if base, _, ok := dag.SplitMapID(ti.TaskID); !ok || base != id {
 			continue
 		}
-		if v := tiView(run, ti, task, weight, entryOf(entries, ti.TaskID)); keep(v) {
+		if v := tiView(l.run, ti, task, weight, entryOf(l.entries, ti.TaskID)); l.keep(v) {
 			views = append(views, v)
 		}
 	}
 	sort.SliceStable(views, func(i, j int) bool { return views[i].MapIndex < views[j].MapIndex })
-	if field != "map_index" {
-		sortTIs(views, field, desc)
-	} else if desc {
+	if l.field != "map_index" {
+		sortTIs(views, l.field, l.desc)
+	} else if l.desc {
 		slices.Reverse(views)
 	}
-	lo, hi := p.slice(len(views))
+	lo, hi := l.page.slice(len(views))
 	writeJSON(w, http.StatusOK, taskInstanceCollection{TaskInstances: views[lo:hi], TotalEntries: len(views)})
 }
