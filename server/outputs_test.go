@@ -52,7 +52,7 @@ func TestListMapped(t *testing.T) {
 tasks:
   - id: each
     expand: [x, y, z]
-    command: ["sh", "-c", 'echo "{\"item\": \"$1\"}" > "$POOLFLOW_OUTPUT"', "each", "${{ item }}"]
+    command: ["sh", "-c", 'echo "loading $1"; echo "{\"item\": \"$1\"}" > "$POOLFLOW_OUTPUT"', "each", "${{ item }}"]
 `)
 	b.waitDAG(t, "maps")
 	if rec := b.trigger(t, "maps", "m1", ""); rec.Code != http.StatusOK && rec.Code != http.StatusAccepted {
@@ -84,5 +84,47 @@ tasks:
 	}
 	if rec := b.do(t, http.MethodGet, "/api/v1/dags/quick/dagRuns/m1/taskInstances/only/listMapped", "", ""); rec.Code != http.StatusNotFound {
 		t.Fatalf("not mapped: %d", rec.Code)
+	}
+
+	// Airflow's paths: the task's own id and map_index (mapindex.go).
+	if err := json.Unmarshal(b.must(t, http.StatusOK, http.MethodGet, base+"each/1", ""), &one); err != nil ||
+		one.TaskID != "each[1]" || one.MapIndex != 1 || one.State != "success" {
+		t.Fatalf("each/1: %+v %v", one, err)
+	}
+	if err := json.Unmarshal(b.must(t, http.StatusOK, http.MethodGet, base+"each/-1", ""), &one); err != nil ||
+		one.TaskID != "each" || one.MapIndex != -1 {
+		t.Fatalf("each/-1 (the task itself): %+v %v", one, err)
+	}
+	if err := json.Unmarshal(b.must(t, http.StatusOK, http.MethodGet, base+"each/2/output", ""), &out); err != nil ||
+		out.TaskID != "each[2]" || compact(out.Value) != `{"item":"z"}` {
+		t.Fatalf("each/2/output: %+v %v", out, err)
+	}
+	b.must(t, http.StatusOK, http.MethodGet, base+"each/0/dependencies", "")
+	if log := string(b.must(t, http.StatusOK, http.MethodGet, base+"each/logs/1?map_index=2", "")); !strings.Contains(log, "loading z") {
+		t.Fatalf("each's log with map_index=2: %q", log)
+	}
+	b.must(t, http.StatusOK, http.MethodPatch, base+"each/0", `{"note": "checked by hand"}`)
+	if err := json.Unmarshal(b.must(t, http.StatusOK, http.MethodGet, base+"each%5B0%5D", ""), &one); err != nil ||
+		one.Note == nil || *one.Note != "checked by hand" {
+		t.Fatalf("each[0]'s note after PATCH each/0: %+v %v", one, err)
+	}
+	for _, bad := range []struct {
+		path string
+		code int
+	}{
+		{base + "each/first", http.StatusBadRequest},
+		{base + "each/-2", http.StatusBadRequest},
+		{base + "each%5B1%5D/1", http.StatusBadRequest},
+		{base + "each/logs/1?map_index=x", http.StatusBadRequest},
+		{base + "each/7", http.StatusNotFound},
+		{base + "each/3/output", http.StatusNotFound},
+	} {
+		rec := b.do(t, http.MethodGet, bad.path, "", testToken)
+		if rec.Code != bad.code {
+			t.Errorf("GET %s: %d, want %d: %s", bad.path, rec.Code, bad.code, rec.Body)
+		}
+		if bad.code == http.StatusBadRequest && !strings.Contains(rec.Body.String(), "map_index") {
+			t.Errorf("GET %s: the 400 does not name map_index: %s", bad.path, rec.Body)
+		}
 	}
 }

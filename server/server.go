@@ -185,7 +185,13 @@ func (s *Server) table() []route {
 		{http.MethodGet, ti + "/dependencies", s.getDependencies, read, nil},
 		{http.MethodGet, ti + "/output", s.getOutput, logs, nil},
 		{http.MethodGet, ti + "/listMapped", s.listMapped, read, tisParams},
-		{http.MethodGet, ti + "/logs/{try_number}", s.getLog, logs, []string{"download"}},
+		// Airflow's paths to one mapped instance (mapindex.go): …/{task_id}/{map_index}. After
+		// the fixed names above, which mux tries first.
+		{http.MethodGet, ti + "/{map_index}", s.withMapIndex(s.getTaskInstance), read, nil},
+		{http.MethodPatch, ti + "/{map_index}", s.withMapIndex(s.patchTaskInstance), repair, nil},
+		{http.MethodGet, ti + "/{map_index}/dependencies", s.withMapIndex(s.getDependencies), read, nil},
+		{http.MethodGet, ti + "/{map_index}/output", s.withMapIndex(s.getOutput), logs, nil},
+		{http.MethodGet, ti + "/logs/{try_number}", s.withMapIndex(s.getLog), logs, []string{"download", "map_index"}},
 		{http.MethodPost, ti + "/approve", s.decideGate(vocab.CommandApprove), approve, nil},
 		{http.MethodPost, ti + "/reject", s.decideGate(vocab.CommandReject), approve, nil},
 		{http.MethodGet, v1 + "/pools", s.listPools, read, poolsParams},
