@@ -76,7 +76,7 @@ func (e *env) rulesCmd() *cobra.Command {
 			return nil
 		},
 	}
-	test.Flags().StringArrayVar(&attrs, "attr", nil, "an attribute KEY=VALUE (dag_id, task_id, run_id, owner, team, tags, trigger, try_number, kind, logical_date); team defaults to the team of the DAG dag_id names")
+	test.Flags().StringArrayVar(&attrs, "attr", nil, "an attribute KEY=VALUE (dag_id, task_id, run_id, owner, team, tags, trigger, try_number, kind, logical_date, item, map_index); team defaults to the team of the DAG dag_id names; item is a mapped instance's item as JSON ({\"shard\": 2}) or a word")
 	test.Flags().StringVar(&params, "params", "", "params as a JSON object")
 	test.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	c.AddCommand(test)

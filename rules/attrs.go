@@ -45,8 +45,11 @@ var (
 // ParseAttrs builds Attrs from `key=value` strings and an optional JSON object for params, as
 // given to `poolflow rules test --attr ... --params JSON`. Keys are the condition names; tags
 // are comma-separated; try_number defaults to 1 and kind to "command"; logical_date is RFC 3339.
+// item is a mapped instance's item as JSON (a word that is not JSON is a string), map_index its
+// index; either makes the attempt a mapped instance's (map_index 0 unless given), neither a
+// task that is not mapped (map_index -1).
 func ParseAttrs(attrs []string, paramsJSON string) (Attrs, error) {
-	a := Attrs{TryNumber: 1, Kind: "command", Params: map[string]any{}}
+	a := Attrs{TryNumber: 1, Kind: "command", Params: map[string]any{}, MapIndex: -1}
 	seen := make(map[string]bool, len(attrs))
 	for _, kv := range attrs {
 		key, value, ok := strings.Cut(kv, "=")
@@ -68,6 +71,9 @@ func ParseAttrs(attrs []string, paramsJSON string) (Attrs, error) {
 			return Attrs{}, fmt.Errorf("params: %w", err)
 		}
 		a.Params = params
+	}
+	if seen["item"] && !seen["map_index"] {
+		a.MapIndex = 0
 	}
 	return a, nil
 }
@@ -108,12 +114,37 @@ func (a *Attrs) set(key, value string) error {
 			return fmt.Errorf("%q is not an RFC 3339 time such as 2024-05-01T00:00:00Z", value)
 		}
 		a.LogicalDate = t
+	case "item":
+		a.Item = ParseItem(value)
+	case "map_index":
+		n, err := strconv.Atoi(strings.TrimSpace(value))
+		if err != nil || n < 0 {
+			return fmt.Errorf("%q is not a whole number of at least 0", value)
+		}
+		a.MapIndex = n
 	case "params":
 		return fmt.Errorf("use --params with a JSON object")
 	default:
-		return fmt.Errorf("unknown attribute (want one of dag_id, task_id, run_id, owner, team, tags, trigger, try_number, kind, logical_date)")
+		return fmt.Errorf("unknown attribute (want one of %s)", strings.Join(AttrNames, ", "))
 	}
 	return nil
+}
+
+// AttrNames are the keys ParseAttrs takes.
+var AttrNames = []string{"dag_id", "task_id", "run_id", "owner", "team", "tags", "trigger", "try_number", "kind",
+	"logical_date", "item", "map_index"}
+
+// ParseItem reads an item given on a command line: JSON when it is JSON ({"shard": 2}, 3,
+// "eu"), else the text itself as a string (eu), which is what a shell user means by it.
+func ParseItem(s string) any {
+	var v any
+	dec := json.NewDecoder(strings.NewReader(s))
+	if err := dec.Decode(&v); err == nil {
+		if _, err := dec.Token(); errors.Is(err, io.EOF) {
+			return v
+		}
+	}
+	return s
 }
 
 // splitTags drops empty items so that "a,,b" and "a, b" mean what they look like.

@@ -17,7 +17,7 @@ func TestParseAttrs(t *testing.T) {
 	}{
 		{
 			name: "defaults",
-			want: Attrs{TryNumber: 1, Kind: "command", Params: map[string]any{}},
+			want: Attrs{TryNumber: 1, Kind: "command", Params: map[string]any{}, MapIndex: -1},
 		},
 		{
 			name: "every key",
@@ -28,20 +28,42 @@ func TestParseAttrs(t *testing.T) {
 			want: Attrs{DAGID: "etl_x", TaskID: "load", RunID: "manual__1", Owner: "ana",
 				Tags: []string{"heavy", "nightly"}, Trigger: "manual", TryNumber: 3, Kind: "sensor",
 				LogicalDate: time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC).In(time.FixedZone("", 2*3600)),
-				Params:      map[string]any{"region": "eu", "n": 3.0, "nested": map[string]any{"a": []any{1.0, true}}}},
+				Params:      map[string]any{"region": "eu", "n": 3.0, "nested": map[string]any{"a": []any{1.0, true}}}, MapIndex: -1},
 		},
 		{
 			name:  "value may contain =",
 			attrs: []string{"run_id=a=b"},
-			want:  Attrs{RunID: "a=b", TryNumber: 1, Kind: "command", Params: map[string]any{}},
+			want:  Attrs{RunID: "a=b", TryNumber: 1, Kind: "command", Params: map[string]any{}, MapIndex: -1},
 		},
 		{
 			name:  "empty tags",
 			attrs: []string{"tags="},
-			want:  Attrs{Tags: []string{}, TryNumber: 1, Kind: "command", Params: map[string]any{}},
+			want:  Attrs{Tags: []string{}, TryNumber: 1, Kind: "command", Params: map[string]any{}, MapIndex: -1},
 		},
+		{
+			name:  "a mapped instance's item as JSON, map_index 0 unless given",
+			attrs: []string{`item={"shard": 2, "file": "a.csv"}`},
+			want: Attrs{TryNumber: 1, Kind: "command", Params: map[string]any{},
+				Item: map[string]any{"shard": 2.0, "file": "a.csv"}, MapIndex: 0},
+		},
+		{
+			name:  "a word that is not JSON is a string item",
+			attrs: []string{"item=eu", "map_index=7"},
+			want:  Attrs{TryNumber: 1, Kind: "command", Params: map[string]any{}, Item: "eu", MapIndex: 7},
+		},
+		{
+			name:  "a number item",
+			attrs: []string{"item=3"},
+			want:  Attrs{TryNumber: 1, Kind: "command", Params: map[string]any{}, Item: 3.0, MapIndex: 0},
+		},
+		{
+			name:  "map_index alone",
+			attrs: []string{"map_index=2"},
+			want:  Attrs{TryNumber: 1, Kind: "command", Params: map[string]any{}, MapIndex: 2},
+		},
+		{name: "negative map_index", attrs: []string{"map_index=-1"}, wantErr: `attr map_index: "-1" is not a whole number of at least 0`},
 		{name: "unknown key", attrs: []string{"tagz=a"},
-			wantErr: "attr tagz: unknown attribute (want one of dag_id, task_id, run_id, owner, team, tags, trigger, try_number, kind, logical_date)"},
+			wantErr: "attr tagz: unknown attribute (want one of dag_id, task_id, run_id, owner, team, tags, trigger, try_number, kind, logical_date, item, map_index)"},
 		{name: "no equals sign", attrs: []string{"dag_id"}, wantErr: `attr "dag_id": want key=value`},
 		{name: "twice", attrs: []string{"owner=a", "owner=b"}, wantErr: "attr owner: given more than once"},
 		{name: "bad try number", attrs: []string{"try_number=two"}, wantErr: `attr try_number: "two" is not a whole number of at least 1`},

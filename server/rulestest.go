@@ -26,6 +26,10 @@ type rulesTestBody struct {
 	TryNumber   *int            `json:"try_number"`
 	Kind        *string         `json:"kind"`
 	LogicalDate json.RawMessage `json:"logical_date"`
+	// Item and MapIndex make the attempt a mapped instance's (§14): map_index 0 when only the
+	// item is given, -1 (not mapped) when neither is.
+	Item     json.RawMessage `json:"item"`
+	MapIndex *int            `json:"map_index"`
 }
 
 var (
@@ -37,7 +41,7 @@ var (
 // names a DAG but no team.
 func (b *rulesTestBody) attrs(dagTeam func(id string) string) (rules.Attrs, error) {
 	a := rules.Attrs{DAGID: b.DAGID, TaskID: b.TaskID, RunID: b.RunID, Owner: b.Owner, Tags: b.Tags, Params: b.Params,
-		TryNumber: 1, Kind: "command"}
+		TryNumber: 1, Kind: "command", MapIndex: -1}
 	if b.Team != nil {
 		a.Team = strings.TrimSpace(*b.Team)
 	} else if b.DAGID != "" {
@@ -66,6 +70,18 @@ func (b *rulesTestBody) attrs(dagTeam func(id string) string) (rules.Attrs, erro
 			return a, badRequest("try_number", "want a whole number of at least 1, got %d", *b.TryNumber)
 		}
 		a.TryNumber = *b.TryNumber
+	}
+	if len(b.Item) > 0 && string(b.Item) != "null" {
+		if err := json.Unmarshal(b.Item, &a.Item); err != nil {
+			return a, badRequest("item", "want a JSON value: %v", err)
+		}
+		a.MapIndex = 0
+	}
+	if b.MapIndex != nil {
+		if *b.MapIndex < 0 {
+			return a, badRequest("map_index", "want a whole number of at least 0, got %d", *b.MapIndex)
+		}
+		a.MapIndex = *b.MapIndex
 	}
 	t, err := rawTime("logical_date", b.LogicalDate)
 	if err != nil {
