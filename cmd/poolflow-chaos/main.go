@@ -180,6 +180,9 @@ func setup(opt options) (*harness, error) {
 		return nil, err
 	}
 	opt.dir = dir
+	if err := lockRunFolder(dir); err != nil {
+		return nil, err
+	}
 	fmt.Printf("poolflow-chaos: seed %d, %d daemons, %d dags test slots, chaos %s, run folder %s\n",
 		opt.seed, opt.daemons, opt.tests, opt.chaos, opt.dir)
 	fmt.Printf("replay: go run ./cmd/poolflow-chaos -seed %d -time %s -daemons %d %s\n", opt.seed, opt.chaos, opt.daemons,
