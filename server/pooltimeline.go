@@ -4,10 +4,8 @@ import (
 	"context"
 	"math"
 	"net/http"
-	"sort"
 	"time"
 
-	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
 )
 
@@ -62,7 +60,7 @@ type PoolTimelineJSON struct {
 	To            time.Time        `json:"to"`
 	BucketSeconds float64          `json:"bucket_seconds"`
 	Peak          int              `json:"peak"`
-	FullSeconds   float64          `json:"full_seconds"` // how long every slot was held
+	FullSeconds   float64          `json:"full_seconds"` // the length of the buckets whose peak reached the capacity
 	Buckets       []TimelineBucket `json:"buckets"`
 }
 
@@ -102,137 +100,39 @@ func (s *Server) poolSlots(ctx context.Context, name string) (int, error) {
 	return 0, notFound("pool %s not found", name)
 }
 
-// PoolTimeline is pool's timeline over window w ending at end (zero: now).
+// PoolTimeline is pool's timeline over window w ending at end (zero: now). The window ends
+// at the first bucket boundary at or after end (so the slices are the store's own and the
+// window ending now holds the slice now is in, measured up to now); the store aggregates it
+// (store.PoolUse), so its cost follows the buckets, not the admissions.
 func (s *Server) PoolTimeline(ctx context.Context, pool string, w TimelineWindow, end time.Time) (PoolTimelineJSON, error) {
 	slots, err := s.poolSlots(ctx, pool)
 	if err != nil {
 		return PoolTimelineJSON{}, err
 	}
+	now := s.now().UTC()
 	if end.IsZero() {
-		end = s.now()
+		end = now
 	}
-	end = end.UTC()
-	from := end.Add(-w.Span)
-	hs, err := s.cfg.Store.PoolHistory(ctx, pool, from, end)
+	width := w.Span / time.Duration(w.Buckets)
+	to := end.UTC().Truncate(width)
+	if to.Before(end) {
+		to = to.Add(width)
+	}
+	from := to.Add(-w.Span)
+	use, err := s.cfg.Store.PoolUse(ctx, pool, from, to, width, now)
 	if err != nil {
 		return PoolTimelineJSON{}, err
 	}
-	out := PoolTimelineJSON{Pool: pool, Slots: slots, Window: w.Name, From: from, To: end,
-		BucketSeconds: (w.Span / time.Duration(w.Buckets)).Seconds()}
-	out.Buckets, out.Peak, out.FullSeconds = aggregate(hs, from, end, w.Buckets, slots)
+	out := PoolTimelineJSON{Pool: pool, Slots: slots, Window: w.Name, From: from, To: to,
+		BucketSeconds: width.Seconds(), Buckets: make([]TimelineBucket, len(use))}
+	for i, u := range use {
+		out.Buckets[i] = TimelineBucket{Start: u.Start.UTC(), Peak: u.Peak, PeakAt: u.PeakAt.UTC(), Mean: math.Round(u.Mean*100) / 100}
+		out.Peak = max(out.Peak, u.Peak)
+		if slots > 0 && u.Peak >= slots {
+			out.FullSeconds += width.Seconds()
+		}
+	}
 	return out, nil
-}
-
-// usedStep is the slots held from at on.
-type usedStep struct {
-	at   time.Time
-	used int
-}
-
-// steps turns holdings into the slots held over [from, to]: a step function whose first step is
-// at from.
-func steps(hs []store.Holding, from, to time.Time) []usedStep {
-	type change struct {
-		at time.Time
-		d  int
-	}
-	var cs []change
-	base := 0
-	for _, h := range hs {
-		if h.AdmittedAt.After(to) || (!h.EndedAt.IsZero() && !h.EndedAt.After(from)) {
-			continue
-		}
-		if h.AdmittedAt.After(from) {
-			cs = append(cs, change{h.AdmittedAt, h.Slots})
-		} else {
-			base += h.Slots
-		}
-		if !h.EndedAt.IsZero() && h.EndedAt.Before(to) {
-			cs = append(cs, change{h.EndedAt, -h.Slots})
-		}
-	}
-	sort.SliceStable(cs, func(i, j int) bool { return cs[i].at.Before(cs[j].at) })
-	out := []usedStep{{from, base}}
-	used := base
-	for _, c := range cs {
-		used += c.d
-		if last := &out[len(out)-1]; last.at.Equal(c.at) {
-			last.used = used
-			continue
-		}
-		out = append(out, usedStep{c.at, used})
-	}
-	return out
-}
-
-// aggregate cuts [from, to] into n buckets: each one's peak, when the peak began and its mean;
-// the window's peak and how long the pool was full (slots > 0 held by slots or more).
-func aggregate(hs []store.Holding, from, to time.Time, n, slots int) ([]TimelineBucket, int, float64) {
-	width := to.Sub(from) / time.Duration(n)
-	if width <= 0 {
-		width = 1
-	}
-	bs := make([]TimelineBucket, n)
-	area := make([]float64, n) // slot-seconds held in each bucket
-	for i := range bs {
-		bs[i].Start = from.Add(time.Duration(i) * width)
-		bs[i].PeakAt = bs[i].Start
-	}
-	seen := make([]bool, n)
-	peak, full := 0, 0.0
-	st := steps(hs, from, to)
-	for i, s := range st {
-		end := to
-		if i+1 < len(st) {
-			end = st[i+1].at
-		}
-		if !end.After(s.at) {
-			continue
-		}
-		peak = max(peak, s.used)
-		if slots > 0 && s.used >= slots {
-			full += end.Sub(s.at).Seconds()
-		}
-		first := min(max(int(s.at.Sub(from)/width), 0), n-1)
-		last := min(max(int((end.Sub(from)-1)/width), 0), n-1)
-		for b := first; b <= last; b++ {
-			bStart, bEnd := bs[b].Start, bs[b].Start.Add(width)
-			if b == n-1 {
-				bEnd = to
-			}
-			lo, hi := maxTime(s.at, bStart), minTime(end, bEnd)
-			if hi.After(lo) {
-				area[b] += float64(s.used) * hi.Sub(lo).Seconds()
-			}
-			if !seen[b] || s.used > bs[b].Peak {
-				bs[b].Peak, bs[b].PeakAt, seen[b] = s.used, lo, true
-			}
-		}
-	}
-	for b := range bs {
-		span := width.Seconds()
-		if b == n-1 {
-			span = to.Sub(bs[b].Start).Seconds()
-		}
-		if span > 0 {
-			bs[b].Mean = math.Round(area[b]/span*100) / 100
-		}
-	}
-	return bs, peak, full
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }
 
 // PoolHoldersAt is who held pool's slots at instant at (zero: now).

@@ -87,6 +87,10 @@ type Reader interface {
 	// PoolHoldersAt lists the admissions that held slots of named pool at instant at (admitted
 	// at or before it, not ended by then), with the attempt each was for, by admission time.
 	PoolHoldersAt(ctx context.Context, pool string, at time.Time) ([]HolderAt, error)
+	// PoolUse is named pool's use over [from, to) in buckets of width, aggregated by the store
+	// (its cost follows the buckets, not the admissions): from and width are multiples of 15 s,
+	// to − from a multiple of width; a bucket now falls in is measured up to now.
+	PoolUse(ctx context.Context, pool string, from, to time.Time, width time.Duration, now time.Time) ([]UseBucket, error)
 	ListDAGStates(ctx context.Context) (map[string]DAGState, error)
 	ListDAGRows(ctx context.Context) ([]DAGRow, error)
 	ImportErrors(ctx context.Context) (map[string]string, error)
@@ -351,7 +355,7 @@ const OpTimeout = 5 * time.Second
 func SchemaVersion() int { return schemaVersion }
 
 // schemaVersion is raised with a migration of every driver (their tests check they agree).
-const schemaVersion = 16
+const schemaVersion = 17
 
 // Micros converts a time to the stored form: microseconds since the Unix epoch, UTC.
 func Micros(t time.Time) int64 { return t.UnixMicro() }

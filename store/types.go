@@ -333,6 +333,14 @@ type HolderAt struct {
 	State                vocab.EntryState // the entry's state now
 }
 
+// UseBucket is a slice of a pool's timeline (PoolUse).
+type UseBucket struct {
+	Start  time.Time
+	Peak   int       // the most slots held at once within it
+	PeakAt time.Time // when that peak was first reached
+	Mean   float64   // the slots held on average over it (up to now for the bucket now is in)
+}
+
 // PrunedRun is a run retention deleted (or would delete): its logs go after the commit.
 type PrunedRun struct {
 	PK    int64

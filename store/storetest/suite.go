@@ -75,6 +75,7 @@ func Run(t *testing.T, h Harness) {
 		{"BackfillManyDates", testBackfillManyDates},
 		{"WaitingLine", testWaitingLine},
 		{"PoolHistory", testPoolHistory},
+		{"PoolUse", testPoolUse},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

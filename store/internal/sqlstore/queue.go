@@ -166,6 +166,7 @@ func (t *Tx) SetForce(id int64) error {
 // with the other admissions of a pass it commits or rolls back as one (§4.3).
 func (t *Tx) Admit(e *store.Entry, daemon string, epoch int64, now, leaseUntil time.Time) error {
 	const set = `admitted_at = ?, version = ?, reason_code = NULL, reason = NULL`
+	t.markUse(store.Micros(now))
 	if t.s.d.WritingWith && t.failAfter == nil && len(e.Needs) > 0 {
 		// The move and the claims in one statement: no claim is written unless the move is.
 		q, args := t.moveStatement(e.ID, vocab.EntryAdmitted, set, store.Micros(now), nullInt(e.Version))
@@ -313,6 +314,10 @@ func (t *Tx) QueuedCount(pool string) (int, error) {
 // same try number, its task instance back to scheduled (recovery, lost leases, shutdown, §4.8).
 // The entry's next run appends to the same attempt log after a replay line.
 func (t *Tx) RequeueEntry(id int64) error {
+	// The admission leaves the history: its slice is drawn again without it.
+	if err := t.markEntryUse(id); err != nil {
+		return err
+	}
 	if err := t.moveEntry(id, vocab.EntryWaiting, `replay = TRUE, admitted_at = NULL`); err != nil {
 		return err
 	}
@@ -361,6 +366,7 @@ func (t *Tx) ReleaseHeld(id int64, daemon string, epoch int64, now time.Time) (b
 		case moved == 0:
 			return false, t.entryStateError(id, vocab.EntryDone)
 		}
+		t.markUse(store.Micros(now))
 		return true, nil
 	}
 	// The fenced delete is the check: an entry's claims are all written by one holder under one
@@ -373,6 +379,7 @@ func (t *Tx) ReleaseHeld(id int64, daemon string, epoch int64, now time.Time) (b
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return false, err
 	}
+	t.markUse(store.Micros(now))
 	return true, t.moveEntry(id, vocab.EntryDone, `ended_at = ?`, store.Micros(now))
 }
 
@@ -427,6 +434,9 @@ func (t *Tx) Reschedule(id int64, keep []string, notBefore time.Time) error {
 		for _, k := range keep {
 			args = append(args, k)
 		}
+	}
+	if err := t.markEntryUse(id); err != nil {
+		return err
 	}
 	if err := t.moveEntry(id, vocab.EntryWaiting, `not_before = ?, admitted_at = NULL`, store.Micros(notBefore)); err != nil {
 		return err

@@ -66,6 +66,10 @@ func (t *Tx) DeleteRun(pk int64) error {
 	case admitted > 0:
 		return fmt.Errorf("%w: run %d has an attempt running; it must end (or be stopped) first", store.ErrConflict, pk)
 	}
+	// Its entries leave the claim history: their slices are drawn again without them.
+	if err := t.markRunsUse([]any{pk}, 0); err != nil {
+		return err
+	}
 	if _, err := t.exec(`DELETE FROM dag_runs WHERE id = ?`, pk); err != nil {
 		return err
 	}

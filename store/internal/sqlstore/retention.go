@@ -67,6 +67,11 @@ func (t *Tx) PruneRuns(before, now time.Time, limit int) ([]store.PrunedRun, err
 		for j, p := range part {
 			args[j] = p.PK
 		}
+		// The timeline keeps no use from before the cutoff's 5 minutes; the slices from there
+		// on are drawn again without the runs' entries.
+		if err := t.markRunsUse(args, floorTo(store.Micros(before), useCoarse)); err != nil {
+			return nil, err
+		}
 		if _, err := t.exec(`DELETE FROM dag_runs WHERE id IN (?`+strings.Repeat(", ?", len(part)-1)+`)`, args...); err != nil {
 			return nil, err
 		}
@@ -86,6 +91,9 @@ func (t *Tx) PruneRuns(before, now time.Time, limit int) ([]store.PrunedRun, err
 		}
 	}
 	if len(out) > 0 {
+		if _, err := t.exec(`DELETE FROM pool_use WHERE bucket < ?`, floorTo(store.Micros(before), useCoarse)); err != nil {
+			return nil, err
+		}
 		if _, err := t.exec(`DELETE FROM deleted_runs WHERE deleted_at < ? AND run < (SELECT MAX(run) FROM deleted_runs)`,
 			store.Micros(now.Add(-tombstoneAge))); err != nil {
 			return nil, err

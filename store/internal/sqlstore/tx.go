@@ -23,6 +23,8 @@ type Tx struct {
 	version   int64 // the change version read at the start
 	seq       int64 // the change sequence read at the start; after a commit that wrote, its own
 	wrote     bool  // a statement changed a row: the commit is an outside change to others
+	// useDirty are the fine pool_use slices whose claim history changed (markUse).
+	useDirty map[int64]bool
 }
 
 var _ store.Tx = (*Tx)(nil)
@@ -74,6 +76,10 @@ func (s *DB) begin(ctx context.Context) (*Tx, error) {
 // Commit commits; a failed commit is ErrUnavailable.
 func (t *Tx) Commit() error {
 	defer t.cancel()
+	if err := t.flushUse(); err != nil {
+		_ = t.tx.Rollback()
+		return unavailable(t.s.d.Classify(err))
+	}
 	var mark int64
 	if t.wrote {
 		var err error

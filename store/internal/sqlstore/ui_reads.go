@@ -138,17 +138,12 @@ func (s *DB) PoolHistory(ctx context.Context, pool string, from, to time.Time) (
 }
 
 // PoolHoldersAt lists the admissions that held slots of named pool pool at instant at, with
-// their attempts: the open ones admitted by then and those that ended after it.
+// their attempts: the open ones admitted by then and those that ended after it, found through
+// held_fork without reading the rest of the history (heldAtSQL).
 func (s *DB) PoolHoldersAt(ctx context.Context, pool string, at time.Time) ([]store.HolderAt, error) {
-	a := store.Micros(at)
-	const cols = `e.id, q.pool, q.slots, e.admitted_at, e.ended_at, r.dag_id, r.run_id, e.task_id, e.try_number, e.state
-		FROM queue_entries e JOIN entry_requirements q ON q.entry = e.id AND q.pool = ? JOIN dag_runs r ON r.id = e.run`
-	rows, err := s.query(ctx, `SELECT `+cols+`
-		WHERE e.state IN ('waiting', 'admitted') AND e.admitted_at IS NOT NULL AND e.admitted_at <= ? AND NOT q.implicit
-		UNION ALL
-		SELECT `+cols+`
-		WHERE e.ended_at > ? AND e.admitted_at IS NOT NULL AND e.admitted_at <= ? AND e.state NOT IN ('waiting', 'admitted') AND NOT q.implicit
-		ORDER BY 4, 1`, pool, a, pool, a, a)
+	q, args := heldAtSQL(`e.id, q.pool, q.slots, e.admitted_at, e.ended_at, r.dag_id, r.run_id, e.task_id, e.try_number, e.state`,
+		` JOIN dag_runs r ON r.id = e.run`, pool, store.Micros(at))
+	rows, err := s.query(ctx, q+` ORDER BY 4, 1`, args...)
 	if err != nil {
 		return nil, unavailable(err)
 	}
