@@ -87,14 +87,15 @@ type PoolHoldersJSON struct {
 }
 
 // poolSlots is named pool's capacity now (-1 unlimited); 404 for a pool that does not exist.
+// The pools alone: the entries and claims the pools page reads are not needed here.
 func (s *Server) poolSlots(ctx context.Context, name string) (int, error) {
-	st, err := readPoolState(ctx, s.cfg.Store)
+	ps, err := s.cfg.Store.ListPools(ctx)
 	if err != nil {
 		return 0, err
 	}
-	for _, p := range st.pools {
+	for _, p := range ps {
 		if p.Name == name {
-			return poolView(p, st).Slots, nil
+			return p.Slots, nil
 		}
 	}
 	return 0, notFound("pool %s not found", name)

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,7 +20,7 @@ import (
 // (each held 10 minutes, so about n/1000 held at once), and who held the slots at an instant
 // in its middle; it reports the answer's size, plain and gzipped.
 func BenchmarkPoolTimeline(b *testing.B) {
-	for _, n := range []int{1000, 10000, 50000, 500000} {
+	for _, n := range benchSizes() {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			bd := setup(b, setupOpts{noStop: true})
 			// The daemon's passes would take this made-up history for its own work (a run
@@ -123,3 +125,19 @@ type countWriter struct{ n int }
 func (c *countWriter) Write(p []byte) (int, error) { c.n += len(p); return len(p), nil }
 
 var _ io.Writer = (*countWriter)(nil)
+
+// benchSizes are the history sizes of BenchmarkPoolTimeline; POOLFLOW_BENCH_SIZES (n,n,…)
+// picks others.
+func benchSizes() []int {
+	v := os.Getenv("POOLFLOW_BENCH_SIZES")
+	if v == "" {
+		return []int{1000, 10000, 50000, 500000}
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
