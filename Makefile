@@ -30,7 +30,7 @@ test: lint
 		echo "*** (make test-pg starts a throw-away PostgreSQL server and runs everything)      ***"; \
 		echo "***********************************************************************************"; \
 	else echo "PostgreSQL tests on $$(echo $$POOLFLOW_TEST_POSTGRES | sed -E 's#//([^:@/]*):[^@]*@#//\1@#')"; fi
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
 
 # make test with a throw-away PostgreSQL server (scripts/pg-test-server), stopped at the end.
 test-pg:
