@@ -24,7 +24,15 @@ type RunFilter struct {
 	OrderBy       string
 	Desc          bool
 	Limit, Offset int
+	// CountAtMost bounds the count ListRunsWhere returns beside the page: 0 counts every run
+	// selected; n > 0 stops past n, so that a total above n comes back as n+1 and reads "more
+	// than n". A page that says "1,000+ runs" then costs the same at 1,000 runs as at 100,000.
+	CountAtMost int
 }
+
+// Capped reports whether total, returned for f, is a bound ("more than f.CountAtMost") rather
+// than the count.
+func (f RunFilter) Capped(total int) bool { return f.CountAtMost > 0 && total > f.CountAtMost }
 
 // RunOrderColumns are the columns runs can be ordered by.
 var RunOrderColumns = map[string]string{

@@ -38,6 +38,7 @@ func BenchmarkUIPages(b *testing.B) {
 		for i := range gridRuns {
 			bigRun(b, bd, "warehouse_500", fmt.Sprintf("w%02d", i))
 		}
+		quiet(b, bd)
 		for _, p := range benchPages(n) {
 			b.Run(fmt.Sprintf("%s/runs=%d", p.name, n), func(b *testing.B) {
 				var body []byte

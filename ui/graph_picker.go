@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -99,10 +100,13 @@ type gridPager struct {
 	Offset, Total int
 	Newer, Older  string
 	Newest        string
+	// Of is how many runs the DAG has, as the page says it: "734", or "1,000+" past the
+	// bound the page counts to (countBound).
+	Of template.HTML
 }
 
-func newGridPager(p dagPage, size, shown, total int) gridPager {
-	g := gridPager{Offset: p.Grid, Total: total}
+func newGridPager(p dagPage, size, shown, total int, f store.RunFilter) gridPager {
+	g := gridPager{Offset: p.Grid, Total: total, Of: runTotal(total, f)}
 	at := func(off int) string { q := p; q.Grid = off; return q.path() + "#grid-live" }
 	if p.Grid > 0 {
 		g.Newer, g.Newest = at(max(p.Grid-size, 0)), at(0)

@@ -156,7 +156,9 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 	pg := dagPageOf(r, id)
 	offset := pg.Grid
 	size := gridSize(def)
-	runs, total, err := u.api.Store().ListRuns(ctx, id, size, offset)
+	page := store.RunFilter{DAGID: id, OrderBy: "queued_at", Desc: true, Limit: size, Offset: offset,
+		CountAtMost: countBound(offset, size)}
+	runs, total, err := u.api.Store().ListRunsWhere(ctx, page)
 	if err != nil {
 		u.fail(w, r, err)
 		return
@@ -164,7 +166,7 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 	recent := slices.Clone(runs)
 	slices.Reverse(runs)
 	data := dagData{DAG: view, Def: def, Runs: runs, Recent: recent, Counts: map[vocab.RunState]int{}, Live: liveRefresh(r)}
-	data.Pager = newGridPager(pg, size, len(runs), total)
+	data.Pager = newGridPager(pg, size, len(runs), total, page)
 	if view.ScheduleInterval != nil {
 		data.Schedule = view.ScheduleInterval.Value
 	}
@@ -205,7 +207,7 @@ func (u *UI) dagPage(w http.ResponseWriter, r *http.Request) {
 		data.Selected = first
 	} else { // the grid's window has no started run: look further back
 		started, _, err := u.api.Store().ListRunsWhere(ctx, store.RunFilter{DAGID: id, StartFrom: time.Unix(0, 1),
-			OrderBy: "queued_at", Desc: true, Limit: 1})
+			OrderBy: "queued_at", Desc: true, Limit: 1, CountAtMost: 1})
 		if err != nil {
 			u.fail(w, r, err)
 			return

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"html/template"
 	"sort"
 
 	"github.com/poolflow/poolflow/store"
@@ -14,7 +15,8 @@ type nodeRow struct {
 	Daemon, Host string
 	Alive        bool
 	Last         *store.Run
-	Open, Total  int
+	Open         int
+	Total        template.HTML // its fires, to a bound (runTotal): "1,000+"
 }
 
 // nodeRows lists every serve daemon the store knows, with its fires of an every_node DAG:
@@ -32,15 +34,15 @@ func (u *UI) nodeRows(ctx context.Context, dagID string) ([]nodeRow, error) {
 		}
 		row := nodeRow{Daemon: o.ID, Host: o.Host, Alive: o.LeaseUntil.After(now)}
 		f := store.RunFilter{DAGID: dagID, Owners: []string{o.ID}, RunTypes: []vocab.RunType{vocab.RunNode},
-			OrderBy: "logical_date", Desc: true, Limit: 1}
+			OrderBy: "logical_date", Desc: true, Limit: 1, CountAtMost: countBound(0, 1)}
 		last, total, err := u.api.Store().ListRunsWhere(ctx, f)
 		if err != nil {
 			return nil, err
 		}
 		if len(last) > 0 {
-			row.Last, row.Total = &last[0], total
+			row.Last, row.Total = &last[0], runTotal(total, f)
 		}
-		f.States = []vocab.RunState{vocab.RunQueued, vocab.RunRunning}
+		f.States, f.CountAtMost = []vocab.RunState{vocab.RunQueued, vocab.RunRunning}, 0 // few: counted
 		if _, row.Open, err = u.api.Store().ListRunsWhere(ctx, f); err != nil {
 			return nil, err
 		}

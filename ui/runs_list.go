@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"html/template"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -20,6 +21,31 @@ import (
 // runsPage is how many runs one page of the list shows.
 const runsPage = 50
 
+// countBound is where a page of runs shown from offset stops counting the runs its filter
+// selects: a thousand past the page, rounded to a thousand. Counting every run walks all of
+// them (100,000 index entries, on every view and live refresh); the page says "1,000+" instead,
+// and costs the same at 1,000 runs as at 100,000. The oldest page, asked for, counts them all.
+func countBound(offset, limit int) int { return (offset+limit)/1000*1000 + 1000 }
+
+// runTotal is how many runs f selects as a page says it, from ListRunsWhere's total: the count,
+// or "1,000+" when the count stopped at f's bound (HTML, digits and signs only: the template
+// would write the + as &#43;, which a page search for "1,000+" does not find).
+func runTotal(total int, f store.RunFilter) template.HTML {
+	if f.Capped(total) {
+		return template.HTML(thousands(f.CountAtMost) + "+")
+	}
+	return template.HTML(thousands(total))
+}
+
+// thousands writes n with its thousands separated by commas: 100,000.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
 // runsQuery is the list's filter, as the form sends it.
 type runsQuery struct {
 	DAGID  string // from the path: the list of one DAG
@@ -29,6 +55,7 @@ type runsQuery struct {
 	To     string
 	Text   string
 	Offset int
+	Oldest bool // the oldest page (offset=last), wherever it is
 }
 
 func (q runsQuery) values() url.Values {
@@ -46,6 +73,9 @@ func (q runsQuery) values() url.Values {
 	}
 	if q.Offset > 0 {
 		v.Set("offset", strconv.Itoa(q.Offset))
+	}
+	if q.Oldest {
+		v.Set("offset", "last")
 	}
 	return v
 }
@@ -85,8 +115,11 @@ type runsData struct {
 	Types      []string
 	Runs       []store.Run
 	Total      int
-	From, To   int // the 1-based positions of the shown runs among the selected
-	Page, Of   int
+	Of         template.HTML // Total as the page says it: "1,000+" when the count stopped at its bound
+	Capped     bool          // the count stopped at its bound: the page does not know how many pages
+	From, To   int           // the 1-based positions of the shown runs among the selected
+	Page       int
+	Pages      int // how many pages (when the count is not Capped)
 	Prev, Next string
 	First      string
 	Last       string
@@ -100,6 +133,8 @@ func (u *UI) runsList(w http.ResponseWriter, r *http.Request) {
 		To: strings.TrimSpace(q.Get("to")), Text: strings.TrimSpace(q.Get("q"))}
 	fq.Offset, _ = strconv.Atoi(q.Get("offset"))
 	fq.Offset = max(fq.Offset, 0)
+	oldest := q.Get("offset") == "last" // the oldest page: where it is needs the whole count
+
 	title, nav := "Runs", "runs"
 	if fq.DAGID != "" {
 		if _, _, err := u.api.DAG(r.Context(), fq.DAGID); err != nil {
@@ -151,22 +186,39 @@ func (u *UI) runsList(w http.ResponseWriter, r *http.Request) {
 		u.render(w, r, http.StatusBadRequest, "runs", title, nav, data)
 		return
 	}
+	if oldest {
+		c := f
+		c.Limit = 1
+		_, total, err := u.api.Store().ListRunsWhere(r.Context(), c)
+		if err != nil {
+			u.fail(w, r, err)
+			return
+		}
+		fq.Offset = max(total-1, 0) / runsPage * runsPage
+		f.Offset, data.Filter.Offset = fq.Offset, fq.Offset
+	}
+	f.CountAtMost = countBound(f.Offset, f.Limit)
 	runs, total, err := u.api.Store().ListRunsWhere(r.Context(), f)
 	if err != nil {
 		u.fail(w, r, err)
 		return
 	}
-	data.Runs, data.Total = runs, total
+	data.Runs, data.Total, data.Of, data.Capped = runs, total, runTotal(total, f), f.Capped(total)
 	if len(runs) > 0 {
 		data.From, data.To = fq.Offset+1, fq.Offset+len(runs)
 	}
-	data.Page, data.Of = fq.Offset/runsPage+1, max((total+runsPage-1)/runsPage, 1)
+	data.Page, data.Pages = fq.Offset/runsPage+1, max((total+runsPage-1)/runsPage, 1)
 	at := func(off int) string { p := fq; p.Offset = off; return p.path() }
 	if fq.Offset > 0 {
 		data.Prev, data.First = at(max(fq.Offset-runsPage, 0)), at(0)
 	}
 	if fq.Offset+len(runs) < total {
-		data.Next, data.Last = at(fq.Offset+runsPage), at((data.Of-1)*runsPage)
+		data.Next, data.Last = at(fq.Offset+runsPage), at((data.Pages-1)*runsPage)
+		if data.Capped {
+			p := fq
+			p.Offset, p.Oldest = 0, true
+			data.Last = p.path()
+		}
 	}
 	api := url.Values{}
 	for _, s := range f.States {

@@ -160,3 +160,36 @@ func TestBrowserRunsList(t *testing.T) {
 	waitFor(t, ctx, "the runs list", `document.querySelector("#runs-table")`)
 	shot(t, ctx, "runs-phone")
 }
+
+// TestRunsCountBound: past a thousand runs the lists stop counting ("1,000+ runs"), so that a
+// page costs the same at 100,000 runs as at 1,000; the pages themselves are unchanged, the
+// oldest page is still one link away (offset=last counts them all), and a filter that selects
+// fewer is counted exactly.
+func TestRunsCountBound(t *testing.T) {
+	b := setup(t, setupOpts{})
+	fillLight(t, b, 2300) // bench_000000 … bench_002299, every 7th failed
+	for _, c := range []struct {
+		path, want, notWant string
+	}{
+		{"/ui/dags/diamond/runs", "1–50 of 1,000+ runs", "page 1 of"},
+		{"/ui/dags/diamond/runs", `href="/ui/dags/diamond/runs?offset=last"`, ""},
+		{"/ui/dags/diamond/runs?offset=1000", "1001–1050 of 2,000+ runs", ""},
+		{"/ui/dags/diamond/runs?offset=1000", `data-run="bench_001299"`, `data-run="bench_001300"`},
+		{"/ui/dags/diamond/runs?offset=last", "2251–2300 of 2,300 runs", "+ runs"},
+		{"/ui/dags/diamond/runs?offset=last", `data-run="bench_000000"`, `data-run="bench_000050"`},
+		{"/ui/runs?state=failed", "1–50 of 329 runs", "+ runs"},
+		{"/ui/dags/diamond", "all 1,000+ runs", ""},
+		{"/ui/dags/diamond", "the last 25 runs of 1,000+", ""},
+		{"/ui/dags/diamond?grid=1500", "runs 1501–1525 from the newest of 2,000+", ""},
+		{"/ui/dags/diamond?grid=2275", "runs 2276–2300 from the newest of 2,300,", `id="grid-older"`},
+	} {
+		body := b.page(t, http.StatusOK, c.path)
+		if !strings.Contains(body, c.want) {
+			i := strings.Index(body, "list-title")
+			t.Errorf("%s: no %q in %s", c.path, c.want, body[max(i, 0):max(i, 0)+200])
+		}
+		if c.notWant != "" && strings.Contains(body, c.notWant) {
+			t.Errorf("%s: %q should not be there", c.path, c.notWant)
+		}
+	}
+}

@@ -12,7 +12,8 @@ import (
 // testRunPages: ListRunsWhere's pages, whichever end it reads them from (a page past the
 // middle is read backwards and turned round), are the slices of the whole ordered list, for
 // every order column both ways, ties (equal times) going to the newest run and the runs not
-// started or ended last; an offset past the end is an empty page with the total.
+// started or ended last; an offset past the end is an empty page with the total; a bounded
+// count (CountAtMost) changes the total only, never the page.
 func testRunPages(t *testing.T, h Harness) {
 	st := h.New(t)
 	const n = 23
@@ -61,6 +62,21 @@ func testRunPages(t *testing.T, h Harness) {
 						}
 					}
 				}
+				// A bounded count gives the same pages, read forwards, and a total of at most
+				// the bound plus one (more than the bound) or the count.
+				for _, bound := range []int{1, 5, total - 1, total, total + 3} {
+					for off := 0; off <= total+1; off += 3 {
+						f.Limit, f.Offset, f.CountAtMost = 4, off, bound
+						page, got, err := st.ListRunsWhere(bg(), f)
+						must(t, err)
+						want, wantTotal := ids(all[min(off, total):min(off+4, total)]), min(total, bound+1)
+						if fmt.Sprint(ids(page)) != fmt.Sprint(want) || got != wantTotal || f.Capped(got) != (total > bound) {
+							t.Fatalf("%s desc=%v dag %q offset %d counting to %d: %v (total %d), want %v (total %d)",
+								col, desc, dag, off, bound, ids(page), got, want, wantTotal)
+						}
+					}
+				}
+				f.CountAtMost = 0
 				// The whole list itself: ties to the newest run, runs without the date last.
 				for i := 1; i < len(all); i++ {
 					a, b := all[i-1], all[i]

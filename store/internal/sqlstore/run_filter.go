@@ -54,7 +54,11 @@ func (s *DB) ListRunsWhere(ctx context.Context, f store.RunFilter) ([]store.Run,
 		cond = " WHERE " + strings.Join(where, " AND ")
 	}
 	var total int
-	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM dag_runs`+cond, args...).Scan(&total); err != nil {
+	count, countArgs := `SELECT COUNT(*) FROM dag_runs`+cond, args
+	if f.CountAtMost > 0 { // stop counting past the bound: the walk is at most that long
+		count, countArgs = `SELECT COUNT(*) FROM (SELECT 1 FROM dag_runs`+cond+` LIMIT ?) c`, append(slices.Clone(args), f.CountAtMost+1)
+	}
+	if err := s.queryRow(ctx, count, countArgs...).Scan(&total); err != nil {
 		return nil, 0, unavailable(err)
 	}
 	col, ok := store.RunOrderColumns[f.OrderBy]
@@ -66,7 +70,8 @@ func (s *DB) ListRunsWhere(ctx context.Context, f store.RunFilter) ([]store.Run,
 	}
 	// A page past the middle is read from the other end, backwards, then turned round: the
 	// last of 100,000 runs costs what the first does, instead of walking 99,950 index entries.
-	limit, offset, back := f.Limit, f.Offset, f.Offset > total/2
+	// A bounded count does not say where the other end is: such a page is read forwards.
+	limit, offset, back := f.Limit, f.Offset, !f.Capped(total) && f.Offset > total/2
 	if back {
 		end := total - f.Offset // the position, counted from the other end, just past the page
 		if end <= 0 {
