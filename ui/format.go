@@ -33,6 +33,7 @@ var funcs = template.FuncMap{
 	"span":         span,
 	"state":        func(v any) string { return stateClass(text(v)) },
 	"gridBody":     gridBody, // the DAG page's grid rows (graph_grid.go)
+	"taskList":     taskList, // the graph's tasks as a list (graph.go)
 	// pct is a share as a CSS width (a mapped task's bar of instance states).
 	"pct":    func(f float64) template.CSS { return template.CSS(strconv.FormatFloat(f, 'f', 2, 64) + "%") },
 	"pretty": prettyJSON,

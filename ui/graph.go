@@ -53,6 +53,39 @@ type graphItem struct {
 	Group string // the id of the group node drawing it, "" when drawn alone
 }
 
+// taskList is the graph's tasks as the items of a list, each a link to its task instance when
+// the run shown has one, with its state in words. Written here rather than by the template:
+// for 500 tasks the template's escaping, call by call, was a fifth of the DAG page's time.
+func taskList(items []graphItem) template.HTML {
+	var b strings.Builder
+	b.Grow(len(items) * 160)
+	for _, it := range items {
+		task := attr(it.Task)
+		b.WriteString(`<li data-task="`)
+		b.WriteString(task)
+		if it.Group != "" {
+			b.WriteString(`" data-group="`)
+			b.WriteString(attr(it.Group))
+		}
+		b.WriteString(`">`)
+		if it.Href != "" {
+			b.WriteString(`<a href="`)
+			b.WriteString(attr(it.Href))
+			b.WriteString(`">`)
+			b.WriteString(task)
+			b.WriteString(`</a>`)
+		} else {
+			b.WriteString(`<span>`)
+			b.WriteString(task)
+			b.WriteString(`</span>`)
+		}
+		b.WriteString(` <span class="muted small">`)
+		b.WriteString(attr(strings.ReplaceAll(string(it.State), "_", " ")))
+		b.WriteString(`</span></li>`)
+	}
+	return template.HTML(b.String())
+}
+
 // worstFirst orders states by how much they need a look: a group takes the first of its
 // members' states in this order.
 var worstFirst = []vocab.TaskState{vocab.TaskFailed, vocab.TaskUpstreamFailed, vocab.TaskUpForRetry,
