@@ -123,7 +123,7 @@ func TestBrowserAccessibility(t *testing.T) {
 	for _, p := range []struct {
 		path string
 		max  int
-	}{{"/ui/dags/warehouse_500", 120}, {"/ui/dags/warehouse_500?groups=off", 120}, {"/ui/dags/warehouse_500/runs/r1", 600}} {
+	}{{"/ui/dags/warehouse_500", 120}, {"/ui/dags/warehouse_500?groups=off", 120}, {"/ui/dags/warehouse_500/runs/r1", 60}} {
 		ctx := tab(t) // a fresh tab (its bound is 90 s) in the same browser: the session's cookie holds
 		do(t, ctx, chromedp.Navigate(base+p.path))
 		waitFor(t, ctx, p.path, `document.readyState === "complete" && document.querySelector("h1")`)
