@@ -5,16 +5,15 @@ import (
 	"slices"
 	"time"
 
-	"github.com/poolflow/poolflow/explain"
-	"github.com/poolflow/poolflow/pools"
 	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
 )
 
 // The pools board a page at a time (the UI's pools page, issue 21): GET /pools lists every
 // waiting entry with its reason, which at 10,000 waiting entries reads and walks the whole
-// queue; a page reads one page of each pool's line from the store, in admission order, and
-// walks only the part of the queue that decides why those entries wait (store.WalkBound).
+// queue; a page takes one page of each pool's line, in admission order and with the filters,
+// from the server's snapshot of the waiting lines (waiting_line.go), and reads those entries as
+// they are now.
 
 // PoolsQuery selects the page of each pool's line the pools page shows.
 type PoolsQuery struct {
@@ -44,13 +43,17 @@ type PoolPage struct {
 type PoolsBoardPage struct {
 	Pools []PoolPage
 	Teams []string
+	// LineAt is when the places and reasons of the waiting lists were read (waiting_line.go);
+	// LineCurrent says nothing was written since (else the page says how old they are).
+	LineAt      time.Time
+	LineCurrent bool
 }
 
-// PoolsPage is the pools board with one page of each pool's waiting line. A reason filter needs
-// every entry's reason: it walks the whole line of each pool it shows.
+// PoolsPage is the pools board with one page of each pool's waiting line: its places and reasons
+// from the snapshot of the lines (current unless LineCurrent is false), its entries' states now.
 func (s *Server) PoolsPage(ctx context.Context, q PoolsQuery) (PoolsBoardPage, error) {
 	var board PoolsBoardPage
-	st, now := s.cfg.Store, s.now()
+	st := s.cfg.Store
 	all, err := st.ListPools(ctx)
 	if err != nil {
 		return board, err
@@ -71,12 +74,11 @@ func (s *Server) PoolsPage(ctx context.Context, q PoolsQuery) (PoolsBoardPage, e
 	if err != nil {
 		return board, err
 	}
-	var counts map[string]store.WaitingCount // what waits in all, when a filter narrows the pages
-	if q.DAG != "" || q.Reason != "" {
-		if counts, err = st.WaitingCounts(ctx); err != nil {
-			return board, err
-		}
+	line, current, err := s.waitingLine(ctx)
+	if err != nil {
+		return board, err
 	}
+	board.LineAt, board.LineCurrent = line.at, current
 	holding, err := st.ClaimEntries(ctx)
 	if err != nil {
 		return board, err
@@ -85,26 +87,13 @@ func (s *Server) PoolsPage(ctx context.Context, q PoolsQuery) (PoolsBoardPage, e
 	if err != nil {
 		return board, err
 	}
-	keeps := map[int64]bool{} // entries with claims: a waiting one is a sensor keeping its claims
 	byPool := map[string][]store.Claim{}
 	for _, c := range claims {
-		keeps[c.Entry] = true
 		byPool[c.Pool] = append(byPool[c.Pool], c)
 	}
 	q.Limit = max(q.Limit, 1)
 
 	out := make([]PoolPage, 0, len(ps))
-	var last *store.Entry // the page entry walked last: the walk goes that far
-	later := func(e *store.Entry) {
-		if last == nil {
-			last = e
-			return
-		}
-		a, b := walkEntry(*e, keeps[e.ID]), walkEntry(*last, keeps[last.ID])
-		if pools.Compare(&a, &b) > 0 {
-			last = e
-		}
-	}
 	for _, p := range ps {
 		v := PoolPage{BoardPoolJSON: BoardPoolJSON{Name: p.Name, Teams: append([]string{}, p.Teams...),
 			Description: strOrNil(p.Description), Capacity: p.Slots, Ordering: p.Ordering, MaxQueued: p.MaxQueued,
@@ -123,53 +112,30 @@ func (s *Server) PoolsPage(ctx context.Context, q PoolsQuery) (PoolsBoardPage, e
 		out = append(out, v)
 	}
 
-	// The pages, and how far the walk must go to explain them.
-	pages := make([]store.WaitingPage, len(out))
+	// Each pool's page of the snapshot's line, then its entries as they are now.
+	places := make([][]int32, len(out))
+	var ids []int64
 	for i := range out {
 		v := &out[i]
-		wq := store.WaitingQuery{Pool: v.Name, DAG: q.DAG, Limit: q.Limit}
+		l := line.pools[v.Name]
+		off := 0
 		if q.Pool == v.Name {
-			wq.Offset = max(q.Offset, 0)
+			off = max(q.Offset, 0)
 		}
-		if q.Reason != "" { // every entry the DAG filter keeps, paged once reasons are known
-			wq.Offset, wq.Limit = 0, 1<<30
+		pg, total := l.page(q.DAG, q.Reason, off, q.Limit)
+		if len(pg) == 0 && total > 0 { // past the end: the last page
+			off = (total - 1) / q.Limit * q.Limit
+			pg, _ = l.page(q.DAG, q.Reason, off, q.Limit)
 		}
-		pg, err := st.WaitingPage(ctx, wq)
-		if err != nil {
-			return board, err
-		}
-		if q.Reason == "" && len(pg.Entries) == 0 && pg.Total > 0 { // past the end: the last page
-			wq.Offset = (pg.Total - 1) / q.Limit * q.Limit
-			if pg, err = st.WaitingPage(ctx, wq); err != nil {
-				return board, err
+		places[i], v.Offset, v.Matching = pg, off, total
+		if l != nil {
+			v.All = len(l.ids)
+			for _, p := range pg {
+				ids = append(ids, l.ids[p])
 			}
 		}
-		pages[i], v.Offset, v.Matching, v.All = pg, wq.Offset, pg.Total, pg.Total
-		if counts != nil {
-			v.All = counts[v.Name].Entries
-		}
-		for j := range pg.Entries {
-			later(&pg.Entries[j])
-		}
 	}
-	bound := store.WalkBound{Starved: map[string]time.Time{}}
-	if last != nil {
-		bound.Through = last.ID
-	}
-	for i, p := range ps {
-		if p.Ordering != vocab.Strict && p.StarvationAfter > 0 && out[i].All > 0 {
-			// An entry queued before this has waited longer than starvation_after (rounded up
-			// to the store's microseconds, so the store's comparison is the walk's).
-			bound.Starved[p.Name] = now.Add(-p.StarvationAfter).Add(time.Microsecond - 1).Truncate(time.Microsecond)
-		}
-	}
-	var among []store.Entry
-	if last != nil {
-		if among, err = st.WaitingThrough(ctx, bound); err != nil {
-			return board, err
-		}
-	}
-	why, err := explain.ReasonsAmong(ctx, st, now, among)
+	cur, err := s.entriesOf(ctx, ids)
 	if err != nil {
 		return board, err
 	}
@@ -185,23 +151,15 @@ func (s *Server) PoolsPage(ctx context.Context, q PoolsQuery) (PoolsBoardPage, e
 				LeaseUntil: c.LeaseUntil.UTC(), DAGID: e.DAGID, DAGRunID: e.RunID, TaskID: e.TaskID, TryNumber: e.TryNumber,
 				AdmittedAt: ts(e.AdmittedAt)})
 		}
-		pg := pages[i]
-		for j, e := range pg.Entries {
-			why.Fill(&e)
-			if q.Reason != "" && e.ReasonCode != q.Reason {
-				continue
+		l := line.pools[v.Name]
+		for _, p := range places[i] {
+			e, ok := cur[l.ids[p]]
+			if !ok {
+				continue // deleted since (retention)
 			}
+			line.why.Fill(&e) // a waiting entry's reason as of the snapshot; another keeps its state's
 			v.Waiting = append(v.Waiting, entryView(e))
-			v.Positions = append(v.Positions, pg.Positions[j])
-		}
-		if q.Reason != "" { // page the entries the reason filter kept
-			v.Matching = len(v.Waiting)
-			off := 0
-			if q.Pool == v.Name {
-				off = min(max(q.Offset, 0), max(v.Matching-1, 0)/q.Limit*q.Limit)
-			}
-			hi := min(off+q.Limit, v.Matching)
-			v.Waiting, v.Positions, v.Offset = slices.Clip(v.Waiting[off:hi]), slices.Clip(v.Positions[off:hi]), off
+			v.Positions = append(v.Positions, int(p)+1)
 		}
 	}
 	board.Pools = out

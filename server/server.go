@@ -50,6 +50,11 @@ type Config struct {
 	// CommandWait bounds how long a command to a run owned by another process is awaited
 	// before the API answers 202; default 5s.
 	CommandWait time.Duration
+	// LineSyncEntries: a pools page whose waiting lines are stale reads them again before it
+	// answers while fewer entries than this wait; with more, it answers from the last read,
+	// saying how old it is, and reads them again in the background (waiting_line.go).
+	// 0 = 2,000.
+	LineSyncEntries int
 	// Host is this host's name as owner rows name hosts (a daemon advertising a loopback
 	// address is asked for its logs only from its own host); "" = os.Hostname().
 	Host string
@@ -69,6 +74,7 @@ type Server struct {
 	logs      *logClient // reads logs other daemons hold (logproxy.go)
 	authn     *auth.Authenticator
 	proxy     proxyTokens // tokens of UI users for reading other daemons' logs (proxytoken.go)
+	line      lineCache   // the pools page's waiting lines (waiting_line.go)
 }
 
 // maxBody caps request bodies (1 MiB).
@@ -108,6 +114,7 @@ func New(cfg Config) *Server {
 			s.writer, s.ownWriter = w, true
 		}
 	}
+	s.line.ctx, s.line.stop = context.WithCancel(context.Background())
 	s.authn = &auth.Authenticator{Store: cfg.Store, Legacy: cfg.Token, Now: cfg.Now, Log: cfg.Logger,
 		Anonymous: func() vocab.Role { return s.Settings().Auth.Anonymous }}
 	s.router = s.routes()
@@ -122,6 +129,7 @@ func (s *Server) SessionStore() store.Store { return s.writer }
 // Close releases the store connection New opened. It is safe to call twice.
 func (s *Server) Close() error {
 	s.logs.close()
+	s.line.closeLine()
 	if s.ownWriter {
 		s.ownWriter = false
 		return s.writer.Close()

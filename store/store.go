@@ -62,6 +62,14 @@ type Reader interface {
 	// WaitingThrough lists, by queue ID, the waiting entries an admission walk must see to say
 	// why every entry up to b.Through waits (waiting.go).
 	WaitingThrough(ctx context.Context, b WalkBound) ([]Entry, error)
+	// EntriesByID reads the entries of ids with their requirements, by queue ID; an ID with no
+	// entry is left out.
+	EntriesByID(ctx context.Context, ids []int64) ([]Entry, error)
+	// QueueSeq is the newest change stamp of the queue entries (the number of the last write
+	// transaction that put or changed one, of any process): unchanged, no entry was put, admitted,
+	// ended or changed since it was read. A read model kept in memory (the pools page's waiting
+	// lines) knows by it whether it is current; it reads one index entry.
+	QueueSeq(ctx context.Context) (int64, error)
 	// ClaimEntries lists the entries holding claims (admitted, or sensors keeping theirs).
 	ClaimEntries(ctx context.Context) ([]Entry, error)
 	GetRun(ctx context.Context, dagID, runID string) (Run, error)

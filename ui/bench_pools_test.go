@@ -17,8 +17,9 @@ import (
 
 // The pools page with long lines (issue 21: 10,000 waiting entries in < 50 ms and < 200 KB
 // compressed). Each size has every entry waiting for db, whose one slot hold keeps: the first
-// page, a page in the middle of the line, and the DAG and reason filters (the reason filter
-// walks the whole line: reasons are not stored).
+// page, a page in the middle of the line, and the DAG and reason filters, each read from the
+// server's snapshot of the waiting lines (server/waiting_line.go); the cold page before them
+// is the one that reads and walks the whole line to build it.
 
 var poolsSizes = []int{1000, 10000, 100000}
 
@@ -35,19 +36,26 @@ func poolsPaths(n int) []struct{ name, path string } {
 // CPU time, which a loaded machine inflates less) and its gzipped size (gz-bytes).
 func BenchmarkPoolsPage(b *testing.B) {
 	for _, n := range poolsSizes {
-		bd := poolsBundle(b, n)
-		for _, p := range poolsPaths(n) {
-			b.Run(fmt.Sprintf("waiting=%d/%s", n, p.name), func(b *testing.B) {
-				var gz int
-				cpu := cpuTime()
-				for b.Loop() {
-					gz = gzPage(b, bd, p.path)
-				}
-				b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/page")
-				b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/page")
-				b.ReportMetric(float64(gz), "gz-bytes")
-			})
-		}
+		// A size is filled only when -bench selects one of its pages.
+		b.Run(fmt.Sprintf("waiting=%d", n), func(b *testing.B) {
+			bd := poolsBundle(b, n)
+			cpu, start := cpuTime(), time.Now()
+			gzPage(b, bd, "/ui/pools")
+			b.Logf("cold page (reads and walks the whole line): %s, %s CPU", time.Since(start).Round(time.Millisecond),
+				(cpuTime() - cpu).Round(time.Millisecond))
+			for _, p := range poolsPaths(n) {
+				b.Run(p.name, func(b *testing.B) {
+					var gz int
+					cpu := cpuTime()
+					for b.Loop() {
+						gz = gzPage(b, bd, p.path)
+					}
+					b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/page")
+					b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/page")
+					b.ReportMetric(float64(gz), "gz-bytes")
+				})
+			}
+		})
 	}
 }
 
@@ -57,6 +65,10 @@ func poolsRows(t *testing.T, row func(string, measure)) {
 		start := time.Now()
 		bd := poolsBundle(t, n)
 		fmt.Printf("-- %d entries waiting for db, filled in %s\n", n, time.Since(start).Round(time.Second))
+		cpu, start := cpuTime(), time.Now()
+		gzPage(t, bd, "/ui/pools")
+		fmt.Printf("%-36s %s, %s CPU\n", "pools page, cold (reads the line)", time.Since(start).Round(time.Millisecond),
+			(cpuTime() - cpu).Round(time.Millisecond))
 		for _, p := range poolsPaths(n) {
 			row("pools page, "+p.name, measurePage(t, bd, p.path))
 		}
@@ -70,14 +82,15 @@ func poolsBundle(t testing.TB, n int) *bundle {
 	queueMany(t, bd, "held", n)
 	// A run through the loop once it has read the line: its passes after the fill are not
 	// measured with the pages.
-	// (A trigger may find the store busy past its bound while the loop reads 100,000 entries.)
+	// (A trigger may find the store busy past its bound while the loop reads 100,000 entries:
+	// a pass over 100,000 open runs takes seconds on a loaded machine.)
 	for try := 1; ; try++ {
 		status, body := bd.srv.Call(server.WithPrincipal(context.Background(), testAdmin), http.MethodPost,
 			"/api/v1/dags/quick/dagRuns", map[string]any{"dag_run_id": "settled"}, testToken)
 		if status == http.StatusOK || status == http.StatusAccepted {
 			break
 		}
-		if status != http.StatusServiceUnavailable || try == 10 {
+		if status != http.StatusServiceUnavailable || try == 60 {
 			t.Fatalf("trigger quick: %d %s", status, body)
 		}
 	}
@@ -111,26 +124,38 @@ func queueMany(t testing.TB, b *bundle, dagID string, n int) {
 	now := time.Now().UTC()
 	const batch = 500
 	for lo := 0; lo < n; lo += batch {
-		err := b.st.WithTx(context.Background(), func(tx store.Tx) error {
-			var es []*store.Entry
-			for i := lo; i < min(lo+batch, n); i++ {
-				at := now.Add(-time.Duration(n-i) * time.Second)
-				run := store.Run{DAGID: dagID, RunID: fmt.Sprintf("q_%06d", i), RunType: vocab.RunManual, LogicalDate: at,
-					State: vocab.RunRunning, QueuedAt: at, StartDate: at, Owner: "ui-test"}
-				if err := tx.InsertRun(&run); err != nil {
-					return err
-				}
-				if err := tx.InsertTI(&store.TaskInstance{Run: run.PK, TaskID: "load", State: vocab.TaskScheduled}); err != nil {
-					return err
-				}
-				es = append(es, &store.Entry{Run: run.PK, TaskID: "load", TryNumber: 1, Label: dagID + ".load try 1", Priority: 1,
-					Due: at, State: vocab.EntryWaiting, CreatedAt: at, Owner: "ui-test", Needs: []store.Requirement{{Pool: "db", Slots: 1},
-						{Pool: "_global", Slots: 1, Implicit: true, Capacity: 8}}})
+		// A batch may wait past the store's bound behind the loop's pass over the runs so far
+		// (its statements then fail closed); it rolled back whole, and is written again.
+		for try := 1; ; try++ {
+			err := queueBatch(b, dagID, now, lo, min(lo+batch, n), n)
+			if err == nil {
+				break
 			}
-			return tx.InsertEntries(es)
-		})
-		if err != nil {
-			t.Fatal(err)
+			if try == 5 {
+				t.Fatal(err)
+			}
 		}
 	}
+}
+
+// queueBatch writes the runs lo to hi-1 of queueMany's n in one transaction.
+func queueBatch(b *bundle, dagID string, now time.Time, lo, hi, n int) error {
+	return b.st.WithTx(context.Background(), func(tx store.Tx) error {
+		var es []*store.Entry
+		for i := lo; i < hi; i++ {
+			at := now.Add(-time.Duration(n-i) * time.Second)
+			run := store.Run{DAGID: dagID, RunID: fmt.Sprintf("q_%06d", i), RunType: vocab.RunManual, LogicalDate: at,
+				State: vocab.RunRunning, QueuedAt: at, StartDate: at, Owner: "ui-test"}
+			if err := tx.InsertRun(&run); err != nil {
+				return err
+			}
+			if err := tx.InsertTI(&store.TaskInstance{Run: run.PK, TaskID: "load", State: vocab.TaskScheduled}); err != nil {
+				return err
+			}
+			es = append(es, &store.Entry{Run: run.PK, TaskID: "load", TryNumber: 1, Label: dagID + ".load try 1", Priority: 1,
+				Due: at, State: vocab.EntryWaiting, CreatedAt: at, Owner: "ui-test", Needs: []store.Requirement{{Pool: "db", Slots: 1},
+					{Pool: "_global", Slots: 1, Implicit: true, Capacity: 8}}})
+		}
+		return tx.InsertEntries(es)
+	})
 }

@@ -169,6 +169,8 @@ type setupOpts struct {
 	api    string            // the API address the daemon advertises in its owner row
 	dags   []*dag.DAG        // Go DAGs registered besides the YAML ones
 	yaml   map[string]string // YAML DAG files written besides testDAGs' (file name → text)
+	// lineSync is server.Config.LineSyncEntries: lines this long are read again in the background.
+	lineSync int
 }
 
 func setup(t testing.TB, opts setupOpts) *bundle {
@@ -225,7 +227,7 @@ func setup(t testing.TB, opts setupOpts) *bundle {
 	})
 	b.daemon = d
 	b.srv = server.New(server.Config{Store: st, Daemon: d, StateDir: b.stateDir, Token: opts.token, Logger: quiet,
-		Settings: cfg, CommandWait: 2 * time.Second, UI: func(api *server.Server) http.Handler {
+		Settings: cfg, CommandWait: 2 * time.Second, LineSyncEntries: opts.lineSync, UI: func(api *server.Server) http.Handler {
 			u := New(api).(*UI)
 			u.now = func() time.Time { return time.Now().Add(time.Duration(b.ahead.Load())) }
 			return u

@@ -55,6 +55,10 @@ type poolsData struct {
 	CanCreate bool
 	// Limits are the cards of _global and of each DAG's run limits (pools_limits.go).
 	Limits limitsData
+	// LineAt is when the waiting lists' places and reasons were read; LineCurrent says nothing
+	// was written since (server.PoolsBoardPage): else the page says how old they are.
+	LineAt      time.Time
+	LineCurrent bool
 }
 
 func (u *UI) poolsPage(w http.ResponseWriter, r *http.Request) {
@@ -78,7 +82,8 @@ func (u *UI) poolsPage(w http.ResponseWriter, r *http.Request) {
 		byPool[h.Pool] = append(byPool[h.Pool], i)
 	}
 	who := u.principal(r)
-	data := poolsData{From: from, Filter: q, Team: q.Team, Teams: board.Teams, CanCreate: who.CanAny(vocab.PermPools)}
+	data := poolsData{From: from, Filter: q, Team: q.Team, Teams: board.Teams, CanCreate: who.CanAny(vocab.PermPools),
+		LineAt: board.LineAt, LineCurrent: board.LineCurrent}
 	for _, p := range board.Pools {
 		c := poolCard{BoardPoolJSON: p.BoardPoolJSON, Bar: occupancyBar(p.BoardPoolJSON), Strict: p.Ordering == vocab.Strict,
 			ReadOnly: fileReadOnly(p.Name, p.Source), Size: p.Capacity, TeamsText: strings.Join(p.Teams, ", ")}

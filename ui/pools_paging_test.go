@@ -3,12 +3,16 @@ package ui
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/poolflow/poolflow/server"
+	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // TestPoolsPaging: a pool's waiting list is shown 50 at a time in admission order, filtered by
@@ -114,4 +118,51 @@ func TestBrowserPoolsPaging(t *testing.T) {
 		}
 	}
 	shot(t, ctx, "pools-paged")
+}
+
+// TestBrowserPoolsStaleLine: a long line (here over 100 entries) is read again in the background
+// once the queue changed; meanwhile the page says how old its places and reasons are and shows
+// the entries as they are now (the head, cancelled since, says so), and its live refresh brings
+// the current line once it has been read.
+func TestBrowserPoolsStaleLine(t *testing.T) {
+	b := setup(t, setupOpts{lineSync: 100})
+	b.trigger(t, "hold", "h1")
+	b.waitAdmitted(t, "hold", "h1", "keep")
+	queue(t, b, "held", 120)
+	base := serve(t, b)
+	ctx := tab(t)
+	do(t, ctx, chromedp.Navigate(base+"/ui/pools"))
+	waitFor(t, ctx, "the waiting list", `document.querySelectorAll("#pool-db tr[data-queue-id]").length === 50`)
+	if eval[bool](t, ctx, `!!document.querySelector("#line-age")`) {
+		t.Errorf("a line read for this page says it is old")
+	}
+	head := eval[string](t, ctx, `document.querySelector("#pool-db tr[data-queue-id]").dataset.queueId`)
+	id, err := strconv.ParseInt(head, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.st.WithTx(context.Background(), func(tx store.Tx) error {
+		return tx.EndEntry(id, vocab.EntryCancelled, vocab.ReasonCancelled, "cancelled by a test", time.Now())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, chromedp.Navigate(base+"/ui/pools"))
+	waitFor(t, ctx, "the page", `document.querySelectorAll("#pool-db tr[data-queue-id]").length === 50`)
+	// The first answer after the change is the last read (its background read takes longer
+	// than this page's), unless the read was done first: then the line is current.
+	if eval[bool](t, ctx, `!!document.querySelector("#line-age")`) {
+		if got := eval[string](t, ctx, `document.querySelector("#pool-db tr[data-queue-id] td.why").textContent`); got != "cancelled since" {
+			t.Errorf("the stale page's head reads %q, want its state now, cancelled since", got)
+		}
+		if eval[bool](t, ctx, `!!document.querySelector("#cancel-`+head+`")`) {
+			t.Errorf("the cancelled head still has a cancel button")
+		}
+		if txt := eval[string](t, ctx, `document.querySelector("#line-age").textContent`); !strings.Contains(txt, "as of") {
+			t.Errorf("the note says %q", txt)
+		}
+		shot(t, ctx, "pools-stale-line")
+	}
+	waitFor(t, ctx, "the current line", `!document.querySelector("#line-age") && `+
+		`document.querySelector("#pool-db tr[data-queue-id]").dataset.queueId !== "`+head+`" && `+
+		`document.querySelectorAll("#pool-db .count")[1].textContent === "119"`)
 }

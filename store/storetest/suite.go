@@ -74,6 +74,7 @@ func Run(t *testing.T, h Harness) {
 		{"Backfills", testBackfills},
 		{"BackfillManyDates", testBackfillManyDates},
 		{"WaitingLine", testWaitingLine},
+		{"QueueSeq", testQueueSeq},
 		{"PoolHistory", testPoolHistory},
 		{"PoolUse", testPoolUse},
 	}

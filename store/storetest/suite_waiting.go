@@ -200,4 +200,61 @@ func testWaitingLine(t *testing.T, h Harness) {
 	if len(holding) != 3 {
 		t.Errorf("claim entries %v, want the three admitted", ids(holding))
 	}
+
+	// EntriesByID reads the ones asked for, by queue ID, with their requirements.
+	ask := []int64{all[9].ID, all[2].ID, 1 << 40, all[30].ID}
+	got, err := st.EntriesByID(bg(), ask)
+	must(t, err)
+	want := []int64{all[9].ID, all[2].ID, all[30].ID}
+	slices.Sort(want)
+	if !slices.Equal(ids(got), want) || len(got[0].Needs) == 0 {
+		t.Errorf("entries by ID %v: %v (needs %v), want %v with their needs", ask, ids(got), got[0].Needs, want)
+	}
+}
+
+// testQueueSeq: the queue's change stamp moves when an entry is put or changed, by this handle
+// or another, and not with other writes.
+func testQueueSeq(t *testing.T, h Harness) {
+	st := h.New(t)
+	seq := func() int64 {
+		t.Helper()
+		n, err := st.QueueSeq(bg())
+		must(t, err)
+		return n
+	}
+	empty := seq()
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		p := store.Pool{Name: "seq", Slots: 1, Ordering: vocab.Backfill, TargetSlots: store.NoTarget, Source: "store",
+			OnResize: vocab.ResizeImmediate}
+		return tx.PutPool(&p, day)
+	}))
+	if n := seq(); n != empty {
+		t.Errorf("queue stamp moved from %d to %d with a pool's write", empty, n)
+	}
+	var e *store.Entry
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		r := &store.Run{DAGID: "d", RunID: "r", RunType: vocab.RunManual, LogicalDate: day, State: vocab.RunRunning,
+			QueuedAt: day, Owner: "d1"}
+		if err := tx.InsertRun(r); err != nil {
+			return err
+		}
+		e = &store.Entry{Run: r.PK, TaskID: "t", TryNumber: 1, Label: "d.t try 1", Due: day, State: vocab.EntryWaiting,
+			CreatedAt: day, Needs: []store.Requirement{{Pool: "seq", Slots: 1}}}
+		return tx.InsertEntries([]*store.Entry{e})
+	}))
+	put := seq()
+	if put <= empty {
+		t.Errorf("queue stamp %d after an entry was put, was %d", put, empty)
+	}
+	if n := seq(); n != put {
+		t.Errorf("queue stamp moved from %d to %d with no write", put, n)
+	}
+	// Another handle's change of the entry moves it too.
+	other, err := st.Reopen(bg())
+	must(t, err)
+	defer other.Close()
+	must(t, other.WithTx(bg(), func(tx store.Tx) error { return tx.SetForce(e.ID) }))
+	if n := seq(); n <= put {
+		t.Errorf("queue stamp %d after another handle changed an entry, was %d", n, put)
+	}
 }

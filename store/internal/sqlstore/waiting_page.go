@@ -366,6 +366,32 @@ func (s *DB) entriesByID(ctx context.Context, ids []any, waiting bool) ([]store.
 	return out, nil
 }
 
+// EntriesByID reads the entries of ids, by queue ID.
+func (s *DB) EntriesByID(ctx context.Context, ids []int64) ([]store.Entry, error) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	out, err := s.entriesByID(ctx, args, false)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b store.Entry) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// QueueSeq reads the queue entries' newest change stamp (along queue_entries_seq).
+func (s *DB) QueueSeq(ctx context.Context) (int64, error) {
+	if err := s.schemaErr(ctx); err != nil {
+		return 0, err
+	}
+	var seq int64
+	if err := s.queryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM queue_entries`).Scan(&seq); err != nil {
+		return 0, unavailable(err)
+	}
+	return seq, nil
+}
+
 // ClaimEntries lists the entries that hold claims (admitted ones, and sensors keeping claims
 // between pokes), by queue ID.
 func (s *DB) ClaimEntries(ctx context.Context) ([]store.Entry, error) {
