@@ -29,9 +29,9 @@ func TestBrowserDAGPhone(t *testing.T) {
 	if n := eval[int](t, ctx, `document.querySelectorAll("svg.graph g.node").length`); n != 4 || len(outside) > 0 {
 		t.Errorf("%d nodes drawn; outside the graph's box on load: %v", n, outside)
 	}
-	shot(t, ctx, "dag-phone")
+	shot(t, ctx, "dag-phone-diamond")
 	do(t, ctx, chromedp.ScrollIntoView(chromedp.CSS(`table.list.runs`)))
-	shot(t, ctx, "dag-phone-runs")
+	shot(t, ctx, "dag-phone-diamond-runs")
 	if w := eval[[]int](t, ctx, `(() => { const s = document.querySelector("table.list.runs").parentElement; return [s.scrollWidth, s.clientWidth]; })()`); w[0] > w[1] {
 		t.Errorf("the runs table is %d px wide in a %d px box: it scrolls sideways", w[0], w[1])
 	}
