@@ -6,6 +6,15 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
+// nodesOutside lists the graph's nodes not wholly inside the graph's box.
+const nodesOutside = `(() => {
+	const v = document.getElementById("graph-view").getBoundingClientRect();
+	return [...document.querySelectorAll("svg.graph g.node")].filter(g => {
+		const r = g.querySelector("rect.box").getBoundingClientRect();
+		return r.left < v.left - 0.5 || r.right > v.right + 0.5 || r.top < v.top - 0.5 || r.bottom > v.bottom + 0.5;
+	}).map(g => g.dataset.task || g.textContent);
+})()`
+
 // TestBrowserDAGPhone: on a 390 px phone a small DAG's graph is fitted on load, every node
 // inside the graph's box (it showed the first node or two until Fit was pressed), and the runs
 // table under the grid fits the width instead of scrolling sideways past its duration column.
@@ -19,13 +28,7 @@ func TestBrowserDAGPhone(t *testing.T) {
 	ctx := tab(t)
 	do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/ui/dags/diamond"))
 	waitFor(t, ctx, "the graph", `document.getElementById("graph-view") && document.getElementById("graph-view").dataset.zoom`)
-	outside := eval[[]string](t, ctx, `(() => {
-		const v = document.getElementById("graph-view").getBoundingClientRect();
-		return [...document.querySelectorAll("svg.graph g.node")].filter(g => {
-			const r = g.querySelector("rect.box").getBoundingClientRect();
-			return r.left < v.left - 0.5 || r.right > v.right + 0.5 || r.top < v.top - 0.5 || r.bottom > v.bottom + 0.5;
-		}).map(g => g.dataset.task || g.textContent);
-	})()`)
+	outside := eval[[]string](t, ctx, nodesOutside)
 	if n := eval[int](t, ctx, `document.querySelectorAll("svg.graph g.node").length`); n != 4 || len(outside) > 0 {
 		t.Errorf("%d nodes drawn; outside the graph's box on load: %v", n, outside)
 	}

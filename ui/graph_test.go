@@ -222,6 +222,10 @@ func TestBrowserBigGraph(t *testing.T) {
 	do(t, ctx, chromedp.EmulateViewport(390, 844))
 	do(t, ctx, chromedp.Navigate(base+"/ui/dags/warehouse_500"))
 	waitFor(t, ctx, "the graph", `document.getElementById("graph-view").dataset.zoom`)
+	// Its 9 nodes (groups and chains) are fitted on load: the shape and its colours at a glance.
+	if outside := eval[[]string](t, ctx, nodesOutside); len(outside) > 0 {
+		t.Errorf("on a phone, nodes outside the graph's box on load: %v", outside)
+	}
 	shot(t, ctx, "graph-500-phone")
 }
 

@@ -9,7 +9,7 @@
 (function () {
   "use strict";
   var MIN_K = 0.05, MAX_K = 4, READABLE_K = 1; // 13 px names stay ≥ 11 px at k ≥ 0.85
-  var SMALL_DAG = 16; // nodes drawn, up to which a graph is fitted on load even if its names shrink
+  var SMALL_DAG = 16; // nodes drawn, up to which a graph is fitted on load however small its names
   var saved = null; // {x, y, k, hit} across live swaps
   var relayout = null, found = false;
 
@@ -64,12 +64,13 @@
     }
 
     // Start where the reader was (a live swap), else at natural size when it fits or nearly,
-    // else fitted if that stays readable, or if the DAG is small (a phone's box is too narrow
-    // for even four tasks at their size: the whole shape, one tap from any node, beats the
-    // first node or two), else at natural size from the top left.
+    // else fitted if that stays readable, or if there are few nodes (a phone's box is too
+    // narrow for even four tasks at their size: the whole shape and its states' colours, one
+    // tap of + from any node, beat the first node or two), else at natural size from the top
+    // left.
     var small = svg.querySelectorAll("g.node").length <= SMALL_DAG;
     if (saved) { s.x = saved.x; s.y = saved.y; s.k = saved.k; apply(); }
-    else if (fitK() >= 0.6 || (small && fitK() >= 0.25)) {
+    else if (fitK() >= 0.6 || small) {
       // A box narrower than the picture draws it smaller: as tall as it then is, not taller.
       var kw = size().w / W0;
       if (kw < 1) view.style.height = Math.round(Math.max(120, Math.min(view.clientHeight, H0 * kw + 24))) + "px";
