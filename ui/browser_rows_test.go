@@ -1,6 +1,11 @@
 package ui
 
 import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -53,5 +58,54 @@ func TestBrowserRunTaskKeys(t *testing.T) {
 	if got := eval[string](t, ctx, focused); got != rows[10] {
 		t.Errorf("Shift+Tab came back to %s, want %s", got, rows[10])
 	}
-	shot(t, ctx, "run-500")
+	eval[bool](t, ctx, `window.scrollTo(0, 0), true`)
+	shotView(t, ctx, "run-500-top")
+}
+
+// shotView saves a screenshot of what the window shows (a 500-task page is 20,000 px long).
+func shotView(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("POOLFLOW_UI_SHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunPageStateFilter: the run page's task counts are links that narrow its task list to
+// one state (the 83 failed of 500 without scrolling past the rest), and back to all.
+func TestRunPageStateFilter(t *testing.T) {
+	b := bigSetup(t) // r1: of 500 tasks, every sixth failed (83), …
+	rows := func(body string) int {
+		i := strings.Index(body, `id="run-tasks"`)
+		if i < 0 {
+			t.Fatal("no task list")
+		}
+		return strings.Count(body[i:], "<tr data-task=")
+	}
+	all := b.page(t, http.StatusOK, "/ui/dags/warehouse_500/runs/r1")
+	if n := rows(all); n != 500 {
+		t.Errorf("%d rows, want 500", n)
+	}
+	if !strings.Contains(all, `href="/ui/dags/warehouse_500/runs/r1?state=failed#tasks-title"`) {
+		t.Errorf("no link to the failed tasks")
+	}
+	failed := b.page(t, http.StatusOK, "/ui/dags/warehouse_500/runs/r1?state=failed")
+	if n := rows(failed); n != 83 || strings.Count(failed, `data-state="success"`) > 0 {
+		t.Errorf("?state=failed: %d rows, want the 83 failed", n)
+	}
+	for _, want := range []string{"· 83 failed of 500", `id="tasks-all"`, `aria-current="true"`} {
+		if !strings.Contains(failed, want) {
+			t.Errorf("?state=failed: no %q", want)
+		}
+	}
+	if n := rows(b.page(t, http.StatusOK, "/ui/dags/warehouse_500/runs/r1?state=nope")); n != 500 {
+		t.Errorf("?state=nope: %d rows, want every task", n)
+	}
 }

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"html/template"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -15,11 +18,25 @@ import (
 	"github.com/poolflow/poolflow/vocab"
 )
 
+// stateLink is one state of a run's tasks with how many are in it, and the run page showing
+// only those (or, when it is the one shown, all of them again).
+type stateLink struct {
+	State vocab.TaskState
+	N     int
+	Href  string
+	On    bool
+}
+
 type runData struct {
 	Run   store.Run
 	View  server.DAGRunJSON
-	Tasks []server.TaskInstanceJSON
-	Gantt template.HTML
+	Tasks []server.TaskInstanceJSON // the task list's rows: every task, or those in State
+	All   int                       // how many tasks the run has
+	// State narrows the task list to one state (?state=failed: the 83 failed of 500 without
+	// scrolling past the 417 others); States are the run's states with their counts, as links.
+	State  vocab.TaskState
+	States []stateLink
+	Gantt  template.HTML
 	// Counts are the task states of the run.
 	Counts map[vocab.TaskState]int
 	Loaded bool
@@ -80,6 +97,19 @@ func (u *UI) runPage(w http.ResponseWriter, r *http.Request) {
 		case !ti.State.Terminal():
 			data.Unfinished++
 		}
+	}
+	data.All = len(tis)
+	if st := vocab.TaskState(r.URL.Query().Get("state")); data.Counts[st] > 0 {
+		data.State = st
+		data.Tasks = slices.DeleteFunc(slices.Clone(tis), func(ti server.TaskInstanceJSON) bool { return ti.State != st })
+	}
+	page := runPath(run.DAGID, run.RunID)
+	for _, st := range slices.Sorted(maps.Keys(data.Counts)) {
+		l := stateLink{State: st, N: data.Counts[st], Href: page + "?state=" + url.QueryEscape(string(st)) + "#tasks-title", On: st == data.State}
+		if l.On {
+			l.Href = page + "#tasks-title"
+		}
+		data.States = append(data.States, l)
 	}
 	data.Note = noteView{Now: u.api.Now(), Text: run.Note, By: run.NoteBy, At: run.NoteAt, Action: runPath(run.DAGID, run.RunID) + "/note"}
 	if data.Events, err = u.recentEventsOf(r, run.DAGID, run.RunID, ""); err != nil {
