@@ -221,6 +221,9 @@ type EventFilter struct {
 	Actor                string
 	After, Before        time.Time
 	Limit, Offset        int
+	// CountAtMost bounds the count ListEvents returns beside the page, as RunFilter's does: 0
+	// counts every event selected; past n > 0 the total is n+1, "more than n".
+	CountAtMost int
 }
 
 // Attempt is an ended attempt.

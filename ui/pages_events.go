@@ -3,6 +3,7 @@ package ui
 import (
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -238,10 +239,15 @@ func (u *UI) eventsPage(w http.ResponseWriter, r *http.Request) {
 
 // eventsCard is what a DAG, run or task page shows of its own events: the newest few, how many
 // there are, and the link to all of them.
+// eventsCountBound is where a page's events card stops counting: a DAG triggered 100,000 times
+// says "the 10 newest of 1,000+" instead of walking its whole history on every view.
+const eventsCountBound = 1000
+
 type eventsCard struct {
 	Now   time.Time
 	Rows  []eventRow
 	Total int
+	Of    template.HTML // Total as the card says it: "1,000+" past eventsCountBound
 	All   string
 	// Scope says whose events they are (the DAG's, the run's, the task's): the card hides the
 	// columns it would repeat.
@@ -267,9 +273,9 @@ const taskEventsScan = 200
 // events are the run's, with the tasks asked for among the arguments); its card links to the
 // run's events.
 func (u *UI) recentEventsOf(r *http.Request, dag, run, task string) (eventsCard, error) {
-	f := store.EventFilter{DAGID: dag, RunID: run, Limit: recentEvents}
+	f := store.EventFilter{DAGID: dag, RunID: run, Limit: recentEvents, CountAtMost: eventsCountBound}
 	if task != "" {
-		f.Limit = taskEventsScan
+		f.Limit, f.CountAtMost = taskEventsScan, 0
 	}
 	es, total, err := u.api.Events(r.Context(), f)
 	if err != nil {
@@ -290,7 +296,10 @@ func (u *UI) recentEventsOf(r *http.Request, dag, run, task string) (eventsCard,
 	case run != "":
 		card.Scope = "run"
 	}
-	card.Rows, card.Total = eventRows(es), total
+	card.Rows, card.Total, card.Of = eventRows(es), total, template.HTML(thousands(total))
+	if f.CountAtMost > 0 && total > f.CountAtMost {
+		card.Of = template.HTML(thousands(f.CountAtMost) + "+")
+	}
 	return card, nil
 }
 

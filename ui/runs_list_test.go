@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // TestRunsList: the runs list pages through every run and filters by state, type, logical
@@ -191,5 +192,34 @@ func TestRunsCountBound(t *testing.T) {
 		if c.notWant != "" && strings.Contains(body, c.notWant) {
 			t.Errorf("%s: %q should not be there", c.path, c.notWant)
 		}
+	}
+}
+
+// TestEventsCountBound: a DAG's events card stops counting at a thousand ("the 8 newest of
+// 1,000+"), the DAG page's cost not growing with the DAG's history; fewer are counted exactly.
+func TestEventsCountBound(t *testing.T) {
+	b := setup(t, setupOpts{})
+	add := func(dagID string, n int) {
+		err := b.st.WithTx(context.Background(), func(tx store.Tx) error {
+			for i := range n {
+				run := fmt.Sprintf("m%05d", i)
+				if err := tx.InsertEvent(&store.Event{At: time.Now().Add(-time.Duration(n-i) * time.Second), Actor: "cli:ann@host",
+					Action: vocab.ActionTrigger, DAGID: dagID, RunID: run}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("diamond", 1005)
+	add("hold", 12)
+	if body := b.page(t, http.StatusOK, "/ui/dags/diamond"); !strings.Contains(body, "the 8 newest of 1,000+") {
+		t.Errorf("diamond: no \"the 8 newest of 1,000+\"")
+	}
+	if body := b.page(t, http.StatusOK, "/ui/dags/hold"); !strings.Contains(body, "the 8 newest of 12 ") {
+		t.Errorf("hold: no \"the 8 newest of 12\"")
 	}
 }

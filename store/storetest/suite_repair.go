@@ -483,6 +483,10 @@ func testEvents(t *testing.T, h Harness) {
 	list("last page", store.EventFilter{Limit: 2, Offset: 6}, 7, 0)
 	list("past the end", store.EventFilter{Limit: 2, Offset: 7}, 7)
 	list("a page of a filter", store.EventFilter{DAGID: "etl", Limit: 3, Offset: 1}, 4, 2, 1, 0)
+	// A bounded count: the same page, a total of at most the bound plus one.
+	list("counted to 2", store.EventFilter{Limit: 2, CountAtMost: 2}, 3, 6, 5)
+	list("counted to 7", store.EventFilter{Limit: 2, CountAtMost: 7}, 7, 6, 5)
+	list("counted to 3 of a filter", store.EventFilter{DAGID: "etl", Limit: 3, Offset: 1, CountAtMost: 3}, 4, 2, 1, 0)
 	list("negative offset", store.EventFilter{Limit: 1, Offset: -5}, 7, 6)
 
 	for _, bad := range []store.Event{

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/poolflow/poolflow/store"
@@ -139,7 +140,11 @@ func (s *DB) ListEvents(ctx context.Context, f store.EventFilter) ([]store.Event
 	w.since("at", f.After, f.Before)
 	cond, args := w.sql(), w.args
 	var total int
-	if err := s.queryRow(ctx, `SELECT COUNT(*) FROM events`+cond, args...).Scan(&total); err != nil {
+	count, countArgs := `SELECT COUNT(*) FROM events`+cond, args
+	if f.CountAtMost > 0 { // stop counting past the bound: a DAG's card need not walk its whole history
+		count, countArgs = `SELECT COUNT(*) FROM (SELECT 1 FROM events`+cond+` LIMIT ?) c`, append(slices.Clone(args), f.CountAtMost+1)
+	}
+	if err := s.queryRow(ctx, count, countArgs...).Scan(&total); err != nil {
 		return nil, 0, unavailable(err)
 	}
 	f.Limit, f.Offset = pageBounds(f.Limit, f.Offset, eventsLimit, eventsMaxLimit)
