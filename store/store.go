@@ -190,6 +190,9 @@ type Tx interface {
 	UpdateTI(ti *TaskInstance) error
 	// PutTIs writes task instances, inserting the missing ones, in few statements.
 	PutTIs(tis []*TaskInstance) error
+	// ReserveEntryIDs takes the queue IDs up to last: no entry inserted later gets one (a
+	// mapped task's line queues its instances with the IDs its expansion reserved, §14).
+	ReserveEntryIDs(last int64) error
 	TaskInstances(run int64) ([]TaskInstance, error)
 	InsertAttempt(a *Attempt) error
 	// PutAttempts is InsertAttempt for many, in a few statements; of two with the same
@@ -363,7 +366,7 @@ const OpTimeout = 5 * time.Second
 func SchemaVersion() int { return schemaVersion }
 
 // schemaVersion is raised with a migration of every driver (their tests check they agree).
-const schemaVersion = 18
+const schemaVersion = 19
 
 // Micros converts a time to the stored form: microseconds since the Unix epoch, UTC.
 func Micros(t time.Time) int64 { return t.UnixMicro() }

@@ -64,6 +64,18 @@ type TaskInstance struct {
 	// Output is the JSON object its successful attempt wrote (§14), "" when it wrote none or
 	// the task instance has not succeeded. Read only: it is stored with the attempt.
 	Output string
+	// MapFirst, MapNext and MapLength are a mapped task's line (§14), on its own row: the queue
+	// ID reserved for instance 0 of its expansion (instance i is first queued as MapFirst + i),
+	// the map index of the next instance to queue and the length of its list. Its instances
+	// from MapNext on that have no row yet are read as none, reason code map_line. 0 on every
+	// other row.
+	MapFirst  int64
+	MapNext   int
+	MapLength int
+	// Ahead is, for a mapped instance that waits in its task's line without a row yet, how
+	// many instances of the line are before it (its map index less the line's MapNext); 0
+	// otherwise. Read only: computed by the reads that list them.
+	Ahead int
 }
 
 // Requirement is one normalized requirement row of a queue entry.

@@ -28,6 +28,7 @@ const (
 // Why a task instance waits outside the admission walk, and an entry with no reason known yet.
 const (
 	ReasonUpstream   ReasonCode = "upstream"   // upstream tasks have not finished
+	ReasonMapLine    ReasonCode = "map_line"   // a mapped instance waits for a place in its task's queue window (§14)
 	ReasonRunQueued  ReasonCode = "run_queued" // its run has not started
 	ReasonQueued     ReasonCode = "queued"     // ready, for the next admission pass
 	ReasonRetry      ReasonCode = "retry"      // up_for_retry until its retry time
@@ -69,7 +70,7 @@ func ReasonCodes() []ReasonCode {
 	return []ReasonCode{ReasonPoolFull, ReasonBehind, ReasonStarvedHead, ReasonGlobalLimit, ReasonDAGLimit,
 		ReasonTaskLimit, ReasonBackfillLimit, ReasonForbid, ReasonPaused, ReasonNodeAway, ReasonDraining, ReasonUnknownPool,
 		ReasonOverCapacity, ReasonBacklogFull,
-		ReasonUpstream, ReasonRunQueued, ReasonQueued, ReasonRetry, ReasonReschedule, ReasonApproval, ReasonWaiting,
+		ReasonUpstream, ReasonMapLine, ReasonRunQueued, ReasonQueued, ReasonRetry, ReasonReschedule, ReasonApproval, ReasonWaiting,
 		ReasonRejected, ReasonExpired, ReasonCancelled, ReasonRetired, ReasonTimeout, ReasonFailed,
 		ReasonStopRequested, ReasonClearRequested, ReasonSuccessRequested, ReasonSkipRequested, ReasonCleared, ReasonMarked,
 		ReasonDagrunTimeout}

@@ -125,7 +125,8 @@ func newDB(ctx context.Context, w, r *sql.DB, path string, opts store.Options) (
 			// run's id is never given again. queue_entries (AUTOINCREMENT) never reuses an id.
 			NextIDs: `SELECT MAX(COALESCE((SELECT MAX(id) FROM dag_runs), 0), COALESCE((SELECT MAX(run) FROM deleted_runs), 0)) + 1,
 				MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'queue_entries'), 0),
-					COALESCE((SELECT MAX(id) FROM queue_entries), 0)) + 1`},
+					COALESCE((SELECT MAX(id) FROM queue_entries), 0)) + 1`,
+			ReserveIDs: reserveIDs},
 		Changes: &changes{w: w},
 		Writer:  w, Reader: r, Path: path, Options: opts,
 		Reopen: func(ctx context.Context) (store.Store, error) { return Open(ctx, path, opts) },
@@ -252,4 +253,15 @@ func (c *changes) Version(ctx context.Context) (int64, int, error) {
 	var v int64
 	err := c.w.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v)
 	return v, 0, err
+}
+
+// reserveIDs moves an AUTOINCREMENT table's sequence (sqlite_sequence, which NextIDs reads) past
+// max, making its row when the table has had no insert yet.
+func reserveIDs(q sqlstore.RowQuerier, table string, max int64) error {
+	var n int64
+	err := q.QueryRow(`UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = ? RETURNING seq`, max, table).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = q.QueryRow(`INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?) RETURNING seq`, table, max).Scan(&n)
+	}
+	return err
 }

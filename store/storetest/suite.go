@@ -26,6 +26,8 @@ func Run(t *testing.T, h Harness) {
 		{"ScheduledRunsUnique", testScheduledRunsUnique},
 		{"IDsInInsertionOrder", testIDsInInsertionOrder},
 		{"InsertEntries", testInsertEntries},
+		{"MappedLines", testMappedLines},
+		{"ReserveEntryIDs", testReserveEntryIDs},
 		{"PutAttempts", testPutAttempts},
 		{"AttemptReplaced", testAttemptReplaced},
 		{"Outputs", testOutputs},

@@ -51,6 +51,9 @@ type Dialect struct {
 	// sequences; SQLite's follow by themselves).
 	NextIDs  string
 	IDsTaken func(q RowQuerier, table string, max int64) error
+	// ReserveIDs, when set, moves table's id generator past max for Tx.ReserveEntryIDs where
+	// IDsTaken does not (SQLite's sqlite_sequence); unset, IDsTaken does it.
+	ReserveIDs func(q RowQuerier, table string, max int64) error
 	// Compact, when set, runs at the end of a transaction that pruned history (retention.go):
 	// it gives the pages the deletes freed back to the file system (SQLite's
 	// incremental_vacuum). PostgreSQL reuses its dead rows' space after autovacuum instead.

@@ -62,11 +62,11 @@ func (s *DB) ListRuns(ctx context.Context, dagID string, limit, offset int) ([]s
 
 // ListTaskInstances lists a run's task instances.
 func (s *DB) ListTaskInstances(ctx context.Context, run int64) ([]store.TaskInstance, error) {
-	rows, err := s.query(ctx, `SELECT `+tiCols+` FROM task_instances WHERE run = ?`, run)
+	rows, err := s.query(ctx, withLines(`run = ?`), run, run)
 	if err != nil {
 		return nil, unavailable(err)
 	}
-	return scanTIs(rows)
+	return scanLines(rows)
 }
 
 // LatestEntry returns the newest queue entry of a task instance.

@@ -51,12 +51,11 @@ func (s *DB) TaskInstancesOfRuns(ctx context.Context, runs []int64) (map[int64][
 		for i, r := range runs[:n] {
 			args[i] = r
 		}
-		rows, err := s.query(ctx, `SELECT `+tiCols+` FROM task_instances WHERE run IN (?`+strings.Repeat(", ?", n-1)+`)`,
-			args...)
+		rows, err := s.query(ctx, withLines(`run IN (?`+strings.Repeat(", ?", n-1)+`)`), append(args, args...)...)
 		if err != nil {
 			return nil, unavailable(err)
 		}
-		tis, err := scanTIs(rows)
+		tis, err := scanLines(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -78,8 +77,8 @@ func (s *DB) TaskCellsOfRuns(ctx context.Context, runs []int64) (map[int64][]sto
 		for i, r := range runs[:n] {
 			args[i] = r
 		}
-		rows, err := s.query(ctx, `SELECT run, task_id, state, try_number FROM task_instances WHERE run IN (?`+
-			strings.Repeat(", ?", n-1)+`)`, args...)
+		rows, err := s.query(ctx, `SELECT run, task_id, state, try_number FROM (`+
+			withLines(`run IN (?`+strings.Repeat(", ?", n-1)+`)`)+`) ti`, append(args, args...)...)
 		if err != nil {
 			return nil, unavailable(err)
 		}
