@@ -14,8 +14,9 @@ import (
 )
 
 // shardsDAG: extract writes 40 items over 4 shards; load maps over them, each instance needing
-// one slot of its shard's pool (capacity 1 each); other tasks need only the default pool and
-// run beside them; report waits for every instance.
+// one slot of its shard's pool (capacity 1 each), at most 4 at once in the run — so its queue
+// window is 16 and most instances wait in its line before they are queued; other tasks need
+// only the default pool and run beside them; report waits for every instance.
 func shardsDAG(sleep string) string {
 	return `
 dag_id: shards
@@ -29,6 +30,7 @@ tasks:
   - id: load
     depends_on: [extract]
     expand: "${{ tasks.extract.output.items }}"
+    max_active_tis_per_dagrun: 4
     command: ["sh", "-c", 'sleep ` + sleep + `; echo "{\"file\": \"$1\"}" > "$POOLFLOW_OUTPUT"', "load", "${{ item.file }}"]
     pool_requirements: {"db_${{ item.shard }}": 1}
   - id: report

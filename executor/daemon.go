@@ -50,10 +50,10 @@ type Config struct {
 	// NotifySettled, when set, hears each try of a notification this daemon sent: its notifier
 	// and what became of it (metrics).
 	NotifySettled func(notifier string, state vocab.DeliveryState)
-	// MapPerPass bounds the mapped task instances (§14) a pass makes or queues, so that a pass
-	// stays a short transaction however long a list is; 0 = decide.DefaultMapPerPass (tests
-	// make it small to see a list expand over several passes).
-	MapPerPass int
+	// MapWindow bounds the waiting queue entries of a mapped task's instances (§14): the rest
+	// wait in its line, queued as places free; 0 = decide.DefaultMapWindow (tests make it
+	// small to see the line move).
+	MapWindow int
 
 	// Notify, when set, is called on the loop goroutine after each committed pass with what it
 	// did (attempts ended, runs ended, admissions). It must not block.

@@ -141,7 +141,7 @@ func newLoop(cfg *Config) (*loop, error) {
 		}})
 	// A test run's id ends with a random suffix, fixed before any pass needs it.
 	l.dec = decide.New(decide.Config{DaemonID: cfg.DaemonID, Host: l.host, Lease: cfg.Lease, Test: cfg.Test,
-		TestSuffix: fmt.Sprintf("_%06x", rand.IntN(1<<24)), Notices: cfg.Notify != nil, MapPerPass: cfg.MapPerPass},
+		TestSuffix: fmt.Sprintf("_%06x", rand.IntN(1<<24)), Notices: cfg.Notify != nil, MapWindow: cfg.MapWindow},
 		l.mem, cfg.Settings, nil, 0)
 	return l, nil
 }

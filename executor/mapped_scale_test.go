@@ -13,11 +13,11 @@ import (
 	"github.com/poolflow/poolflow/vocab"
 )
 
-// TestMappedPassCostsWhatChanged: a task mapped over 10,000 items expands over passes that
-// follow each other at once, each making and queueing at most MapPerPass instances (a
-// transaction that does not grow with the list); once it expanded, a pass that ends a few
-// instances looks at the mapped task and its downstream, not at all 10,000: the mapped task
-// sums its instances up from counts kept as their states change (state.Mapping).
+// TestMappedPassCostsWhatChanged: a task mapped over 10,000 items expands in one pass that makes
+// every instance but queues only a window of them (their rows in one statement); once it
+// expanded, a pass that ends a few instances looks at the mapped task, the few it tops its
+// window up with and its downstream, not at all 10,000: the mapped task sums its instances up
+// from counts kept as their states change (state.Mapping).
 func TestMappedPassCostsWhatChanged(t *testing.T) {
 	t.Parallel()
 	const n = 10_000
@@ -36,17 +36,20 @@ tasks:
 	var running []*attempt.Spec
 	for i, p := range plans {
 		running = append(running, p.Starts...)
-		if p.Walked > decide.DefaultMapPerPass+5 {
-			t.Errorf("pass %d walked %d task instances, over the bound of %d a pass", i, p.Walked, decide.DefaultMapPerPass)
+		if p.Walked > decide.DefaultMapWindow+5 {
+			t.Errorf("pass %d walked %d task instances, over the window of %d", i, p.Walked, decide.DefaultMapWindow)
 		}
 	}
-	if len(plans) < n/decide.DefaultMapPerPass || len(running) != 8 {
-		t.Fatalf("%d passes started %d attempts, want at least %d passes and 8", len(plans), len(running), n/decide.DefaultMapPerPass)
+	if len(plans) != 1 || len(running) != 8 {
+		t.Fatalf("%d passes started %d attempts, want one pass and 8", len(plans), len(running))
 	}
 	run := runOf(h, running[0])
 	m := run.Mapping("load")
-	if m.Len() != n || m.Count(vocab.TaskScheduled) != n-8 {
-		t.Fatalf("after the expansion: %d instances, %d scheduled", m.Len(), m.Count(vocab.TaskScheduled))
+	if m.Len() != n || m.Count(vocab.TaskScheduled) != decide.DefaultMapWindow-8 || m.InLine() != n-decide.DefaultMapWindow {
+		t.Fatalf("after the expansion: %d instances, %d scheduled, %d in line", m.Len(), m.Count(vocab.TaskScheduled), m.InLine())
+	}
+	if tis := b.tis(t, run.PK); len(tis) != n+2 || tis["load[9999]"].ReasonCode != vocab.ReasonMapLine {
+		t.Fatalf("%d task instances stored; load[9999]: %+v", len(tis), tis["load[9999]"])
 	}
 	for round := 0; round < 3; round++ {
 		var ends []any
@@ -57,9 +60,9 @@ tasks:
 		if len(p.Starts) != 8 {
 			t.Fatalf("round %d: started %d, want 8", round, len(p.Starts))
 		}
-		// The mapped task and its downstream (the ended instances changed nothing the mapped
-		// task must act on): not 10,000.
-		if p.Walked > 10 {
+		// The mapped task, the 8 it queues in the places that freed, and its downstream: not
+		// 10,000.
+		if p.Walked > 20 {
 			t.Fatalf("round %d: a pass ending 8 instances of %d walked %d task instances", round, n, p.Walked)
 		}
 		running = p.Starts
@@ -72,42 +75,55 @@ tasks:
 	}
 }
 
-// TestMappedExpandsOverPasses: with 4 instances a pass, a list of 10 expands over three passes
-// that follow each other at once, the first instances admitted while the rest are made. Memory
-// loaded again in the middle (as after a restart) evaluates the list again and makes the rest;
-// every instance runs once, and the task sums up only once all ten are made and ended.
-func TestMappedExpandsOverPasses(t *testing.T) {
+// TestMappedLine: with a window of 4, a list of 10 queues 4 instances and the rest wait in the
+// line, saying so; each pass that sees instances admitted or ended tops the window up, in map
+// index order. Memory loaded again in the middle (as after a restart) goes on with the line
+// where the store has it; every instance runs once, and the task sums up only once all ten
+// ended.
+func TestMappedLine(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "max_running: 3\npools:\n  default: -1\n", map[string]string{"ten.yaml": `dag_id: ten
 tasks:
   - {id: load, expand: "${{ 0..9 }}", command: ["true"]}
   - {id: after, depends_on: [load], command: ["true"]}
 `})
-	h, _ := b.harness(t, func(c *Config) { c.MapPerPass = 4 })
+	h, _ := b.harness(t, func(c *Config) { c.MapWindow = 4 })
 	trig, _ := h.Trigger(TriggerRequest{DAGID: "ten", RunID: "r"})
 	p := h.mustPass(t, trig)
-	if got := startedIDs(p.Starts); fmt.Sprint(got) != "[load[0] load[1] load[2]]" || !p.Wake {
-		t.Fatalf("the first pass started %v (wake %v), want the first 3 and another pass at once", got, p.Wake)
+	if got := startedIDs(p.Starts); fmt.Sprint(got) != "[load[0] load[1] load[2]]" || p.Wake {
+		t.Fatalf("the first pass started %v (wake %v), want the first 3 and no pass at once", got, p.Wake)
 	}
 	run := runOf(h, p.Starts[0])
-	if m := run.Mapping("load"); m.Len() != 4 {
-		t.Fatalf("the first pass made %d instances, want 4", m.Len())
+	tis := b.tis(t, run.PK)
+	if m := run.Mapping("load"); m.Len() != 10 || m.Count(vocab.TaskScheduled) != 1 || m.InLine() != 6 ||
+		len(tis) != 12 || tis["load"].MapNext != 4 {
+		t.Fatalf("the first pass made %d instances, %d waiting, %d in line; %d rows, map_next %d", m.Len(),
+			m.Count(vocab.TaskScheduled), m.InLine(), len(tis), tis["load"].MapNext)
+	}
+	if ti := tis["load[4]"]; ti.State != vocab.TaskNone || ti.ReasonCode != vocab.ReasonMapLine {
+		t.Fatalf("load[4] in the line: %+v", ti)
 	}
 	ran := map[string]int{}
 	starts := p.Starts
-	h.State().Invalidate() // the next pass loads memory from the store: 4 instances of 10
+	h.State().Invalidate() // the next pass loads memory from the store: 3 running, 1 waiting, 6 in line
 	for round := 0; len(starts) > 0; round++ {
 		var ends []any
 		for _, s := range starts {
 			ran[s.Task.ID]++
 			ends = append(ends, h.End(s, true, ""))
 		}
+		// The ended places and the admitted one free four: load[4] … load[7] are queued.
 		starts = h.settle(t, ends...)
+		if round == 0 {
+			if got := startedIDs(starts); fmt.Sprint(got) != "[load[3] load[4] load[5]]" {
+				t.Fatalf("after the first three ended: started %v", got)
+			}
+		}
 		if round > 20 {
 			t.Fatal("still running after 20 rounds")
 		}
 	}
-	tis := b.tis(t, run.PK)
+	tis = b.tis(t, run.PK)
 	for i := 0; i < 10; i++ {
 		id := fmt.Sprintf("load[%d]", i)
 		if ran[id] != 1 || tis[id].State != vocab.TaskSuccess {

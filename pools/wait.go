@@ -1,6 +1,7 @@
 package pools
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/poolflow/poolflow/vocab"
@@ -43,6 +44,10 @@ type TaskWait struct {
 	Entry     vocab.EntryState
 	EntryCode vocab.ReasonCode
 	EntryText string
+	// Line is the mapped task whose line a mapped instance waits in (reason code map_line,
+	// §14), and Ahead how many instances of the line are before it.
+	Line  string
+	Ahead int
 }
 
 // WhyWaiting says why a task instance waits: a scheduled task's entry's reason from the
@@ -70,6 +75,10 @@ func WhyWaiting(w TaskWait) (Wait, bool) {
 		if w.RunState == vocab.RunQueued {
 			return runQueued, true
 		}
+		if w.ReasonCode == vocab.ReasonMapLine {
+			return Wait{Code: vocab.ReasonMapLine, Text: fmt.Sprintf("waiting: for a place in %s's queue window (%s ahead in its line)",
+				w.Line, instances(w.Ahead))}, true
+		}
 		return Wait{Code: vocab.ReasonUpstream, Text: "waiting: upstream tasks have not finished"}, true
 	case vocab.TaskUpForRetry:
 		after := w.ReasonCode.Say(w.Reason)
@@ -91,4 +100,16 @@ func fmtTime(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// instances says a count of mapped instances, with thousands separated: "9,992 instances".
+func instances(n int) string {
+	if n == 1 {
+		return "1 instance"
+	}
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s + " instances"
 }

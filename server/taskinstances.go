@@ -148,16 +148,9 @@ func waitReason(run store.Run, ti store.TaskInstance, entry *store.Entry) *Reaso
 	return &ReasonJSON{Code: w.Code, Text: w.Text}
 }
 
-// TaskWait is what pools.WhyWaiting tells a task instance's wait from: the task instance, its
-// run and its newest queue entry (nil for none), whose reason, if it waits, has been filled in
-// (executor.Explain).
+// TaskWait is what pools.WhyWaiting tells a task instance's wait from (explain.TaskWait).
 func TaskWait(run store.Run, ti store.TaskInstance, entry *store.Entry) pools.TaskWait {
-	w := pools.TaskWait{State: ti.State, NextAt: ti.NextAt, ReasonCode: ti.ReasonCode, Reason: ti.Reason,
-		RunState: run.State, RunReason: run.ReasonCode.Say(run.Reason)}
-	if entry != nil {
-		w.Entry, w.EntryCode, w.EntryText = entry.State, entry.ReasonCode, entry.Reason
-	}
-	return w
+	return explain.TaskWait(run, ti, entry)
 }
 
 func orText[S ~string](s, def S) S {

@@ -124,6 +124,8 @@ func write(tx store.Tx, p *decide.Plan, op decide.Op, out *Outcome) error {
 		return tx.DoneCommand(op.ID, now, op.Refused)
 	case decide.InsertEntries:
 		return tx.InsertEntries(op.Entries)
+	case decide.ReserveEntryIDs:
+		return tx.ReserveEntryIDs(op.Last)
 	case decide.EndEntry:
 		return stale(tx.EndEntry(op.ID, op.State, op.Code, op.Reason, now), store.ErrEntryState)
 	case decide.SetForce:

@@ -22,6 +22,19 @@ type readyTask struct {
 	// pools are its named-pool requirements with their templates evaluated (§14); nil when
 	// the task's pool_requirements hold none.
 	pools map[string]int
+	// line is the mapped task whose line queues this instance (mapped.go): its entry takes the
+	// queue ID reserved for it, MapFirst + its map index. nil: the next ID.
+	line *state.TI
+}
+
+// order is the ready task's place in its run's DAG: a mapped instance's is its task's.
+func (r readyTask) order() int32 {
+	if r.ti.Instance {
+		if i, ok := r.run.DAG.TaskIndex(r.ti.Base); ok {
+			return int32(i)
+		}
+	}
+	return r.ti.Idx
 }
 
 // due is the due time of the ready task's entry: its run's, or, for a task a clear queued
@@ -44,7 +57,6 @@ func (ps *pass) advanceAll() {
 			continue // only its owner advances a run
 		}
 		ps.clockDue(run)
-		run.PushLater()
 		if run.FrontierLen() == 0 {
 			continue
 		}
@@ -59,7 +71,10 @@ func (ps *pass) advanceAll() {
 		if a.run.RunID != b.run.RunID {
 			return a.run.RunID < b.run.RunID
 		}
-		return a.ti.Idx < b.ti.Idx
+		if oa, ob := a.order(), b.order(); oa != ob {
+			return oa < ob
+		}
+		return a.ti.MapIndex < b.ti.MapIndex
 	})
 	ps.enqueueAll(ready)
 }
@@ -79,6 +94,7 @@ func (ps *pass) enqueueAll(ready []readyTask) {
 	refusals := make([]*pools.Refusal, len(ready))
 	batch := make([]*store.Entry, len(ready))
 	for i, r := range ready {
+		ps.reserveLine(r.line)
 		entries[i] = ps.newEntry(r)
 		refusals[i] = ps.refusal(entries[i].Needs, queued)
 		if refusals[i] == nil {
@@ -191,11 +207,17 @@ func (ps *pass) newEntry(r readyTask) store.Entry {
 	} else {
 		run.LastNeeds = needs
 	}
-	e := store.Entry{ID: ps.st.NextEntryID, Run: run.PK, TaskID: ti.TaskID, TryNumber: r.try,
+	var id int64
+	if r.line != nil {
+		id = r.line.MapFirst + int64(ti.MapIndex)
+	} else {
+		id = ps.st.NextEntryID
+		ps.st.NextEntryID++
+	}
+	e := store.Entry{ID: id, Run: run.PK, TaskID: ti.TaskID, TryNumber: r.try,
 		Label: label(run.DAGID, ti.TaskID, r.try), Priority: run.Weights[ti.TaskKey()], Due: r.due(), State: vocab.EntryWaiting,
 		Rule: rule.rule, RuleSkipped: rule.skipped, CreatedAt: ps.now, Needs: needs, Owner: ps.cfg.DaemonID, DAGID: run.DAGID, RunID: run.RunID,
 		RunType: run.RunType, Fingerprint: ti.Fingerprint(), Backfill: run.Backfill}
-	ps.st.NextEntryID++
 	if qt := ti.Task.QueueTimeout; qt > 0 {
 		// Counted from the due time, or from when the entry joined the queue if that is later:
 		// a retry keeps its run's due time for ordering, but must get its own time to wait.

@@ -28,9 +28,9 @@ type Config struct {
 	TestSuffix string
 	// Notices: someone observes the passes' notices (metrics, tests); without, none are made.
 	Notices bool
-	// MapPerPass bounds the mapped instances a pass makes or queues (mapped.go); 0 =
-	// DefaultMapPerPass.
-	MapPerPass int
+	// MapWindow bounds the waiting entries of a mapped task's instances (mapped.go); 0 =
+	// DefaultMapWindow.
+	MapWindow int
 }
 
 // TestRun describes the single run of `poolflow dags test`.
@@ -301,16 +301,17 @@ type pass struct {
 	now time.Time
 	st  *state.State
 
-	started  []*state.Run // runs that went from queued to running in this pass
-	triggers []*pendingTrigger
-	attempts []*store.Attempt // the attempts that ended, written with them
-	pgids    map[int64]int    // the process groups of attempts that started, by entry
-	stops    []int64          // waiting entries of this daemon's runs that carry a stop request
-	admitted []*state.Entry
-	deleted  map[int64]bool // runs deleted in this pass
-	outbox   []*store.Notification
-	mapReady map[*state.TI]bool // mapped instances made ready in this pass
-	mapUsed  int                // mapped instances this pass made or queued (Config.MapPerPass)
+	started   []*state.Run // runs that went from queued to running in this pass
+	triggers  []*pendingTrigger
+	attempts  []*store.Attempt // the attempts that ended, written with them
+	pgids     map[int64]int    // the process groups of attempts that started, by entry
+	stops     []int64          // waiting entries of this daemon's runs that carry a stop request
+	admitted  []*state.Entry
+	deleted   map[int64]bool // runs deleted in this pass
+	outbox    []*store.Notification
+	mapReady  map[*state.TI]bool     // mapped instances made ready in this pass
+	mapQueued map[*state.Mapping]int // of them, by mapped task: they take places in its window
+	lineFrom  map[*state.TI]int      // mapped tasks whose line opened in this pass, at which index
 }
 
 // flush writes what the pass kept to write once: the attempts that ended, then the runs and

@@ -58,6 +58,8 @@ type (
 	}
 	// InsertEntries queues entries with the ids the decision gave them.
 	InsertEntries struct{ Entries []*store.Entry }
+	// ReserveEntryIDs takes the queue IDs up to Last for a mapped task's line (§14).
+	ReserveEntryIDs struct{ Last int64 }
 	// EndEntry gives a waiting entry a terminal state.
 	EndEntry struct {
 		ID     int64
@@ -127,6 +129,7 @@ func (SetCheckpoint) op()    {}
 func (EnsureCommand) op()    {}
 func (DoneCommand) op()      {}
 func (InsertEntries) op()    {}
+func (ReserveEntryIDs) op()  {}
 func (EndEntry) op()         {}
 func (SetForce) op()         {}
 func (RequestStop) op()      {}

@@ -246,6 +246,9 @@ func (s *State) Refresh(ch *Changes, dv, seq int64) Found {
 		}
 		if ti.TaskInstance != row {
 			ti.TaskInstance = row
+			if ti.Task != nil && ti.Task.Mapped() && !ti.Instance {
+				lr.Mapping(ti.TaskID).SetLine(ti.MapNext) // its owner moved its line
+			}
 			ti.Noted()
 		}
 	}

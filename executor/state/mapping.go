@@ -4,20 +4,25 @@ import "github.com/poolflow/poolflow/vocab"
 
 // Mapping is a mapped task's instances in a run's memory (§14), kept so that a pass costs what
 // changed rather than what the task holds: the instances by map index, how many are in each
-// state, and the ones the mapped task must look at again — those whose state changed, and
-// those whose clock came (a due retry) — since it last did. A pass that ends one instance of
-// 10,000 looks at that one, and sums the task up from the counts.
+// state, where its line stands, and the ones the mapped task must look at again — those whose
+// state changed, and those whose clock came (a due retry) — since it last did. A pass that ends
+// one instance of 10,000 looks at that one, and sums the task up from the counts.
+//
+// The line: every instance is made (in none) when the task expands, but they are queued a
+// window at a time in map index order; line is the map index of the next one to queue. An
+// instance at or past it is not looked at as a changed one: it waits for its place in the line.
 type Mapping struct {
 	insts  []*TI                   // by map index; nil where there is none (none should be)
 	states map[vocab.TaskState]int // instances by the state memory last accounted for
 	// pending lists the instances to look at again, each once (TI.pending).
 	pending []*TI
-	// want is the length of the list of the task's expansion, once memory knows it (known):
-	// the instances from len(insts) to want are still to make.
+	// want is the length of the list of the task's expansion, once memory knows it (known).
 	want  int
 	known bool
-	// more: a pass left instances to make or to look at; the next goes on (Run.PushLater).
-	more bool
+	// line is the map index of the next instance to queue, once memory knows it (lineSet:
+	// from the mapped task's row); until then every changed instance is pending.
+	line    int
+	lineSet bool
 }
 
 // Mapping is the mapped task id's instances, made on first use (an instance may be loaded
@@ -72,9 +77,9 @@ func (m *Mapping) Size() int {
 	return len(m.insts)
 }
 
-// mark puts an instance on the list the mapped task looks at next.
+// mark puts an instance on the list the mapped task looks at next, unless it waits in the line.
 func (m *Mapping) mark(ti *TI) {
-	if !ti.pending && m.part(ti) {
+	if !ti.pending && m.part(ti) && !m.inLine(ti) {
 		ti.pending = true
 		m.pending = append(m.pending, ti)
 	}
@@ -153,23 +158,41 @@ func (m *Mapping) Want(n int) {
 // the list again).
 func (m *Mapping) Known() bool { return m.known }
 
-// ToMake is how many instances of the list are still to make.
-func (m *Mapping) ToMake() int {
+// Length is the length of the list (Len until memory knows it).
+func (m *Mapping) Length() int {
 	if !m.known {
-		return 0
+		return len(m.insts)
 	}
-	return max(0, m.want-len(m.insts))
+	return m.want
 }
 
-// Later has the next pass look at the task again (PushLater): a pass left work of it.
-func (m *Mapping) Later() { m.more = true }
+// inLine reports whether an instance waits for its place in the line.
+func (m *Mapping) inLine(ti *TI) bool { return m.lineSet && ti.MapIndex >= m.line }
 
-// PushLater puts on the frontier the mapped tasks a pass left work of (Mapping.Later).
-func (r *Run) PushLater() {
-	for id, m := range r.maps {
-		if m.more {
-			m.more = false
-			r.pushTask(id)
+// Line is the map index of the next instance to queue.
+func (m *Mapping) Line() int { return m.line }
+
+// InLine is how many instances of the list wait for their place in the line.
+func (m *Mapping) InLine() int { return max(0, m.Length()-m.line) }
+
+// SetLine says the next instance to queue is the one at map index i (the mapped task's
+// MapNext). Instances pending at or past it leave the pending list: the line queues them.
+func (m *Mapping) SetLine(i int) {
+	if m.lineSet && m.line == i {
+		return
+	}
+	m.line, m.lineSet = i, true
+	kept := m.pending[:0]
+	for _, ti := range m.pending {
+		if m.inLine(ti) {
+			ti.pending = false
+		} else {
+			kept = append(kept, ti)
 		}
 	}
+	clear(m.pending[len(kept):])
+	m.pending = kept
 }
+
+// Next moves the line past the instance at its head.
+func (m *Mapping) Next() { m.line++ }

@@ -140,6 +140,9 @@ func (r *Run) Add(ti *TI) {
 			ti.Instance, ti.MapIndex, ti.Base = true, n, base
 			r.Mapping(base).add(ti)
 		}
+		if ti.Task.Mapped() && !ti.Instance {
+			r.Mapping(ti.TaskID).SetLine(ti.MapNext) // where its line stands (a load)
+		}
 	}
 	ti.seen = ""
 	r.note(ti)
