@@ -40,6 +40,7 @@ var dependencyNames = map[vocab.ReasonCode]string{
 	vocab.ReasonRetry:         "Not In Retry Period",
 	vocab.ReasonReschedule:    "Ready To Reschedule",
 	vocab.ReasonApproval:      "Approval",
+	vocab.ReasonMapLine:       "Mapped Task Queue Window",
 }
 
 // getDependencies is GET .../taskInstances/{task_id}/dependencies: the unmet dependencies of a
@@ -56,7 +57,7 @@ func (s *Server) getDependencies(w http.ResponseWriter, r *http.Request) {
 func (t *taskInstance) dependencies() []dependencyJSON {
 	out := []dependencyJSON{}
 	state := t.ti.State
-	if state == vocab.TaskNone && t.run.State != vocab.RunQueued {
+	if state == vocab.TaskNone && t.run.State != vocab.RunQueued && t.ti.ReasonCode != vocab.ReasonMapLine {
 		return append(out, dependencyJSON{Name: "Trigger Rule", Reason: t.upstreamReason()})
 	}
 	if wr := waitReason(t.run, t.ti, t.entry); wr != nil {

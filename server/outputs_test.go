@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/poolflow/poolflow/executor"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // TestOutputRoute: GET .../output answers the JSON object the task instance's successful
@@ -126,5 +129,56 @@ tasks:
 		if bad.code == http.StatusBadRequest && !strings.Contains(rec.Body.String(), "map_index") {
 			t.Errorf("GET %s: the 400 does not name map_index: %s", bad.path, rec.Body)
 		}
+	}
+}
+
+// TestListMappedLine: a mapped task over 300 items that lets one run at a time queues a window of
+// 16 of them; listMapped still lists all 300, and one of those waiting in its task's line says
+// why, in the list, by itself (Airflow's path) and in its dependencies (§14).
+func TestListMappedLine(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	b.writeDAG(t, "lines.yaml", `
+tasks:
+  - {id: each, expand: "${{ 0..299 }}", max_active_tis_per_dagrun: 1, command: ["sleep", "60"]}
+`)
+	b.waitDAG(t, "lines")
+	if rec := b.trigger(t, "lines", "l1", ""); rec.Code != http.StatusOK && rec.Code != http.StatusAccepted {
+		t.Fatalf("trigger: %d %s", rec.Code, rec.Body)
+	}
+	b.waitNotice(t, executor.NoticeAdmitted, "lines", "l1", "each[0]")
+	const base = "/api/v1/dags/lines/dagRuns/l1/taskInstances/"
+	var list struct {
+		TaskInstances []TaskInstanceJSON `json:"task_instances"`
+		TotalEntries  int                `json:"total_entries"`
+	}
+	if err := json.Unmarshal(b.must(t, http.StatusOK, http.MethodGet, base+"each/listMapped?order_by=-map_index&limit=5", ""), &list); err != nil {
+		t.Fatal(err)
+	}
+	if list.TotalEntries != 300 || len(list.TaskInstances) != 5 || list.TaskInstances[0].MapIndex != 299 {
+		t.Fatalf("listMapped: %d entries, first %+v", list.TotalEntries, list.TaskInstances)
+	}
+	last := list.TaskInstances[0]
+	if last.State != vocab.TaskNone || last.WaitReason == nil || last.WaitReason.Code != vocab.ReasonMapLine ||
+		!strings.HasPrefix(last.WaitReason.Text, "waiting: for a place in each's queue window (28") ||
+		!strings.HasSuffix(last.WaitReason.Text, " instances ahead in its line)") {
+		t.Fatalf("each[299] in the line: %+v %+v", last, last.WaitReason)
+	}
+	var one TaskInstanceJSON
+	if err := json.Unmarshal(b.must(t, http.StatusOK, http.MethodGet, base+"each/150", ""), &one); err != nil ||
+		one.TaskID != "each[150]" || one.WaitReason == nil || one.WaitReason.Code != vocab.ReasonMapLine {
+		t.Fatalf("each/150: %+v %v", one, err)
+	}
+	var deps dependenciesJSON
+	if err := json.Unmarshal(b.must(t, http.StatusOK, http.MethodGet, base+"each/150/dependencies", ""), &deps); err != nil {
+		t.Fatal(err)
+	}
+	if len(deps.Dependencies) != 1 || !strings.Contains(deps.Dependencies[0].Reason, "queue window") {
+		t.Fatalf("each[150]'s dependencies: %+v", deps)
+	}
+	var seven TaskInstanceJSON
+	if err := json.Unmarshal(b.must(t, http.StatusOK, http.MethodGet, base+"each/7", ""), &seven); err != nil ||
+		seven.State != vocab.TaskScheduled || seven.QueueID == nil {
+		t.Fatalf("each[7], in the window: %+v %v", seven, err)
 	}
 }
