@@ -100,13 +100,13 @@ func (e *env) dbCleanCmd() *cobra.Command {
 			// The logs of the runs it keeps (the last of each DAG) stay with them.
 			res, err := c.Clean(ctx, retention.Cutoffs{Runs: t, Events: t}, now, 0)
 			ev := e.event(vocab.ActionDBClean)
-			ev.Params = params(map[string]any{"before": stamp, "runs": res.Runs, "events": res.Events, "versions": res.Versions})
+			ev.Params = params(map[string]any{"before": stamp, "runs": res.Runs, "events": res.Events, "versions": res.Versions, "pool_capacities": res.Capacities})
 			if err != nil {
 				ev.Outcome = "stopped: " + err.Error()
 			}
 			_ = st.WithTx(ctx, func(tx store.Tx) error { return tx.InsertEvent(&ev) })
-			fmt.Fprintf(e.stdout, "Deleted %d runs, %d events and notifications, %d dag versions and %d run log folders, in %d transactions.\n",
-				res.Runs, res.Events, res.Versions, res.LogDirs, res.Batches)
+			fmt.Fprintf(e.stdout, "Deleted %d runs, %d events and notifications, %d dag versions, %d pool capacity changes and %d run log folders, in %d transactions.\n",
+				res.Runs, res.Events, res.Versions, res.Capacities, res.LogDirs, res.Batches)
 			if err != nil || !vacuum {
 				return err
 			}

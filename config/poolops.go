@@ -111,7 +111,7 @@ func DeletePool(tx store.Tx, cfg *Config, dags []*dag.DAG, name string, force bo
 	if err := checkStillValid(tx, cfg, name, nil, force); err != nil {
 		return err
 	}
-	return tx.DeletePool(name)
+	return tx.DeletePool(name, now)
 }
 
 // defaultPoolError refuses storing or deleting the default pool. It counts as ErrFilePool (a

@@ -65,7 +65,7 @@ func SyncPools(tx store.Tx, cfg *Config, now time.Time) error {
 		if held, waiting, err := tx.PoolHeld(p.Name); err != nil {
 			return err
 		} else if held == 0 && waiting == 0 {
-			if err := tx.DeletePool(p.Name); err != nil {
+			if err := tx.DeletePool(p.Name, now); err != nil {
 				return err
 			}
 		}

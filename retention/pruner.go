@@ -105,9 +105,9 @@ func (p *Pruner) Start(ctx context.Context) {
 					p.warned = time.Now()
 					p.log().Warn("retention: a cycle failed; it is tried again at the next", "err", err)
 				}
-			case res.Runs+res.Events+res.Versions+res.LogDirs > 0:
+			case res.Runs+res.Events+res.Versions+res.Capacities+res.LogDirs > 0:
 				p.log().Info("retention: history past its age deleted", "runs", res.Runs, "events", res.Events,
-					"versions", res.Versions, "log_folders", res.LogDirs, "batches", res.Batches)
+					"versions", res.Versions, "pool_capacities", res.Capacities, "log_folders", res.LogDirs, "batches", res.Batches)
 			}
 		}
 	}()

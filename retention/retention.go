@@ -63,6 +63,7 @@ func CutoffsAt(r config.Retention, now time.Time) Cutoffs {
 // Result counts what a clean deleted.
 type Result struct {
 	Runs, Events, Versions int
+	Capacities             int // pool capacity changes
 	LogDirs                int // run log folders removed on this host
 	Batches                int // write transactions
 }
@@ -71,6 +72,7 @@ func (r *Result) add(o Result) {
 	r.Runs += o.Runs
 	r.Events += o.Events
 	r.Versions += o.Versions
+	r.Capacities += o.Capacities
 	r.LogDirs += o.LogDirs
 	r.Batches += o.Batches
 }
@@ -135,6 +137,10 @@ func (c *Cleaner) Step(ctx context.Context, cut Cutoffs, now time.Time) (Result,
 			}
 		}
 		if !cut.Runs.IsZero() {
+			// The pools' history goes back as far as the runs that held them.
+			if res.Capacities, err = tx.PrunePoolHistory(cut.Runs); err != nil {
+				return err
+			}
 			// Versions are old when the runs that recorded them are: same cutoff.
 			if res.Versions, err = tx.PruneVersions(cut.Runs, versionsPerBatch); err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/poolflow/poolflow/store"
 	"github.com/poolflow/poolflow/vocab"
 )
 
@@ -54,7 +55,8 @@ type TimelineBucket struct {
 // PoolTimelineJSON is GET /api/v1/pools/{pool_name}/timeline.
 type PoolTimelineJSON struct {
 	Pool          string           `json:"name"`
-	Slots         int              `json:"slots"` // the capacity now; -1 unlimited
+	Slots         int              `json:"slots"`    // the capacity now; -1 unlimited
+	Capacity      []CapacityStep   `json:"capacity"` // the capacity over the window, a step from each
 	Window        string           `json:"window"`
 	From          time.Time        `json:"from"`
 	To            time.Time        `json:"to"`
@@ -62,6 +64,46 @@ type PoolTimelineJSON struct {
 	Peak          int              `json:"peak"`
 	FullSeconds   float64          `json:"full_seconds"` // the length of the buckets whose peak reached the capacity
 	Buckets       []TimelineBucket `json:"buckets"`
+}
+
+// CapacityStep is the pool's capacity from At on (to the next step or the window's end).
+type CapacityStep struct {
+	At    time.Time `json:"at"`
+	Slots *int      `json:"slots"` // -1 unlimited; null while there was no such pool
+}
+
+// capacitySteps turns the capacity changes a window [from, to] draws into steps, the first at
+// from: the pool did not exist before its first change.
+func capacitySteps(cs []store.CapacityChange, from time.Time) []CapacityStep {
+	out := []CapacityStep{{At: from}}
+	for _, c := range cs {
+		var slots *int
+		if c.Exists {
+			v := c.Slots
+			slots = &v
+		}
+		if !c.At.After(from) {
+			out[0].Slots = slots
+			continue
+		}
+		out = append(out, CapacityStep{At: c.At.UTC(), Slots: slots})
+	}
+	return out
+}
+
+// capacityAt is the capacity steps give at instant t (0 when there was no pool).
+func capacityAt(steps []CapacityStep, t time.Time) int {
+	c := 0
+	for _, s := range steps {
+		if s.At.After(t) {
+			break
+		}
+		c = 0
+		if s.Slots != nil {
+			c = *s.Slots
+		}
+	}
+	return c
 }
 
 // HeldAtJSON is one admission that held slots at the instant asked (GET …/holders).
@@ -81,7 +123,7 @@ type HeldAtJSON struct {
 type PoolHoldersJSON struct {
 	Pool    string       `json:"name"`
 	At      time.Time    `json:"at"`
-	Slots   int          `json:"slots"` // the capacity now; -1 unlimited
+	Slots   int          `json:"slots"` // the capacity at the instant; -1 unlimited, 0 when there was no pool
 	Used    int          `json:"used"`  // the slots held at the instant
 	Holders []HeldAtJSON `json:"holders"`
 }
@@ -124,12 +166,17 @@ func (s *Server) PoolTimeline(ctx context.Context, pool string, w TimelineWindow
 	if err != nil {
 		return PoolTimelineJSON{}, err
 	}
-	out := PoolTimelineJSON{Pool: pool, Slots: slots, Window: w.Name, From: from, To: to,
+	caps, err := s.cfg.Store.PoolCapacity(ctx, pool, from, to)
+	if err != nil {
+		return PoolTimelineJSON{}, err
+	}
+	out := PoolTimelineJSON{Pool: pool, Slots: slots, Capacity: capacitySteps(caps, from), Window: w.Name, From: from, To: to,
 		BucketSeconds: width.Seconds(), Buckets: make([]TimelineBucket, len(use))}
 	for i, u := range use {
 		out.Buckets[i] = TimelineBucket{Start: u.Start.UTC(), Peak: u.Peak, PeakAt: u.PeakAt.UTC(), Mean: math.Round(u.Mean*100) / 100}
 		out.Peak = max(out.Peak, u.Peak)
-		if slots > 0 && u.Peak >= slots {
+		// Full against the capacity of the moment the peak was reached, not today's.
+		if c := capacityAt(out.Capacity, u.PeakAt); c > 0 && u.Peak >= c {
 			out.FullSeconds += width.Seconds()
 		}
 	}
@@ -150,6 +197,11 @@ func (s *Server) PoolHoldersAt(ctx context.Context, pool string, at time.Time) (
 	if err != nil {
 		return PoolHoldersJSON{}, err
 	}
+	caps, err := s.cfg.Store.PoolCapacity(ctx, pool, at, at)
+	if err != nil {
+		return PoolHoldersJSON{}, err
+	}
+	slots = capacityAt(capacitySteps(caps, at), at)
 	out := PoolHoldersJSON{Pool: pool, At: at, Slots: slots, Holders: make([]HeldAtJSON, 0, len(hs))}
 	for _, h := range hs {
 		v := HeldAtJSON{QueueID: h.Entry, DAGID: h.DAGID, DAGRunID: h.RunID, TaskID: h.TaskID, TryNumber: h.TryNumber,

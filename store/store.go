@@ -99,6 +99,9 @@ type Reader interface {
 	// (its cost follows the buckets, not the admissions): from and width are multiples of 15 s,
 	// to − from a multiple of width; a bucket now falls in is measured up to now.
 	PoolUse(ctx context.Context, pool string, from, to time.Time, width time.Duration, now time.Time) ([]UseBucket, error)
+	// PoolCapacity lists named pool's capacity changes a window [from, to] draws: the last at
+	// or before from, then those within it, in order.
+	PoolCapacity(ctx context.Context, pool string, from, to time.Time) ([]CapacityChange, error)
 	ListDAGStates(ctx context.Context) (map[string]DAGState, error)
 	ListDAGRows(ctx context.Context) ([]DAGRow, error)
 	ImportErrors(ctx context.Context) (map[string]string, error)
@@ -244,6 +247,10 @@ type Tx interface {
 	// PruneVersions deletes up to limit DAG versions last seen before `before` that are
 	// neither their DAG's current nor its highest and that no run, entry or attempt records.
 	PruneVersions(before time.Time, limit int) (int, error)
+	// PrunePoolHistory deletes the capacity changes before `before` except each pool's last
+	// one at or before it (the capacity a window starting there begins with), and the pool use
+	// slices before it, and says how many capacity changes it deleted.
+	PrunePoolHistory(before time.Time) (int, error)
 	PendingCommands(owners []string) ([]Command, error)
 	HasPendingCommand(run int64, kind vocab.CommandKind) (bool, error)
 	DoneCommand(id int64, now time.Time, refused error) error
@@ -276,7 +283,7 @@ type Tx interface {
 	ReleaseHeld(id int64, daemon string, epoch int64, now time.Time) (bool, error)
 	RequeueHeld(id int64, daemon string, epoch int64) (bool, error)
 	RetireOrphans(now time.Time) (int, error)
-	FinishDrain(name string) (bool, error)
+	FinishDrain(name string, now time.Time) (bool, error)
 	Reschedule(id int64, keep []string, notBefore time.Time) error
 	RecordEnd(id int64, a *Attempt) error
 
@@ -300,7 +307,7 @@ type Tx interface {
 	Pools() ([]Pool, error)
 	PoolByName(name string) (Pool, error)
 	PutPool(p *Pool, now time.Time) error
-	DeletePool(name string) error
+	DeletePool(name string, now time.Time) error
 	PoolHeld(name string) (held, waiting int, err error)
 
 	// Owners and takeover (§9).
@@ -366,7 +373,7 @@ const OpTimeout = 5 * time.Second
 func SchemaVersion() int { return schemaVersion }
 
 // schemaVersion is raised with a migration of every driver (their tests check they agree).
-const schemaVersion = 19
+const schemaVersion = 20
 
 // Micros converts a time to the stored form: microseconds since the Unix epoch, UTC.
 func Micros(t time.Time) int64 { return t.UnixMicro() }

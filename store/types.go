@@ -356,6 +356,14 @@ type UseBucket struct {
 	Mean   float64   // the slots held on average over it (up to now for the bucket now is in)
 }
 
+// CapacityChange is a change of a pool's capacity (PoolCapacity): from At on it had Slots
+// (-1 unlimited), or, when !Exists, there was no such pool.
+type CapacityChange struct {
+	At     time.Time
+	Slots  int
+	Exists bool
+}
+
 // PrunedRun is a run retention deleted (or would delete): its logs go after the commit.
 type PrunedRun struct {
 	PK    int64

@@ -38,6 +38,8 @@ type timelineData struct {
 	AtError  string
 	FullFor  time.Duration
 	MeanUsed float64
+	HasCap   bool // the pool had a finite capacity at some time in the window
+	CapMoved bool // its capacity changed within the window
 }
 
 type windowLink struct {
@@ -72,7 +74,11 @@ func (u *UI) poolTimelinePage(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	data := timelineData{Pool: pool, Timeline: tl, FullFor: time.Duration(tl.FullSeconds * float64(time.Second))}
+	data := timelineData{Pool: pool, Timeline: tl, FullFor: time.Duration(tl.FullSeconds * float64(time.Second)),
+		CapMoved: capacityChanged(tl)}
+	for _, c := range tl.Capacity {
+		data.HasCap = data.HasCap || capacityOf(c) > 0
+	}
 	base := timelinePath(pool)
 	link := func(window string, end time.Time, at time.Time) string {
 		v := url.Values{}
@@ -164,8 +170,10 @@ func windowChart(tl server.PoolTimelineJSON, at time.Time, href func(time.Time) 
 		return ""
 	}
 	ymax := max(tl.Peak, 1)
-	if tl.Slots > 0 {
-		ymax = max(ymax, tl.Slots)
+	for _, c := range tl.Capacity {
+		if c.Slots != nil {
+			ymax = max(ymax, *c.Slots)
+		}
 	}
 	plotW, plotH := w-left-right, h-bottom-top
 	span := tl.To.Sub(tl.From)
@@ -198,14 +206,19 @@ func windowChart(tl server.PoolTimelineJSON, at time.Time, href func(time.Time) 
 	s.raw(`<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s"/>`, num(left), num(top+plotH), num(w-right), num(top+plotH))
 	s.text(left-5, y(0)+4, "tick", "end", "0")
 	s.text(left-5, y(float64(ymax))+8, "tick", "end", itoa(ymax))
-	if tl.Slots > 0 {
+	// A slice is full when its peak reached the capacity of that moment.
+	full := func(b int) bool {
+		c := capacityAt(tl.Capacity, tl.Buckets[b].PeakAt)
+		return c > 0 && tl.Buckets[b].Peak >= c
+	}
+	{
 		for b := 0; b < n; {
-			if tl.Buckets[b].Peak < tl.Slots {
+			if !full(b) {
 				b++
 				continue
 			}
 			e := b
-			for e < n && tl.Buckets[e].Peak >= tl.Slots {
+			for e < n && full(e) {
 				e++
 			}
 			s.raw(`<rect class="full" x="%s" y="%s" width="%s" height="%s"/>`, num(bx(b)), num(top), num(max(bx(e)-bx(b), 1)), num(plotH))
@@ -225,8 +238,8 @@ func windowChart(tl server.PoolTimelineJSON, at time.Time, href func(time.Time) 
 	line.WriteString(" H" + num(bx(n)))
 	s.raw(`<path class="area" d="%s"/>`, area.String())
 	s.raw(`<path class="line" d="%s"/>`, line.String())
-	if tl.Slots > 0 {
-		s.raw(`<line class="cap" x1="%s" y1="%s" x2="%s" y2="%s"/>`, num(left), num(y(float64(tl.Slots))), num(w-right), num(y(float64(tl.Slots))))
+	if d := capacityPath(tl, x, y); d != "" {
+		s.raw(`<path class="cap" d="%s"/>`, d)
 	}
 	if !at.IsZero() && !at.Before(tl.From) && !at.After(tl.To) {
 		s.raw(`<line class="at" x1="%s" y1="%s" x2="%s" y2="%s"/>`, num(x(at)), num(top-4), num(x(at)), num(top+plotH))
@@ -243,6 +256,66 @@ func windowChart(tl server.PoolTimelineJSON, at time.Time, href func(time.Time) 
 		s.raw(`</a>`)
 	}
 	return s.html()
+}
+
+// capacityOf is the capacity a step gives (0: no pool; -1 unlimited).
+func capacityOf(c server.CapacityStep) int {
+	if c.Slots == nil {
+		return 0
+	}
+	return *c.Slots
+}
+
+// capacityAt is the capacity of the timeline's steps at instant t.
+func capacityAt(steps []server.CapacityStep, t time.Time) int {
+	c := 0
+	for _, s := range steps {
+		if s.At.After(t) {
+			break
+		}
+		c = capacityOf(s)
+	}
+	return c
+}
+
+// capacityPath draws the capacity as it was over the window: a step line, absent where the
+// pool was unlimited or did not exist.
+func capacityPath(tl server.PoolTimelineJSON, x func(time.Time) float64, y func(float64) float64) string {
+	var d strings.Builder
+	prev := 0
+	for i, c := range tl.Capacity {
+		end := tl.To
+		if i+1 < len(tl.Capacity) {
+			end = tl.Capacity[i+1].At
+		}
+		start := c.At
+		if start.Before(tl.From) {
+			start = tl.From
+		}
+		v := capacityOf(c)
+		if v <= 0 || !end.After(start) {
+			prev = 0
+			continue
+		}
+		if prev > 0 {
+			d.WriteString(" V" + num(y(float64(v))))
+		} else {
+			d.WriteString(" M" + num(x(start)) + "," + num(y(float64(v))))
+		}
+		d.WriteString(" H" + num(x(end)))
+		prev = v
+	}
+	return strings.TrimSpace(d.String())
+}
+
+// capacityChanged says whether the capacity changed within the window.
+func capacityChanged(tl server.PoolTimelineJSON) bool {
+	for _, c := range tl.Capacity[1:] {
+		if capacityOf(c) != capacityOf(tl.Capacity[0]) {
+			return true
+		}
+	}
+	return false
 }
 
 // trimFloat is f with at most two decimals and no trailing zeros.

@@ -1,13 +1,18 @@
 package ui
 
 import (
+	"context"
 	"html"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
 )
 
 // poolHistory makes a history in pool db: hold's keep holds it until released, then held's
@@ -71,8 +76,14 @@ func TestPoolTimelinePage(t *testing.T) {
 	if page := b.page(t, http.StatusOK, "/ui/pools/db/timeline?at=noon"); !strings.Contains(page, `id="holders-error"`) || !strings.Contains(page, "at: want a time") {
 		t.Error("a bad instant is not explained")
 	}
-	if page := b.page(t, http.StatusOK, "/ui/pools/db/timeline?at=2026-12-02+10:00"); !strings.Contains(page, "0 slots of 1 held by 0 attempts.") {
+	// A minute after the pool was created (its capacity history begins there): of its 1 slot.
+	later := time.Now().UTC().Add(2 * time.Minute).Format("2006-01-02+15:04")
+	if page := b.page(t, http.StatusOK, "/ui/pools/db/timeline?at="+later); !strings.Contains(page, "0 slots of 1 held by 0 attempts.") {
 		t.Error("a time without a zone is not read as UTC")
+	}
+	// Before the pool existed: no capacity then.
+	if page := b.page(t, http.StatusOK, "/ui/pools/db/timeline?at=2020-12-02+10:00"); !strings.Contains(page, "0 slots held by 0 attempts.") {
+		t.Error("the capacity before the pool existed")
 	}
 	b.page(t, http.StatusBadRequest, "/ui/pools/db/timeline?window=month")
 	b.page(t, http.StatusBadRequest, "/ui/pools/db/timeline?end=yesterday")
@@ -110,10 +121,67 @@ func TestBrowserPoolTimeline(t *testing.T) {
 	do(t, ctx, chromedp.MouseClickXY(xy[0], xy[1]))
 	waitFor(t, ctx, "the holders in the week", `document.querySelector("#holders-table") && document.querySelector("#holders-table").innerText.includes("hold.keep")`)
 	shot(t, ctx, "pool-timeline-week")
+
 	do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Reload())
 	waitFor(t, ctx, "the page on a phone", `document.querySelector("#holders-table")`)
 	if w := eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 390 {
 		t.Errorf("the timeline page is %d px wide on a 390 px phone", w)
 	}
 	shot(t, ctx, "pool-timeline-phone")
+
+	// A pool resized from 2 to 6 slots 20 minutes ago: the capacity is a step, and the slices
+	// that reached 2 before it are full.
+	resizedPool(t, b)
+	do(t, ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base+"/ui/pools/grown/timeline"))
+	waitFor(t, ctx, "the resized pool's chart", `document.querySelectorAll("svg.window-chart a.hit").length === 240`)
+	if d := eval[string](t, ctx, `document.querySelector("svg.window-chart path.cap").getAttribute("d")`); strings.Count(d, "V") != 1 || strings.Count(d, "H") != 2 {
+		t.Errorf("the capacity line is not one step: %q", d)
+	}
+	steps := eval[[]float64](t, ctx, `(() => { const p = document.querySelector("svg.window-chart path.cap").getBBox();
+		const full = [...document.querySelectorAll("svg.window-chart rect.full")].map(r => r.getBBox());
+		return [p.height, full.length, full.length ? full[0].x : 0, p.x]; })()`)
+	if steps[0] < 50 || steps[1] != 1 {
+		t.Errorf("the step is %.0f px high, %v full stretches; want a visible step and one stretch", steps[0], steps[1])
+	}
+	if got := eval[string](t, ctx, `document.querySelector(".desc").innerText`); !strings.Contains(got, "capacity as it was (it changed in this window), 6 today") {
+		t.Errorf("the description: %q", got)
+	}
+	shot(t, ctx, "pool-timeline-resized")
+}
+
+// resizedPool stores pool grown: 2 slots from 50 minutes ago, 6 from 20 minutes ago; 2 slots
+// held from 45 to 30 minutes ago (full then), 5 from 15 to 5 minutes ago.
+func resizedPool(t *testing.T, b *bundle) {
+	t.Helper()
+	now := time.Now().UTC()
+	ago := func(m int) time.Time { return now.Add(-time.Duration(m) * time.Minute) }
+	err := b.st.WithTx(context.Background(), func(tx store.Tx) error {
+		for _, c := range []struct{ m, slots int }{{50, 2}, {20, 6}} {
+			if err := tx.PutPool(&store.Pool{Name: "grown", Slots: c.slots, TargetSlots: store.NoTarget, Ordering: vocab.Backfill,
+				OnResize: vocab.ResizeImmediate, Source: "store"}, ago(c.m)); err != nil {
+				return err
+			}
+		}
+		r := &store.Run{DAGID: "held", RunID: "grown", RunType: vocab.RunManual, LogicalDate: ago(60), State: vocab.RunSuccess, QueuedAt: ago(60)}
+		if err := tx.InsertRun(r); err != nil {
+			return err
+		}
+		for i, h := range []struct{ slots, from, to int }{{2, 45, 30}, {5, 15, 5}} {
+			e := &store.Entry{Run: r.PK, TaskID: "load" + strconv.Itoa(i), TryNumber: 1, Label: "held.load", Priority: 1, Due: ago(h.from),
+				State: vocab.EntryWaiting, CreatedAt: ago(h.from), Needs: []store.Requirement{{Pool: "grown", Slots: h.slots}}}
+			if err := tx.InsertEntry(e); err != nil {
+				return err
+			}
+			if err := tx.Admit(e, "test", 1, ago(h.from), now); err != nil {
+				return err
+			}
+			if _, err := tx.ReleaseHeld(e.ID, "test", 1, ago(h.to)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -155,7 +155,7 @@ func write(tx store.Tx, p *decide.Plan, op decide.Op, out *Outcome) error {
 		return tx.RecordEnd(op.ID, op.Attempt)
 	case decide.FinishDrains:
 		for _, name := range op.Pools {
-			done, err := tx.FinishDrain(name)
+			done, err := tx.FinishDrain(name, now)
 			if err != nil {
 				return err
 			}

@@ -175,7 +175,7 @@ func idsTaken(q sqlstore.RowQuerier, table string, max int64) error {
 }
 
 func resetSequences(ctx context.Context, tx *sql.Tx) error {
-	for _, table := range []string{"backfills", "dag_runs", "queue_entries", "commands", "events", "api_tokens"} {
+	for _, table := range []string{"backfills", "dag_runs", "queue_entries", "commands", "events", "api_tokens", "pool_capacity"} {
 		if _, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence($1, 'id'),
 			COALESCE((SELECT MAX(id) FROM `+table+`), 0) + 1, false)`, table); err != nil {
 			return err

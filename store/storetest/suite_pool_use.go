@@ -27,6 +27,7 @@ func testPoolUse(t *testing.T, h Harness) {
 	w.hold(1, at(61*time.Minute+7*time.Second), at(61*time.Minute+9*time.Second))             // a 2 s spike
 	w.hold(5, at(-2*time.Hour), at(-time.Hour))                                               // before the window
 	w.hold(5, at(5*time.Hour), time.Time{})                                                   // after it
+	w.hold(1, at(50*time.Minute), at(60*time.Minute))                                         // released as a bucket begins
 	w.hold(1, at(95*time.Minute), at(100*time.Minute))                                        // handed over at 100 min
 	w.hold(1, at(100*time.Minute), at(105*time.Minute))                                       //
 	use, err := st.PoolUse(bg(), "db", t0, at(2*time.Hour), 30*time.Minute, at(24*time.Hour)) // 30 min buckets
@@ -38,8 +39,8 @@ func testPoolUse(t *testing.T, h Harness) {
 	}
 	for i, w := range []want{
 		{3, 10 * time.Minute, 1 + 2.0/3}, // 3 for 10 of 30 min
-		{1, 30 * time.Minute, 1},
-		{2, 61*time.Minute + 7*time.Second, 1 + 2.0/1800},
+		{2, 50 * time.Minute, 1 + 10.0/30},
+		{2, 61*time.Minute + 7*time.Second, 1 + 2.0/1800}, // not 2 at 60 min: the release at 60 counts there
 		{2, 95 * time.Minute, 1 + 10.0/30},
 	} {
 		b := use[i]
@@ -48,11 +49,15 @@ func testPoolUse(t *testing.T, h Harness) {
 			t.Errorf("bucket %d: %+v, want peak %d at +%v, mean %.4f", i, b, w.peak, w.peakAt, w.mean)
 		}
 	}
-	// Measured to now: 40 min into the hour, one slot held for the 10 min since 30.
-	use, err = st.PoolUse(bg(), "db", t0, at(time.Hour), 30*time.Minute, at(40*time.Minute))
+	// Measured to now: 110 min into the window, one more slot held for 10 of the 20 min since 90.
+	use, err = st.PoolUse(bg(), "db", at(time.Hour), at(2*time.Hour), 30*time.Minute, at(110*time.Minute))
 	must(t, err)
-	if len(use) != 2 || use[1].Peak != 1 || math.Abs(use[1].Mean-1) > 1e-9 {
+	if len(use) != 2 || use[1].Peak != 2 || math.Abs(use[1].Mean-1.5) > 1e-9 {
 		t.Errorf("to now: %+v", use)
+		for _, m := range []time.Duration{-30 * time.Minute, 0, 30 * time.Minute, 59 * time.Minute, 60 * time.Minute} {
+			hs, _ := st.PoolHoldersAt(bg(), "db", at(m))
+			t.Logf("holders at %v: %+v", m, hs)
+		}
 	}
 	if _, err := st.PoolUse(bg(), "db", t0.Add(time.Second), at(time.Hour), 30*time.Minute, at(time.Hour)); err == nil {
 		t.Error("a window off the 15 s grid: no error")
@@ -220,6 +225,11 @@ func referenceUse(hs []store.Holding, from, to time.Time, width time.Duration, n
 	var out []store.UseBucket
 	for start := from; start.Before(to); start = start.Add(width) {
 		end := start.Add(width)
+		// The level at the start instant is after what changed at it.
+		for len(ats) > 0 && ats[0].Equal(start) {
+			level += changes[ats[0]]
+			ats = ats[1:]
+		}
 		b := store.UseBucket{Start: start, Peak: level, PeakAt: start}
 		stop := end
 		if now.Before(end) {
@@ -245,4 +255,68 @@ func referenceUse(hs []store.Holding, from, to time.Time, width time.Duration, n
 		out = append(out, b)
 	}
 	return out
+}
+
+// testPoolCapacity: every change of a pool's capacity is kept with its time (created, resized,
+// its drain finished, deleted; a rewrite with the same slots is no change), a window reads
+// the change it starts with and those within it, and retention keeps each pool's last change
+// at or before its cutoff.
+func testPoolCapacity(t *testing.T, h Harness) {
+	st := h.New(t)
+	t0 := day.Truncate(time.Hour)
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	put := func(m, slots, target int) {
+		must(t, st.WithTx(bg(), func(tx store.Tx) error {
+			return tx.PutPool(&store.Pool{Name: "db", Slots: slots, TargetSlots: target, Ordering: vocab.Backfill,
+				OnResize: vocab.ResizeImmediate, Source: "store"}, at(m))
+		}))
+	}
+	put(0, 2, store.NoTarget)  // created
+	put(10, 2, store.NoTarget) // the same capacity (a reload): no change
+	put(20, 8, store.NoTarget) // resized
+	put(30, 8, 4)              // draining toward 4: admission still uses 8
+	must(t, st.WithTx(bg(), func(tx store.Tx) error {
+		done, err := tx.FinishDrain("db", at(40))
+		if err == nil && !done {
+			t.Error("the drain did not finish")
+		}
+		return err
+	}))
+	must(t, st.WithTx(bg(), func(tx store.Tx) error { return tx.DeletePool("db", at(50)) }))
+	put(60, -1, store.NoTarget) // again, unlimited
+	type step struct {
+		m      int
+		slots  int
+		exists bool
+	}
+	all := []step{{0, 2, true}, {20, 8, true}, {40, 4, true}, {50, 0, false}, {60, -1, true}}
+	for _, c := range []struct {
+		name     string
+		from, to int
+		want     []step
+	}{
+		{"all", -10, 100, all},
+		{"from a change on", 20, 100, all[1:]},
+		{"the one before, then those within", 25, 45, all[1:3]},
+		{"after the deletion", 55, 58, all[3:4]},
+		{"before the pool", -30, -20, nil},
+	} {
+		got, err := st.PoolCapacity(bg(), "db", at(c.from), at(c.to))
+		must(t, err)
+		ok := len(got) == len(c.want)
+		for i := 0; ok && i < len(got); i++ {
+			w := c.want[i]
+			ok = got[i].At.Equal(at(w.m)) && got[i].Exists == w.exists && (!w.exists || got[i].Slots == w.slots)
+		}
+		if !ok {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+	var n int
+	must(t, st.WithTx(bg(), func(tx store.Tx) (err error) { n, err = tx.PrunePoolHistory(at(45)); return err }))
+	got, err := st.PoolCapacity(bg(), "db", at(-10), at(100))
+	must(t, err)
+	if n != 2 || len(got) != 3 || !got[0].At.Equal(at(40)) || got[0].Slots != 4 {
+		t.Errorf("pruned at minute 45: %d deleted, left %+v; want the change of minute 40 on", n, got)
+	}
 }

@@ -36,6 +36,7 @@ var tables = []table{
 	{"queue_entries", strings.Fields("id run task_id try_number label priority due deadline state force reason_code reason rule rule_skipped replay not_before fingerprint created_at admitted_at ended_at version"),
 		"iititiiitbttttbitiiii", "id"},
 	{"entry_requirements", strings.Fields("entry pool slots implicit capacity"), "itibi", "entry, pool"},
+	{"pool_capacity", strings.Fields("id pool at slots"), "itii", "id"},
 	{"pool_use", strings.Fields("pool width bucket net area rise rise_at"), "tiiiiii", "pool, width, bucket"},
 	{"claims", strings.Fields("entry pool slots daemon epoch pgid lease_until"), "ititiii", "entry, pool"},
 	{"users", strings.Fields("name password_hash roles created_at updated_at"), "tttii", "name"},

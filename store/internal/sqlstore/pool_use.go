@@ -20,8 +20,10 @@ import (
 // at the slice's start. A transaction that changes the history in a slice marks it (markUse);
 // Commit recomputes the marked slices from the history, in SQL, before it commits (flushUse).
 // Out-of-order writes (a second daemon's clock, a requeue erasing an admission) need nothing
-// special: a slice is recomputed whole. The level at a window's start, the one number a slice
-// cannot know, is the sum of the holders at that instant, found through held_fork (below).
+// special: a slice is recomputed whole. The level just before a window's start, the one number
+// a slice cannot know, is the sum of the holders then, found through held_fork (below). A
+// slice's start is an instant of its own, after what changes at it: rise counts it, and is
+// below 0 when the slice begins with a release.
 
 const (
 	useFine   = int64(15 * time.Second / time.Microsecond)
@@ -149,8 +151,9 @@ func (t *Tx) recomputeUse(lo, hi int64, coarse bool) error {
 }
 
 // fineUseSQL writes the fine rows of the slices in [?, ?) from the history: the changes at
-// each instant (admissions up, ends down; what happens at one instant is one change), their
-// running sum within the slice, and its highest point, first reached.
+// each instant (admissions up, ends down; what happens at one instant is one change, and the
+// slice's start is an instant, with no change or those at it), their running sum within the
+// slice, and its highest point, first reached (below 0 when the slice starts with a release).
 var fineUseSQL = strings.NewReplacer("{W}", itoa64(useFine)).Replace(`INSERT INTO pool_use (pool, width, bucket, net, area, rise, rise_at)
 	WITH ev AS (
 		SELECT q.pool AS pool, e.admitted_at AS t, q.slots AS d
@@ -161,16 +164,18 @@ var fineUseSQL = strings.NewReplacer("{W}", itoa64(useFine)).Replace(`INSERT INT
 		FROM queue_entries e JOIN entry_requirements q ON q.entry = e.id
 		WHERE e.ended_at >= ? AND e.ended_at < ? AND e.admitted_at IS NOT NULL
 			AND e.state NOT IN ('waiting', 'admitted') AND NOT q.implicit),
-	inst AS (SELECT pool, t - t % {W} AS bucket, t, SUM(d) AS d FROM ev GROUP BY pool, t),
+	starts AS (SELECT DISTINCT pool, t - t % {W} AS t, 0 AS d FROM ev),
+	inst AS (SELECT pool, t - t % {W} AS bucket, t, SUM(d) AS d FROM (SELECT pool, t, d FROM ev UNION ALL SELECT pool, t, d FROM starts) a
+		GROUP BY pool, t),
 	cum AS (SELECT pool, bucket, t, d, SUM(d) OVER (PARTITION BY pool, bucket ORDER BY t) AS c FROM inst),
 	ranked AS (SELECT pool, bucket, t, d, c, ROW_NUMBER() OVER (PARTITION BY pool, bucket ORDER BY c DESC, t) AS n FROM cum)
-	SELECT pool, {W}, bucket, SUM(d), SUM(d * (bucket + {W} - t)),
-		MAX(CASE WHEN n = 1 AND c > 0 THEN c ELSE 0 END), MAX(CASE WHEN n = 1 AND c > 0 THEN t ELSE bucket END)
+	SELECT pool, {W}, bucket, SUM(d), SUM(d * (bucket + {W} - t)), MAX(CASE WHEN n = 1 THEN c END), MAX(CASE WHEN n = 1 THEN t END)
 	FROM ranked GROUP BY pool, bucket`)
 
 // coarseUseSQL writes the coarse rows of the slices in [?, ?) from their fine rows: the level
 // before each fine slice within the coarse one, the highest of those plus the fine slice's
-// rise, the area carried to the coarse slice's end.
+// rise (and the start, 0, when no fine slice begins there), the area carried to the coarse
+// slice's end.
 var coarseUseSQL = strings.NewReplacer("{WF}", itoa64(useFine), "{WC}", itoa64(useCoarse)).Replace(`INSERT INTO pool_use (pool, width, bucket, net, area, rise, rise_at)
 	WITH f AS (
 		SELECT pool, bucket - bucket % {WC} AS cb, bucket, net, area, rise, rise_at,
@@ -178,8 +183,10 @@ var coarseUseSQL = strings.NewReplacer("{WF}", itoa64(useFine), "{WC}", itoa64(u
 		FROM pool_use WHERE width = {WF} AND bucket >= ? AND bucket < ?),
 	ranked AS (SELECT f.*, ROW_NUMBER() OVER (PARTITION BY pool, cb ORDER BY before + rise DESC, bucket) AS n FROM f)
 	SELECT pool, {WC}, cb, SUM(net), SUM(area + net * (cb + {WC} - bucket - {WF})),
-		MAX(CASE WHEN n = 1 AND before + rise > 0 THEN before + rise ELSE 0 END),
-		MAX(CASE WHEN n = 1 AND before + rise > 0 THEN rise_at ELSE cb END)
+		CASE WHEN MIN(bucket) > cb AND MAX(CASE WHEN n = 1 THEN before + rise END) <= 0 THEN 0
+			ELSE MAX(CASE WHEN n = 1 THEN before + rise END) END,
+		CASE WHEN MIN(bucket) > cb AND MAX(CASE WHEN n = 1 THEN before + rise END) <= 0 THEN cb
+			ELSE MAX(CASE WHEN n = 1 THEN rise_at END) END
 	FROM ranked GROUP BY pool, cb`)
 
 func floorTo(at, w int64) int64 {
@@ -252,7 +259,8 @@ func (s *DB) PoolUse(ctx context.Context, pool string, from, to time.Time, width
 		return nil, unavailable(s.d.Classify(err))
 	}
 	defer tx.Rollback()
-	q, args := heldAtSQL(`q.slots`, ``, pool, f)
+	// The level just before from: the rows count what changes at from itself.
+	q, args := heldAtSQL(`q.slots`, ``, pool, f-1)
 	var level int64
 	if err := tx.QueryRowContext(ctx, s.bind(`SELECT COALESCE(SUM(slots), 0) FROM (`+q+`) h`), args...).Scan(&level); err != nil {
 		return nil, unavailable(err)
@@ -286,13 +294,18 @@ func composeUse(level int64, use []useRow, f, t, w, res, now int64) []store.UseB
 	out := make([]store.UseBucket, 0, (t-f)/w)
 	for start := f; start < t; start += w {
 		end := start + w
-		peak, peakAt := level, start
+		// The level at the start is a candidate unless a row begins there: its rise counts the
+		// start with what changed at it.
+		peak, peakAt, first := level, start, true
+		if len(use) > 0 && use[0].bucket == start {
+			first = false
+		}
 		var area, net int64 // slot-µs over the bucket (to its end) and the change, both from its rows
 		for len(use) > 0 && use[0].bucket < end {
 			r := use[0]
 			use = use[1:]
-			if top := level + net + r.rise; top > peak {
-				peak, peakAt = top, r.riseAt
+			if top := level + net + r.rise; top > peak || !first {
+				peak, peakAt, first = top, r.riseAt, true
 			}
 			area += r.area + r.net*(end-r.bucket-res)
 			net += r.net

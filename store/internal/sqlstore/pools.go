@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"context"
 	"strings"
 
 	"github.com/poolflow/poolflow/store"
@@ -59,6 +60,11 @@ func (t *Tx) PoolByName(name string) (store.Pool, error) {
 
 // PutPool inserts or replaces a pool row as given.
 func (t *Tx) PutPool(p *store.Pool, now time.Time) error {
+	// A new pool or a new capacity is a change of the capacity history, before the row moves.
+	if _, err := t.exec(`INSERT INTO pool_capacity (pool, at, slots) SELECT ?, ?, ?
+		WHERE NOT EXISTS (SELECT 1 FROM pools WHERE name = ? AND slots = ?)`, p.Name, store.Micros(now), p.Slots, p.Name, p.Slots); err != nil {
+		return err
+	}
 	var target any
 	if p.TargetSlots != store.NoTarget {
 		target = p.TargetSlots
@@ -74,8 +80,8 @@ func (t *Tx) PutPool(p *store.Pool, now time.Time) error {
 	return err
 }
 
-// DeletePool removes a pool row.
-func (t *Tx) DeletePool(name string) error {
+// DeletePool removes a pool row; the capacity history says the pool is gone from now on.
+func (t *Tx) DeletePool(name string, now time.Time) error {
 	res, err := t.exec(`DELETE FROM pools WHERE name = ?`, name)
 	if err != nil {
 		return err
@@ -83,7 +89,33 @@ func (t *Tx) DeletePool(name string) error {
 	if n, _ := res.RowsAffected(); n == 0 {
 		return store.ErrNotFound
 	}
-	return nil
+	_, err = t.exec(`INSERT INTO pool_capacity (pool, at, slots) VALUES (?, ?, NULL)`, name, store.Micros(now))
+	return err
+}
+
+// PoolCapacity lists the capacity changes of named pool that a window [from, to] draws: the
+// last one at or before from (the capacity the window starts with), then those within it, in
+// order (index pool_capacity_pool).
+func (s *DB) PoolCapacity(ctx context.Context, pool string, from, to time.Time) ([]store.CapacityChange, error) {
+	f := store.Micros(from)
+	rows, err := s.query(ctx, `SELECT at, slots FROM (SELECT at, id, slots FROM pool_capacity WHERE pool = ? AND at <= ?
+		ORDER BY at DESC, id DESC LIMIT 1) b
+		UNION ALL SELECT at, slots FROM (SELECT at, id, slots FROM pool_capacity WHERE pool = ? AND at > ? AND at <= ?) w
+		ORDER BY 1`, pool, f, pool, f, store.Micros(to))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.CapacityChange
+	for rows.Next() {
+		var at int64
+		var slots sql.NullInt64
+		if err := rows.Scan(&at, &slots); err != nil {
+			return nil, unavailable(err)
+		}
+		out = append(out, store.CapacityChange{At: store.FromMicros(at), Slots: int(slots.Int64), Exists: slots.Valid})
+	}
+	return out, unavailable(rows.Err())
 }
 
 // PoolHeld sums the slots held in a pool and counts the entries that wait for it.

@@ -410,8 +410,9 @@ func (t *Tx) RetireOrphans(now time.Time) (int, error) {
 	return int(n), nil
 }
 
-// FinishDrain switches a draining pool to its new capacity once no entry waits for it (§4.7).
-func (t *Tx) FinishDrain(name string) (bool, error) {
+// FinishDrain switches a draining pool to its new capacity once no entry waits for it (§4.7),
+// a change of the capacity history at now.
+func (t *Tx) FinishDrain(name string, now time.Time) (bool, error) {
 	res, err := t.exec(`UPDATE pools SET slots = target_slots, target_slots = NULL
 		WHERE name = ? AND target_slots IS NOT NULL AND NOT EXISTS (
 			SELECT 1 FROM entry_requirements q JOIN queue_entries e ON e.id = q.entry
@@ -419,8 +420,11 @@ func (t *Tx) FinishDrain(name string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	n, _ := res.RowsAffected()
-	return n > 0, nil
+	if n, _ := res.RowsAffected(); n == 0 {
+		return false, nil
+	}
+	_, err = t.exec(`INSERT INTO pool_capacity (pool, at, slots) SELECT name, ?, slots FROM pools WHERE name = ?`, store.Micros(now), name)
+	return err == nil, err
 }
 
 // Reschedule puts an admitted reschedule sensor back in the queue between pokes with the same

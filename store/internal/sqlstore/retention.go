@@ -147,6 +147,23 @@ func (t *Tx) PruneEvents(before time.Time, limit int) (int, error) {
 	return int(n), nil
 }
 
+// PrunePoolHistory deletes the capacity changes before `before` that a later one at or before
+// it replaces (each pool keeps the change a window starting there begins with), and the
+// pool_use slices before the cutoff's 5 minutes.
+func (t *Tx) PrunePoolHistory(before time.Time) (int, error) {
+	b := store.Micros(before)
+	res, err := t.exec(`DELETE FROM pool_capacity WHERE at < ? AND EXISTS (SELECT 1 FROM pool_capacity n
+		WHERE n.pool = pool_capacity.pool AND n.at <= ? AND (n.at > pool_capacity.at OR (n.at = pool_capacity.at AND n.id > pool_capacity.id)))`, b, b)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	if _, err := t.exec(`DELETE FROM pool_use WHERE bucket < ?`, floorTo(b, useCoarse)); err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
 // prunableVersions selects the DAG versions retention may delete: last seen before the
 // cutoff, neither the DAG's current version nor its highest (new numbers count from it), and
 // recorded by no run, entry or attempt left.
