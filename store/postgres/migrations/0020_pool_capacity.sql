@@ -1,4 +1,4 @@
--- Capacity history and pool_use recomputed (issue 21): migration 18.
+-- Capacity history and pool_use recomputed (issue 21): migration 20.
 
 -- Every change of a pool's capacity (the slots admission uses) with its time, written in the
 -- transaction of the change: a pool created, resized (API, CLI, UI, poolflow.yaml reload), its
