@@ -273,29 +273,50 @@ func (d *DAG) Render(t *Task, vars *TemplateVars) (*Rendered, error) {
 		out.Sensor = &c
 	}
 	if tt.pools != nil {
-		out.Pools = maps.Clone(t.PoolRequirements)
-		if out.Pools == nil {
-			out.Pools = map[string]int{}
+		if out.Pools, err = renderPools(t, tt, &env); err != nil {
+			return nil, err
 		}
-		for _, pt := range tt.pools {
-			name, slots := pt.rawName, pt.slots
-			path := "pool_requirements." + pt.rawName
-			if pt.name != nil {
-				if name, err = pt.name.evalString(&env, path); err != nil {
-					return nil, err
-				}
-				if name == "" || name[0] == '_' {
-					return nil, &TemplateError{path, pt.name.parts[len(pt.name.parts)-1].src,
-						fmt.Sprintf("gives the pool name %q, which is not a pool a task may require", name)}
-				}
+	}
+	return out, nil
+}
+
+// RenderPools evaluates only t's named-pool requirements over vars (the plain ones with the
+// evaluated ones): nil, nil for a task whose requirements have no template. The scheduler
+// reads a mapped instance's pools with it before the instance is queued (its line's look
+// ahead), without evaluating its command.
+func (d *DAG) RenderPools(t *Task, vars *TemplateVars) (map[string]int, error) {
+	tt := d.taskTemplates(t)
+	if tt == nil || tt.pools == nil {
+		return nil, nil
+	}
+	env := *vars
+	return renderPools(t, tt, &env)
+}
+
+func renderPools(t *Task, tt *taskTemplates, env *TemplateVars) (map[string]int, error) {
+	out := maps.Clone(t.PoolRequirements)
+	if out == nil {
+		out = map[string]int{}
+	}
+	for _, pt := range tt.pools {
+		name, slots := pt.rawName, pt.slots
+		path := "pool_requirements." + pt.rawName
+		var err error
+		if pt.name != nil {
+			if name, err = pt.name.evalString(env, path); err != nil {
+				return nil, err
 			}
-			if pt.amount != nil {
-				if slots, err = pt.amount.evalAmount(&env, path); err != nil {
-					return nil, err
-				}
+			if name == "" || name[0] == '_' {
+				return nil, &TemplateError{path, pt.name.parts[len(pt.name.parts)-1].src,
+					fmt.Sprintf("gives the pool name %q, which is not a pool a task may require", name)}
 			}
-			out.Pools[name] += slots
 		}
+		if pt.amount != nil {
+			if slots, err = pt.amount.evalAmount(env, path); err != nil {
+				return nil, err
+			}
+		}
+		out[name] += slots
 	}
 	return out, nil
 }

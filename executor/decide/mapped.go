@@ -78,6 +78,7 @@ func (ps *pass) advanceMapped(run *state.Run, ti *state.TI) []readyTask {
 	// Those left wait for a place: the pass that sees one of the window admitted or ended
 	// comes back here (an instance's change puts its task on the frontier).
 	ready = ps.queueLine(run, ti, m, ready)
+	ready = ps.lookAhead(run, ti, m, ready)
 	n := m.Size()
 	if n == 0 {
 		return ready
@@ -232,14 +233,17 @@ func (ps *pass) openLine(run *state.Run, ti *state.TI, m *state.Mapping, from in
 		ps.lineFrom = map[*state.TI]int{}
 	}
 	ps.lineFrom[ti] = from
-	m.SetLine(from)
-	ps.st.Touch(ti)
+	// The instances of the line say so before the line is set, which takes them off the list
+	// of instances to look at again (Mapping.inLine).
 	for i := from; i < min(m.Len(), n); i++ {
 		if inst := m.At(i); inst != nil && inst.State == vocab.TaskNone && inst.ReasonCode != vocab.ReasonMapLine {
 			inst.ReasonCode, inst.Reason = vocab.ReasonMapLine, ""
 			ps.st.Touch(inst)
 		}
 	}
+	m.SetLine(from)
+	m.SetAhead(from)
+	ps.st.Touch(ti)
 	for i := m.Len(); i < n; i++ {
 		run.Add(&state.TI{TaskInstance: store.TaskInstance{Run: run.PK, TaskID: dag.MapID(ti.TaskID, i), State: vocab.TaskNone,
 			ReasonCode: vocab.ReasonMapLine}, Task: ti.Task}) // no Touch: it has no row until it changes

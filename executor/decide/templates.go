@@ -21,6 +21,32 @@ func (ps *pass) render(run *state.Run, ti *state.TI, try int) (*dag.Rendered, er
 	if run.DAG == nil || ti.Task == nil || !run.DAG.Templated(ti.Task) {
 		return nil, nil
 	}
+	vars, err := ps.instanceVars(run, ti, try)
+	if err != nil {
+		return nil, err
+	}
+	return run.DAG.Render(ti.Task, vars)
+}
+
+// renderPools evaluates only a task instance's templated pool requirements (nil when it has
+// none), as render would.
+func (ps *pass) renderPools(run *state.Run, ti *state.TI, try int) (map[string]int, error) {
+	if run.TemplateErr != "" {
+		return nil, fmt.Errorf("%s", run.TemplateErr)
+	}
+	if run.DAG == nil || ti.Task == nil || !run.DAG.Templated(ti.Task) {
+		return nil, nil
+	}
+	vars, err := ps.instanceVars(run, ti, try)
+	if err != nil {
+		return nil, err
+	}
+	return run.DAG.RenderPools(ti.Task, vars)
+}
+
+// instanceVars are the template variables of a try of a task instance: a mapped instance's
+// with its item.
+func (ps *pass) instanceVars(run *state.Run, ti *state.TI, try int) (*dag.TemplateVars, error) {
 	vars := ps.templateVars(run, ti, try)
 	if ti.Instance {
 		parent := run.TIs[ti.Base]
@@ -36,7 +62,7 @@ func (ps *pass) render(run *state.Run, ti *state.TI, try int) (*dag.Rendered, er
 		}
 		vars.Item, vars.MapIndex = items[ti.MapIndex], ti.MapIndex
 	}
-	return run.DAG.Render(ti.Task, vars)
+	return vars, nil
 }
 
 // renderReady evaluates the templates of the ready tasks that have them, when they are queued:

@@ -1,6 +1,9 @@
 package state
 
-import "github.com/poolflow/poolflow/vocab"
+import (
+	"github.com/poolflow/poolflow/store"
+	"github.com/poolflow/poolflow/vocab"
+)
 
 // Mapping is a mapped task's instances in a run's memory (§14), kept so that a pass costs what
 // changed rather than what the task holds: the instances by map index, how many are in each
@@ -23,6 +26,10 @@ type Mapping struct {
 	// from the mapped task's row); until then every changed instance is pending.
 	line    int
 	lineSet bool
+	// ahead is the map index the line's look ahead reads next, and needs the requirements it
+	// evaluated, by map index (a nil slice: they did not evaluate): memory only.
+	ahead int
+	needs map[int][]store.Requirement
 }
 
 // Mapping is the mapped task id's instances, made on first use (an instance may be loaded
@@ -166,8 +173,12 @@ func (m *Mapping) Length() int {
 	return m.want
 }
 
-// inLine reports whether an instance waits for its place in the line.
-func (m *Mapping) inLine(ti *TI) bool { return m.lineSet && ti.MapIndex >= m.line }
+// inLine reports whether an instance waits for its place in the line: one past the line's head
+// that was never queued. One the look ahead queued (it has no map_line reason any more) is
+// looked at again like any other when it changes: a retry, a clear.
+func (m *Mapping) inLine(ti *TI) bool {
+	return m.lineSet && ti.MapIndex >= m.line && ti.ReasonCode == vocab.ReasonMapLine
+}
 
 // Line is the map index of the next instance to queue.
 func (m *Mapping) Line() int { return m.line }
@@ -192,6 +203,27 @@ func (m *Mapping) SetLine(i int) {
 	}
 	clear(m.pending[len(kept):])
 	m.pending = kept
+}
+
+// Ahead is the map index the line's look ahead reads next (never before the line's head).
+func (m *Mapping) Ahead() int { return max(m.ahead, m.line) }
+
+// SetAhead says where the look ahead reads next.
+func (m *Mapping) SetAhead(i int) { m.ahead = i }
+
+// Needs are the requirements the look ahead evaluated for the instance at map index i, and
+// whether it did.
+func (m *Mapping) Needs(i int) ([]store.Requirement, bool) {
+	n, ok := m.needs[i]
+	return n, ok
+}
+
+// SetNeeds keeps the requirements evaluated for the instance at map index i.
+func (m *Mapping) SetNeeds(i int, needs []store.Requirement) {
+	if m.needs == nil {
+		m.needs = map[int][]store.Requirement{}
+	}
+	m.needs[i] = needs
 }
 
 // Next moves the line past the instance at its head.
