@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"html/template"
 	"net/url"
 	"slices"
 	"strings"
@@ -18,6 +19,9 @@ import (
 // with reason global_limit or dag_limit (the waiting list's reason filter, which computes every
 // reason). DAGs are shown when they have a run open.
 
+// limitCountBound bounds the counts of a DAG's running and queued runs on its card.
+const limitCountBound = 1000
+
 // globalCard is _global: the slots each daemon's running attempts hold against max_running.
 type globalCard struct {
 	Limit   int // max_running; 0 = none
@@ -33,17 +37,19 @@ type daemonUse struct {
 
 // dagLimitCard is one DAG's run limits.
 type dagLimitCard struct {
-	DAGID          string
-	MaxActiveRuns  int
-	Running        int
-	Queued         int // runs queued: while Running reaches MaxActiveRuns they wait on it
-	RunsPercent    int
-	QueuedHref     string
-	MaxActiveTasks int
-	Busiest        int    // the running tasks of its busiest run
-	BusiestRun     string // that run
-	AtLimit        int    // runs at max_active_tasks
-	WaitersHref    string // the entries waiting with reason dag_limit
+	DAGID         string
+	MaxActiveRuns int
+	Running       int
+	Queued        int // runs queued: while Running reaches MaxActiveRuns they wait on it
+	// RunningText and QueuedText say them: "1,000+" past limitCountBound.
+	RunningText, QueuedText template.HTML
+	RunsPercent             int
+	QueuedHref              string
+	MaxActiveTasks          int
+	Busiest                 int    // the running tasks of its busiest run
+	BusiestRun              string // that run
+	AtLimit                 int    // runs at max_active_tasks
+	WaitersHref             string // the entries waiting with reason dag_limit
 }
 
 type limitsData struct {
@@ -95,15 +101,18 @@ func (u *UI) limits(ctx context.Context, team string) (limitsData, error) {
 		if team != "" && u.dagTeam(d.DAGID) != "" && u.dagTeam(d.DAGID) != team {
 			continue
 		}
-		count := func(s vocab.RunState) (int, error) {
-			_, n, err := u.api.Store().ListRunsWhere(ctx, store.RunFilter{DAGID: d.DAGID, States: []vocab.RunState{s}, Limit: 1})
+		// Counted up to a bound: 100,000 open runs of a DAG are 100,000 index entries a view.
+		count := func(s vocab.RunState, text *template.HTML) (int, error) {
+			f := store.RunFilter{DAGID: d.DAGID, States: []vocab.RunState{s}, Limit: 1, CountAtMost: limitCountBound}
+			_, n, err := u.api.Store().ListRunsWhere(ctx, f)
+			*text = runTotal(n, f)
 			return n, err
 		}
 		c := dagLimitCard{DAGID: d.DAGID, MaxActiveRuns: d.MaxActiveRuns, MaxActiveTasks: d.MaxActiveTasks}
-		if c.Running, err = count(vocab.RunRunning); err != nil {
+		if c.Running, err = count(vocab.RunRunning, &c.RunningText); err != nil {
 			return out, err
 		}
-		if c.Queued, err = count(vocab.RunQueued); err != nil {
+		if c.Queued, err = count(vocab.RunQueued, &c.QueuedText); err != nil {
 			return out, err
 		}
 		if c.Running == 0 && c.Queued == 0 {
