@@ -86,12 +86,11 @@ func Reasons(ctx context.Context, st store.Store, now time.Time) (*Explanation, 
 	return &Explanation{reasons: x}, nil
 }
 
-// ReasonsAmong is Reasons for a part of the queue: it walks only the waiting entries among, which
-// must hold every entry the walk needs to reach the ones whose reasons are read — all entries
-// walked before them, the force starts, the entries keeping claims and those a pool may promote
-// (store.WalkBound says which; the walk is the same for them as over the whole queue, since an
-// entry's fate depends only on entries decided before it). A page of a long line reads its
-// reasons this way (issue 21).
+// ReasonsAmong is Reasons over waiting entries the caller has read (the pools page's snapshot of
+// the waiting lines reads the queue once and walks it here, issue 21). among must hold every
+// entry the walk needs to reach the ones whose reasons are read — all entries walked before
+// them, the force starts, the entries keeping claims and those a pool may promote (an entry's
+// fate depends only on entries decided before it); the whole queue always does.
 func ReasonsAmong(ctx context.Context, st store.Store, now time.Time, among []store.Entry) (*Explanation, error) {
 	if among == nil {
 		among = []store.Entry{}

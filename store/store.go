@@ -55,13 +55,6 @@ type Reader interface {
 	// with its requirements: the waits of its history (the Gantt's wait bars).
 	RunEntries(ctx context.Context, run int64) ([]Entry, error)
 	RecentEntries(ctx context.Context, perPool int) (map[string][]Entry, error)
-	// WaitingPage is a page of one pool's waiting entries in admission order (waiting.go).
-	WaitingPage(ctx context.Context, q WaitingQuery) (WaitingPage, error)
-	// WaitingCounts counts, per pool, the waiting entries that need it and the slots they ask.
-	WaitingCounts(ctx context.Context) (map[string]WaitingCount, error)
-	// WaitingThrough lists, by queue ID, the waiting entries an admission walk must see to say
-	// why every entry up to b.Through waits (waiting.go).
-	WaitingThrough(ctx context.Context, b WalkBound) ([]Entry, error)
 	// EntriesByID reads the entries of ids with their requirements, by queue ID; an ID with no
 	// entry is left out.
 	EntriesByID(ctx context.Context, ids []int64) ([]Entry, error)

@@ -75,7 +75,7 @@ func Run(t *testing.T, h Harness) {
 		{"DeleteExpiredTokens", testDeleteExpiredTokens},
 		{"Backfills", testBackfills},
 		{"BackfillManyDates", testBackfillManyDates},
-		{"WaitingLine", testWaitingLine},
+		{"WaitingReads", testWaitingReads},
 		{"QueueSeq", testQueueSeq},
 		{"PoolHistory", testPoolHistory},
 		{"PoolUse", testPoolUse},
