@@ -110,7 +110,8 @@ func (s *DB) RunAttempts(ctx context.Context, run int64) ([]store.Attempt, error
 // PoolHoldings lists the admissions into named pools that held slots at some time since since:
 // those still admitted and those that ended after it, by admission time.
 func (s *DB) PoolHoldings(ctx context.Context, since time.Time) ([]store.Holding, error) {
-	// Two walks by index: the admitted entries (queue_entries_waiting) and those that ended
+	// Two walks by index: the entries holding slots (queue_entries_held: its condition is this
+	// one, so both drivers read it instead of every waiting entry) and those that ended
 	// since (queue_entries_ended).
 	rows, err := s.query(ctx, `SELECT e.id, q.pool, q.slots, e.admitted_at, e.ended_at
 		FROM queue_entries e JOIN entry_requirements q ON q.entry = e.id
@@ -125,7 +126,7 @@ func (s *DB) PoolHoldings(ctx context.Context, since time.Time) ([]store.Holding
 
 // PoolHistory lists the admissions into named pool pool that held slots at some time within
 // [from, to], by admission time: those admitted by to that were still held at from. The walks
-// are those of PoolHoldings (the open entries by queue_entries_waiting, the ended ones by
+// are those of PoolHoldings (the open entries by queue_entries_held, the ended ones by
 // queue_entries_ended), then the requirement rows by their key.
 func (s *DB) PoolHistory(ctx context.Context, pool string, from, to time.Time) ([]store.Holding, error) {
 	f, t := store.Micros(from), store.Micros(to)
