@@ -88,6 +88,10 @@ type EntryJSON struct {
 	EndedAt     *time.Time  `json:"ended_at"`
 }
 
+// Waiting reports whether the entry still waits for admission (templates ask this rather than
+// spell the state).
+func (e EntryJSON) Waiting() bool { return e.State == vocab.EntryWaiting }
+
 func entryView(e store.Entry) EntryJSON {
 	reqs, limits := splitNeeds(e.Needs)
 	v := EntryJSON{QueueID: e.ID, DAGID: e.DAGID, DAGRunID: e.RunID, TaskID: e.TaskID, TryNumber: e.TryNumber,
