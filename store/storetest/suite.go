@@ -79,6 +79,7 @@ func Run(t *testing.T, h Harness) {
 		{"QueueSeq", testQueueSeq},
 		{"PoolHistory", testPoolHistory},
 		{"PoolUse", testPoolUse},
+		{"PoolUseBacklog", testPoolUseBacklog},
 		{"PoolCapacity", testPoolCapacity},
 	}
 	for _, tc := range tests {

@@ -320,3 +320,36 @@ func testPoolCapacity(t *testing.T, h Harness) {
 		t.Errorf("pruned at minute 45: %d deleted, left %+v; want the change of minute 40 on", n, got)
 	}
 }
+
+// testPoolUseBacklog: a store recomputes the slices its commits marked at most once a second
+// (sqlstore's useBacklog), so it must not lose them: its own timeline read recomputes them
+// first, and a clean close recomputes them, so the next handle's read is exact too.
+func testPoolUseBacklog(t *testing.T, h Harness) {
+	target := h.Target(t)
+	st := h.Open(t, target)
+	t0 := day.Truncate(24 * time.Hour).Add(24 * time.Hour)
+	w := newHistoryWriter(t, st)
+	// Many commits in a row, faster than the recompute: each in its own transaction.
+	for i := range 20 {
+		w.hold(1, t0.Add(time.Duration(i)*time.Minute), t0.Add(time.Duration(i)*time.Minute+30*time.Second))
+	}
+	w.hold(2, t0.Add(25*time.Minute), time.Time{})
+	check := func(who string, st store.Store) {
+		t.Helper()
+		use, err := st.PoolUse(bg(), "db", t0, t0.Add(30*time.Minute), 30*time.Minute, t0.Add(time.Hour))
+		must(t, err)
+		// 1 slot for 30 s of each of 20 minutes (10 slot-minutes), 2 slots for the last 5.
+		if len(use) != 1 || use[0].Peak != 2 || math.Abs(use[0].Mean-20.0/30) > 1e-9 {
+			t.Errorf("%s: %+v, want peak 2 and mean %.4f", who, use, 20.0/30)
+		}
+	}
+	check("the writing handle", st)
+	w.hold(1, t0.Add(27*time.Minute), t0.Add(28*time.Minute)) // marked after the read
+	must(t, st.Close())
+	next := h.Open(t, target)
+	use, err := next.PoolUse(bg(), "db", t0, t0.Add(30*time.Minute), 30*time.Minute, t0.Add(time.Hour))
+	must(t, err)
+	if len(use) != 1 || use[0].Peak != 3 || math.Abs(use[0].Mean-21.0/30) > 1e-9 {
+		t.Errorf("a new handle after a clean close: %+v, want peak 3 (at 27 min) and mean %.4f", use, 21.0/30)
+	}
+}

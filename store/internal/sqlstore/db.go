@@ -137,6 +137,7 @@ type DB struct {
 	stmtMu    sync.Mutex
 	stmts     map[string]*sql.Stmt
 	closeOnce sync.Once
+	use       useBacklog // pool_use slices marked and not recomputed yet (pool_use.go)
 }
 
 var _ store.Store = (*DB)(nil)
@@ -176,6 +177,10 @@ func (s *DB) Changed() <-chan struct{} { return s.ch.Changed() }
 func (s *DB) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		// The timeline's last marks, so that a clean stop leaves pool_use exact.
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout())
+		_ = s.flushUseBacklog(ctx) // a store that cannot be written now keeps its history exact
+		cancel()
 		s.stmtMu.Lock()
 		for _, st := range s.stmts {
 			st.Close()

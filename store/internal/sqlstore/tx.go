@@ -23,8 +23,10 @@ type Tx struct {
 	version   int64 // the change version read at the start
 	seq       int64 // the change sequence read at the start; after a commit that wrote, its own
 	wrote     bool  // a statement changed a row: the commit is an outside change to others
-	// useDirty are the fine pool_use slices whose claim history changed (markUse).
+	// useDirty are the fine pool_use slices whose claim history changed (markUse); forceUse
+	// makes Commit recompute the store's backlog of them whether or not it is due.
 	useDirty map[int64]bool
+	forceUse bool
 }
 
 var _ store.Tx = (*Tx)(nil)
@@ -76,7 +78,8 @@ func (s *DB) begin(ctx context.Context) (*Tx, error) {
 // Commit commits; a failed commit is ErrUnavailable.
 func (t *Tx) Commit() error {
 	defer t.cancel()
-	if err := t.flushUse(); err != nil {
+	flushed, err := t.flushUse(t.forceUse)
+	if err != nil {
 		_ = t.tx.Rollback()
 		return unavailable(t.s.d.Classify(err))
 	}
@@ -96,6 +99,7 @@ func (t *Tx) Commit() error {
 	if err := t.tx.Commit(); err != nil {
 		return unavailable(t.s.d.Classify(err))
 	}
+	t.s.useFlushed(flushed)
 	if t.wrote {
 		t.s.ch.Committed(mark)
 		t.seq = mark
