@@ -36,7 +36,7 @@ func (ps *pass) lookAhead(run *state.Run, ti *state.TI, m *state.Mapping, ready 
 	}
 	// The window's instances this pass queues take their slots first.
 	for _, r := range ready {
-		if r.line == ti || (r.ti.Instance && r.ti.Base == ti.TaskID) {
+		if r.ti.Instance && r.ti.Base == ti.TaskID {
 			if needs, ok := ps.instanceNeeds(run, r.ti, m); ok {
 				take(free, needs)
 			}

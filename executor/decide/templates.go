@@ -15,14 +15,8 @@ import (
 // any. Evaluation is a pure function of the run, the try and the upstream outputs in memory,
 // so the queueing and the start of one try render the same values.
 func (ps *pass) render(run *state.Run, ti *state.TI, try int) (*dag.Rendered, error) {
-	if run.TemplateErr != "" {
-		return nil, fmt.Errorf("%s", run.TemplateErr)
-	}
-	if run.DAG == nil || ti.Task == nil || !run.DAG.Templated(ti.Task) {
-		return nil, nil
-	}
 	vars, err := ps.instanceVars(run, ti, try)
-	if err != nil {
+	if vars == nil {
 		return nil, err
 	}
 	return run.DAG.Render(ti.Task, vars)
@@ -31,22 +25,22 @@ func (ps *pass) render(run *state.Run, ti *state.TI, try int) (*dag.Rendered, er
 // renderPools evaluates only a task instance's templated pool requirements (nil when it has
 // none), as render would.
 func (ps *pass) renderPools(run *state.Run, ti *state.TI, try int) (map[string]int, error) {
+	vars, err := ps.instanceVars(run, ti, try)
+	if vars == nil {
+		return nil, err
+	}
+	return run.DAG.RenderPools(ti.Task, vars)
+}
+
+// instanceVars are the template variables of a try of a task instance, a mapped instance's
+// with its item; nil, nil for a task without templates.
+func (ps *pass) instanceVars(run *state.Run, ti *state.TI, try int) (*dag.TemplateVars, error) {
 	if run.TemplateErr != "" {
 		return nil, fmt.Errorf("%s", run.TemplateErr)
 	}
 	if run.DAG == nil || ti.Task == nil || !run.DAG.Templated(ti.Task) {
 		return nil, nil
 	}
-	vars, err := ps.instanceVars(run, ti, try)
-	if err != nil {
-		return nil, err
-	}
-	return run.DAG.RenderPools(ti.Task, vars)
-}
-
-// instanceVars are the template variables of a try of a task instance: a mapped instance's
-// with its item.
-func (ps *pass) instanceVars(run *state.Run, ti *state.TI, try int) (*dag.TemplateVars, error) {
 	vars := ps.templateVars(run, ti, try)
 	if ti.Instance {
 		parent := run.TIs[ti.Base]
